@@ -1,0 +1,1490 @@
+"""The `nn` graph dialect: neural-network operators on statically shaped tensors.
+
+Feature maps are channels-last inside the compiler, (N, H, W, C) and (N, W, C), so
+that a band of rows is one contiguous span; the importer moves ONNX's NCHW there.
+Quantized tensors carry their scale and zero point in the tensor type's encoding
+(`tensor<1x8x8x16xi8, #nn.q<0.02 : -3>>`), so every consumer sees them and no op
+has to repeat them.
+
+Each op class states, as data, its tiling class (the table of spec/tiling.md),
+how it behaves on quantized tensors, its output shape (checked by the verifier)
+and a numpy reference (`reference`), which is the oracle of every later level.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from enum import Enum
+from typing import ClassVar, cast
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayAttr,
+    DenseArrayBase,
+    Float32Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    NoneAttr,
+    Signedness,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from tigris_ir import kernels as K
+from tigris_ir.tiling_class import TilingClass
+
+# --------------------------------------------------------------------------- types
+
+
+@irdl_attr_definition
+class QuantAttr(ParametrizedAttribute):
+    """Per-tensor affine quantization of an activation: real = (q - zp) * scale."""
+
+    name = "nn.q"
+
+    scale: FloatAttr
+    zero_point: IntegerAttr
+
+    def __init__(self, scale: float, zero_point: int):
+        super().__init__(
+            FloatAttr(float(np.float32(scale)), Float32Type()), IntegerAttr(zero_point, i64)
+        )
+
+    @property
+    def scale_value(self) -> np.float32:
+        return np.float32(self.scale.value.data)
+
+    @property
+    def zp_value(self) -> int:
+        return self.zero_point.value.data
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            scale = parser.parse_float()
+            parser.parse_punctuation(":")
+            zp = parser.parse_integer()
+        return (
+            FloatAttr(float(np.float32(scale)), Float32Type()),
+            IntegerAttr(zp, i64),
+        )
+
+    def print_parameters(self, printer: Printer) -> None:
+        text = str(np.float32(self.scale.value.data))
+        if "." not in text:  # the parser wants a decimal point in a float literal
+            text = text.replace("e", ".0e") if "e" in text else text + ".0"
+        printer.print_string(f"<{text} : ")
+        printer.print_string(f"{self.zero_point.value.data}>")
+
+    def verify(self) -> None:
+        if not (self.scale.value.data > 0 and math.isfinite(self.scale.value.data)):
+            raise VerifyException(
+                f"quantization scale must be positive and finite, got {self.scale.value.data}"
+            )
+
+
+# numpy dtypes of the element types the dialect accepts
+_INT_DTYPES = {(8, True): np.int8, (8, False): np.uint8, (32, True): np.int32}
+
+
+def element_dtype(t: Attribute) -> np.dtype:
+    """The numpy dtype of a tensor element type (i8 is signed, ui8 unsigned)."""
+    if isinstance(t, Float32Type):
+        return np.dtype(np.float32)
+    if isinstance(t, IntegerType):
+        key = (t.width.data, t.signedness.data != Signedness.UNSIGNED)
+        if key in _INT_DTYPES:
+            return np.dtype(_INT_DTYPES[key])
+    raise VerifyException(f"unsupported element type {t}; supported: f32, i8, ui8, i32")
+
+
+def tensor_type(
+    shape: Sequence[int], dtype: np.dtype | type, quant: QuantAttr | None = None
+) -> TensorType:
+    """Build the tensor type of an array shape and numpy dtype."""
+    dt = np.dtype(dtype)
+    elem: Attribute
+    if dt == np.float32:
+        elem = Float32Type()
+    elif dt == np.int8:
+        elem = IntegerType(8)
+    elif dt == np.uint8:
+        elem = IntegerType(8, Signedness.UNSIGNED)
+    elif dt == np.int32:
+        elem = IntegerType(32)
+    else:
+        raise ValueError(f"unsupported dtype {dt}; supported: float32, int8, uint8, int32")
+    return TensorType(elem, shape, quant if quant is not None else NoneAttr())
+
+
+def shape_of(v: SSAValue | Attribute) -> tuple[int, ...]:
+    t = v.type if isinstance(v, SSAValue) else v
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+def dtype_of(v: SSAValue | Attribute) -> np.dtype:
+    t = v.type if isinstance(v, SSAValue) else v
+    assert isinstance(t, TensorType)
+    return element_dtype(t.element_type)
+
+
+def quant_of(v: SSAValue | Attribute) -> QuantAttr | None:
+    t = v.type if isinstance(v, SSAValue) else v
+    assert isinstance(t, TensorType)
+    return t.encoding if isinstance(t.encoding, QuantAttr) else None
+
+
+def elem_bytes(v: SSAValue | Attribute) -> int:
+    """Bytes per element, the unit of every memory figure of the planner."""
+    return dtype_of(v).itemsize
+
+
+def dequantize_array(a: np.ndarray, q: QuantAttr | None) -> np.ndarray:
+    if q is None:
+        return a
+    return K.dequantize(a, scale=q.scale_value, zero_point=q.zp_value)
+
+
+def quantize_array(a: np.ndarray, t: TensorType) -> np.ndarray:
+    q = quant_of(t)
+    if q is None:
+        return a.astype(element_dtype(t.element_type))
+    return K.quantize(
+        a, scale=q.scale_value, zero_point=q.zp_value, dtype=element_dtype(t.element_type)
+    )
+
+
+# ----------------------------------------------------------------- property helpers
+
+
+def ints_prop(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def int_prop(v: int) -> IntegerAttr:
+    return IntegerAttr(int(v), i64)
+
+
+def float_prop(v: float) -> FloatAttr:
+    return FloatAttr(float(v), Float32Type())
+
+
+class QuantKind(Enum):
+    """How an op computes when its tensors are quantized."""
+
+    INTEGER = "integer"
+    """Its own integer kernel: int32 accumulators and one requantization."""
+    EXACT = "exact"
+    """Moves or selects values: runs on the stored integers when scales agree."""
+    REAL = "real"
+    """Dequantize, compute in float32, quantize: one rounding at the output."""
+
+
+class NNOp(IRDLOperation):
+    """Common behaviour of the graph operators."""
+
+    TILING: ClassVar[TilingClass] = TilingClass.WHOLE
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.REAL
+    assembly_format = "operands attr-dict `:` functional-type(operands, results)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def tiling(self) -> TilingClass:
+        """The row of the spec's tileability table this op belongs to."""
+        return self.TILING
+
+    def quant_kind(self) -> QuantKind:
+        return self.QUANT_KIND
+
+    # -- properties -------------------------------------------------------------
+    def ints(self, name: str) -> tuple[int, ...]:
+        p = self.properties.get(name)
+        if p is None:
+            return ()
+        assert isinstance(p, DenseArrayBase)
+        return tuple(int(x) for x in p.get_values())
+
+    def int_(self, name: str, default: int = 0) -> int:
+        p = self.properties.get(name)
+        if p is None:
+            return default
+        assert isinstance(p, IntegerAttr)
+        return p.value.data
+
+    def float_(self, name: str, default: float = 0.0) -> float:
+        p = self.properties.get(name)
+        if p is None:
+            return default
+        assert isinstance(p, FloatAttr)
+        return float(p.value.data)
+
+    def str_(self, name: str, default: str = "") -> str:
+        p = self.properties.get(name)
+        if p is None:
+            return default
+        assert isinstance(p, StringAttr)
+        return p.data
+
+    # -- shapes -----------------------------------------------------------------
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        """Result shapes implied by the operands and properties."""
+        return [shape_of(self.operands[0])]
+
+    def check_operands(self) -> None:
+        """Ranks, channel counts and element types; raise VerifyException."""
+
+    def verify_(self) -> None:
+        for v in (*self.operands, *self.results):
+            if not isinstance(v.type, TensorType):
+                raise VerifyException(f"{self.name}: every operand and result must be a tensor")
+            element_dtype(v.type.element_type)
+        self.check_operands()
+        expected = self.infer_shapes()
+        got = [shape_of(r) for r in self.results]
+        if [tuple(s) for s in expected] != got:
+            exp = ", ".join("x".join(map(str, s)) for s in expected)
+            have = ", ".join("x".join(map(str, s)) for s in got)
+            raise VerifyException(
+                f"{self.name}: result shape {have} does not match the inferred shape {exp}"
+            )
+
+    # -- numerics ---------------------------------------------------------------
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        """The float32 semantics (also run on raw integers by EXACT ops)."""
+        raise NotImplementedError(f"{self.name} has no reference implementation")
+
+    def compute_quantized(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        """The integer semantics of INTEGER ops."""
+        raise NotImplementedError(f"{self.name} has no integer reference")
+
+    def is_quantized(self) -> bool:
+        return any(quant_of(v) is not None for v in (*self.operands, *self.results))
+
+    def reference(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        """Run the op on numpy arrays holding the stored values of its operands."""
+        if not self.is_quantized():
+            outs = self.compute(args)
+        elif self.quant_kind() is QuantKind.INTEGER:
+            outs = self.compute_quantized(args)
+        elif self.quant_kind() is QuantKind.EXACT and self._same_quantization():
+            outs = self.compute(args)
+        else:
+            real = [dequantize_array(a, quant_of(v)) for a, v in zip(args, self.operands)]
+            outs = self.compute(real)
+            outs = [
+                quantize_array(o, cast(TensorType, r.type))
+                for o, r in zip(outs, self.results)
+            ]
+        return [
+            np.asarray(o).astype(dtype_of(r), copy=False) for o, r in zip(outs, self.results)
+        ]
+
+    def _same_quantization(self) -> bool:
+        qs = {
+            (quant_of(v), dtype_of(v).str)
+            for v in (*self.operands, *self.results)
+            if quant_of(v) is not None or dtype_of(v) != np.float32
+        }
+        acts = [v for v in (*self.operands, *self.results) if quant_of(v) is not None]
+        return len(qs) == 1 and len(acts) == len(self.operands) + len(self.results)
+
+
+def _rank(v: SSAValue) -> int:
+    return len(shape_of(v))
+
+
+def _require(cond: bool, msg: str) -> None:
+    if not cond:
+        raise VerifyException(msg)
+
+
+def _check_float_or_quant(op: NNOp, v: SSAValue, what: str) -> None:
+    dt = dtype_of(v)
+    if dt == np.float32:
+        return
+    _require(
+        dt in (np.int8, np.uint8) and quant_of(v) is not None,
+        f"{op.name}: {what} must be f32, or i8/ui8 with a #nn.q quantization, got "
+        f"{v.type}",
+    )
+
+
+# ------------------------------------------------------------------------- weights
+
+
+@irdl_op_definition
+class WeightOp(IRDLOperation):
+    """A constant tensor, stored outside the IR and referenced by name."""
+
+    name = "nn.weight"
+    ref = prop_def(StringAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$ref attr-dict `:` type($result)"
+
+    def __init__(self, ref: str, ty: TensorType):
+        super().__init__(properties={"ref": StringAttr(ref)}, result_types=[ty])
+
+
+# ---------------------------------------------------------------------- elementwise
+
+
+class UnaryOp(NNOp):
+    """A shape-preserving op of one tensor."""
+
+    TILING: ClassVar[TilingClass] = TilingClass.POINTWISE
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        _check_float_or_quant(self, self.x, "the input")
+        _check_float_or_quant(self, self.y, "the result")
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [self.fn(args[0])]
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    name = "nn.relu"
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.relu(x)
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    name = "nn.sigmoid"
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.sigmoid(x)
+
+
+@irdl_op_definition
+class TanhOp(UnaryOp):
+    name = "nn.tanh"
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.tanh(x)
+
+
+@irdl_op_definition
+class HardSwishOp(UnaryOp):
+    name = "nn.hard_swish"
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.hard_swish(x)
+
+
+@irdl_op_definition
+class HardSigmoidOp(UnaryOp):
+    name = "nn.hard_sigmoid"
+    alpha = prop_def(FloatAttr)
+    beta = prop_def(FloatAttr)
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.hard_sigmoid(x, alpha=self.float_("alpha"), beta=self.float_("beta"))
+
+
+@irdl_op_definition
+class LeakyReluOp(UnaryOp):
+    name = "nn.leaky_relu"
+    alpha = prop_def(FloatAttr)
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.leaky_relu(x, alpha=self.float_("alpha"))
+
+
+@irdl_op_definition
+class EluOp(UnaryOp):
+    name = "nn.elu"
+    alpha = prop_def(FloatAttr)
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.elu(x, alpha=self.float_("alpha"))
+
+
+@irdl_op_definition
+class GeluOp(UnaryOp):
+    name = "nn.gelu"
+    approximate = opt_prop_def(StringAttr)
+
+    def check_operands(self) -> None:
+        super().check_operands()
+        _require(
+            self.str_("approximate", "none") in ("none", "tanh"),
+            f"{self.name}: approximate must be \"none\" or \"tanh\"",
+        )
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.gelu(x, approximate=self.str_("approximate", "none"))
+
+
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    name = "nn.exp"
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.exp(x)
+
+
+@irdl_op_definition
+class LogOp(UnaryOp):
+    name = "nn.log"
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.log(x)
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    name = "nn.sqrt"
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.sqrt(x)
+
+
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    name = "nn.abs"
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.abs(x)
+
+
+@irdl_op_definition
+class FloorOp(UnaryOp):
+    name = "nn.floor"
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.floor(x)
+
+
+@irdl_op_definition
+class ClipOp(UnaryOp):
+    """Clamp to [min, max]; Relu6 is Clip(0, 6)."""
+
+    name = "nn.clip"
+    min = prop_def(FloatAttr)
+    max = prop_def(FloatAttr)
+
+    def check_operands(self) -> None:
+        super().check_operands()
+        _require(
+            self.float_("min") <= self.float_("max"),
+            f"{self.name}: min {self.float_('min')} exceeds max {self.float_('max')}",
+        )
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.clip(x, lo=self.float_("min"), hi=self.float_("max"))
+
+
+@irdl_op_definition
+class IdentityOp(UnaryOp):
+    name = "nn.identity"
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return x.copy()
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    except ValueError as e:
+        raise VerifyException(
+            "operand shapes "
+            + " and ".join("x".join(map(str, s)) for s in shapes)
+            + " do not broadcast"
+        ) from e
+
+
+class BinaryOp(NNOp):
+    """An elementwise op of two tensors with numpy (ONNX) broadcasting."""
+
+    TILING: ClassVar[TilingClass] = TilingClass.POINTWISE
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        for v, what in ((self.lhs, "lhs"), (self.rhs, "rhs"), (self.y, "result")):
+            _check_float_or_quant(self, v, f"the {what}")
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        return [broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))]
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [self.fn(args[0], args[1])]
+
+
+@irdl_op_definition
+class AddOp(BinaryOp):
+    name = "nn.add"
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a + b
+
+
+@irdl_op_definition
+class SubOp(BinaryOp):
+    name = "nn.sub"
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a - b
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    name = "nn.mul"
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a * b
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    name = "nn.div"
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a / b
+
+
+@irdl_op_definition
+class MaxOp(BinaryOp):
+    name = "nn.max"
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.maximum(a, b)
+
+
+@irdl_op_definition
+class MinOp(BinaryOp):
+    name = "nn.min"
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.minimum(a, b)
+
+
+@irdl_op_definition
+class PReluOp(BinaryOp):
+    """Leaky rectifier with a learned slope, broadcast against the input."""
+
+    name = "nn.prelu"
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        out = broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
+        _require(
+            out == shape_of(self.lhs),
+            f"{self.name}: the slope must broadcast to the input shape",
+        )
+        return [out]
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return K.prelu(a, b)
+
+
+# -------------------------------------------------------------------- convolutions
+
+
+def _window_out(
+    size: int, k: int, s: int, d: int, pb: int, pe: int, ceil_mode: bool = False
+) -> int:
+    eff = (k - 1) * d + 1
+    span = size + pb + pe - eff
+    if span < 0:
+        raise VerifyException(
+            f"a window of {eff} (kernel {k}, dilation {d}) does not fit an input of "
+            f"{size} with pads {pb},{pe}"
+        )
+    if not ceil_mode:
+        return span // s + 1
+    out = -(-span // s) + 1
+    if (out - 1) * s >= size + pb:
+        out -= 1
+    return out
+
+
+class WindowOp(NNOp):
+    """An op that slides a window over the spatial axes of a feature map."""
+
+    TILING: ClassVar[TilingClass] = TilingClass.HALO
+
+    def spatial_rank(self) -> int:
+        return len(shape_of(self.operands[0])) - 2
+
+    def kernel(self) -> tuple[int, ...]:
+        return self.ints("kernel")
+
+    def strides(self) -> tuple[int, ...]:
+        return self.ints("strides") or (1,) * self.spatial_rank()
+
+    def dilations(self) -> tuple[int, ...]:
+        return self.ints("dilations") or (1,) * self.spatial_rank()
+
+    def pads(self) -> tuple[int, ...]:
+        return self.ints("pads") or (0,) * (2 * self.spatial_rank())
+
+    def check_window(self) -> None:
+        r = _rank(self.operands[0])
+        _require(
+            r in (3, 4),
+            f"{self.name}: the input must be a rank-3 (N, W, C) or rank-4 (N, H, W, C) "
+            f"feature map, got rank {r}",
+        )
+        n = r - 2
+        for prop, want in (("strides", n), ("dilations", n), ("pads", 2 * n)):
+            got = len(self.ints(prop))
+            _require(
+                got in (0, want),
+                f"{self.name}: {prop} needs {want} values for a rank-{r} input, got {got}",
+            )
+        _require(
+            all(v >= 1 for v in (*self.strides(), *self.dilations())),
+            f"{self.name}: strides and dilations must be >= 1",
+        )
+        _require(all(p >= 0 for p in self.pads()), f"{self.name}: pads must be >= 0")
+
+    def window_shape(self, spatial_in: Sequence[int], ceil_mode: bool = False) -> list[int]:
+        k, s, d, p = self.kernel(), self.strides(), self.dilations(), self.pads()
+        n = len(spatial_in)
+        return [
+            _window_out(spatial_in[i], k[i], s[i], d[i], p[i], p[n + i], ceil_mode)
+            for i in range(n)
+        ]
+
+
+@irdl_op_definition
+class ConvOp(WindowOp):
+    """Convolution: groups, strides, dilations, explicit pads; 1D or 2D.
+
+    Weights are (Cout, *kernel, Cin / group). Quantized: i8/ui8 input, i8 weights
+    (symmetric, per output channel scales as a fourth operand), i32 bias; int32
+    accumulators requantized once by `kernels.requantize`.
+    """
+
+    name = "nn.conv"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    weight_scale = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    kernel_ = prop_def(DenseArrayBase, prop_name="kernel")
+    strides_ = opt_prop_def(DenseArrayBase, prop_name="strides")
+    dilations_ = opt_prop_def(DenseArrayBase, prop_name="dilations")
+    pads_ = opt_prop_def(DenseArrayBase, prop_name="pads")
+    group = opt_prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.INTEGER
+
+    def groups(self) -> int:
+        return self.int_("group", 1)
+
+    def check_operands(self) -> None:
+        self.check_window()
+        xs, ws, bs = shape_of(self.input), shape_of(self.weight), shape_of(self.bias)
+        r = len(xs)
+        _require(
+            len(ws) == r,
+            f"{self.name}: the weight must have rank {r} (Cout, *kernel, Cin/group), "
+            f"got {len(ws)}",
+        )
+        _require(
+            tuple(ws[1:-1]) == self.kernel(),
+            f"{self.name}: weight kernel {ws[1:-1]} does not match kernel {self.kernel()}",
+        )
+        g = self.groups()
+        _require(g >= 1 and ws[0] % g == 0, f"{self.name}: Cout {ws[0]} not divisible by group {g}")
+        _require(
+            xs[-1] == ws[-1] * g,
+            f"{self.name}: input has {xs[-1]} channels but the weight expects "
+            f"{ws[-1]} x group {g} = {ws[-1] * g}",
+        )
+        _require(bs == (ws[0],), f"{self.name}: bias must have shape ({ws[0]},), got {bs}")
+        if self.is_quantized():
+            _require(
+                quant_of(self.input) is not None and quant_of(self.output) is not None,
+                f"{self.name}: a quantized conv needs quantized input and result",
+            )
+            _require(
+                dtype_of(self.weight) == np.int8 and dtype_of(self.bias) == np.int32,
+                f"{self.name}: a quantized conv needs i8 weights and an i32 bias",
+            )
+            _require(
+                self.weight_scale is not None
+                and shape_of(self.weight_scale) in ((ws[0],), (1,), ()),
+                f"{self.name}: a quantized conv needs per-channel weight scales "
+                f"of shape ({ws[0]},)",
+            )
+        else:
+            for v, what in ((self.input, "input"), (self.weight, "weight"), (self.bias, "bias")):
+                _require(
+                    dtype_of(v) == np.float32,
+                    f"{self.name}: the {what} must be f32 in a float conv, got {v.type}",
+                )
+            _require(self.weight_scale is None, f"{self.name}: weight scales need a quantized conv")
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        xs, ws = shape_of(self.input), shape_of(self.weight)
+        return [(xs[0], *self.window_shape(xs[1:-1]), ws[0])]
+
+    def macs(self) -> int:
+        ws = shape_of(self.weight)
+        return int(np.prod(shape_of(self.output))) * int(np.prod(ws[1:]))
+
+    def is_depthwise(self) -> bool:
+        return self.groups() > 1 and self.groups() == shape_of(self.input)[-1]
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        x, w, b = args[:3]
+        return [
+            K.conv(
+                x, w, b, strides=self.strides(), pads=self.pads(),
+                dilations=self.dilations(), group=self.groups(),
+            )
+        ]
+
+    def compute_quantized(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        x, w, b, ws = args
+        qx, qy = quant_of(self.input), quant_of(self.output)
+        assert qx is not None and qy is not None
+        acc = K.conv(
+            x.astype(np.int32) - np.int32(qx.zp_value), w.astype(np.int32),
+            b.astype(np.int32), strides=self.strides(), pads=self.pads(),
+            dilations=self.dilations(), group=self.groups(),
+        )
+        return [requantize_acc(acc, qx.scale_value, ws, qy, dtype_of(self.output))]
+
+
+def requantize_acc(
+    acc: np.ndarray, in_scale: np.float32, w_scale: np.ndarray, qy: QuantAttr,
+    dtype: np.dtype,
+) -> np.ndarray:
+    """int32 accumulators to the output type: M = float32(s_x * s_w / s_y)."""
+    mult = (np.float32(in_scale) * w_scale.astype(np.float32)) / qy.scale_value
+    return K.requantize(
+        acc, multiplier=mult.astype(np.float32), zero_point=qy.zp_value, dtype=dtype
+    )
+
+
+@irdl_op_definition
+class ConvTransposeOp(WindowOp):
+    """Transposed convolution; weights are (Cin, *kernel, Cout / group)."""
+
+    name = "nn.conv_transpose"
+    TILING: ClassVar[TilingClass] = TilingClass.EXPANDED
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    weight_scale = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    kernel_ = prop_def(DenseArrayBase, prop_name="kernel")
+    strides_ = opt_prop_def(DenseArrayBase, prop_name="strides")
+    dilations_ = opt_prop_def(DenseArrayBase, prop_name="dilations")
+    pads_ = opt_prop_def(DenseArrayBase, prop_name="pads")
+    output_padding = opt_prop_def(DenseArrayBase)
+    group = opt_prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.INTEGER
+
+    def groups(self) -> int:
+        return self.int_("group", 1)
+
+    def out_padding(self) -> tuple[int, ...]:
+        return self.ints("output_padding") or (0,) * self.spatial_rank()
+
+    def check_operands(self) -> None:
+        self.check_window()
+        xs, ws, bs = shape_of(self.input), shape_of(self.weight), shape_of(self.bias)
+        g = self.groups()
+        _require(len(ws) == len(xs), f"{self.name}: weight rank must be {len(xs)}")
+        _require(
+            ws[0] == xs[-1],
+            f"{self.name}: input has {xs[-1]} channels but the weight expects {ws[0]}",
+        )
+        _require(tuple(ws[1:-1]) == self.kernel(), f"{self.name}: weight kernel mismatch")
+        _require(bs == (ws[-1] * g,), f"{self.name}: bias must have shape ({ws[-1] * g},)")
+        if self.is_quantized():
+            _require(
+                dtype_of(self.weight) == np.int8 and self.weight_scale is not None,
+                f"{self.name}: a quantized transposed conv needs i8 weights and scales",
+            )
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        xs, ws = shape_of(self.input), shape_of(self.weight)
+        k, s, d, p, op = (
+            self.kernel(), self.strides(), self.dilations(), self.pads(), self.out_padding()
+        )
+        n = len(xs) - 2
+        sp = [
+            s[i] * (xs[1 + i] - 1) + op[i] + (k[i] - 1) * d[i] + 1 - p[i] - p[n + i]
+            for i in range(n)
+        ]
+        return [(xs[0], *sp, ws[-1] * self.groups())]
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        x, w, b = args[:3]
+        return [
+            K.conv_transpose(
+                x, w, b, strides=self.strides(), pads=self.pads(),
+                dilations=self.dilations(), group=self.groups(),
+                output_padding=self.out_padding(),
+            )
+        ]
+
+    def compute_quantized(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        x, w, b, ws = args
+        qx, qy = quant_of(self.input), quant_of(self.output)
+        assert qx is not None and qy is not None
+        acc = K.conv_transpose(
+            x.astype(np.int32) - np.int32(qx.zp_value), w.astype(np.int32),
+            b.astype(np.int32), strides=self.strides(), pads=self.pads(),
+            dilations=self.dilations(), group=self.groups(),
+            output_padding=self.out_padding(),
+        )
+        return [requantize_acc(acc, qx.scale_value, ws, qy, dtype_of(self.output))]
+
+
+class PoolOp(WindowOp):
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    kernel_ = prop_def(DenseArrayBase, prop_name="kernel")
+    strides_ = opt_prop_def(DenseArrayBase, prop_name="strides")
+    pads_ = opt_prop_def(DenseArrayBase, prop_name="pads")
+    ceil_mode = opt_prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        self.check_window()
+        _require(
+            len(self.kernel()) == self.spatial_rank(),
+            f"{self.name}: kernel needs {self.spatial_rank()} values",
+        )
+        _check_float_or_quant(self, self.input, "the input")
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        xs = shape_of(self.input)
+        return [(xs[0], *self.window_shape(xs[1:-1], bool(self.int_("ceil_mode"))), xs[-1])]
+
+
+@irdl_op_definition
+class MaxPoolOp(PoolOp):
+    name = "nn.max_pool"
+    dilations_ = opt_prop_def(DenseArrayBase, prop_name="dilations")
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [
+            K.max_pool(
+                args[0], kernel=self.kernel(), strides=self.strides(), pads=self.pads(),
+                dilations=self.dilations(), ceil_mode=bool(self.int_("ceil_mode")),
+            )
+        ]
+
+
+@irdl_op_definition
+class AveragePoolOp(PoolOp):
+    name = "nn.average_pool"
+    count_include_pad = opt_prop_def(IntegerAttr[I64])
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [
+            K.avg_pool(
+                args[0], kernel=self.kernel(), strides=self.strides(), pads=self.pads(),
+                ceil_mode=bool(self.int_("ceil_mode")),
+                count_include_pad=bool(self.int_("count_include_pad")),
+            )
+        ]
+
+
+@irdl_op_definition
+class GlobalAveragePoolOp(NNOp):
+    name = "nn.global_average_pool"
+    TILING: ClassVar[TilingClass] = TilingClass.ACCUMULATE
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        _require(_rank(self.input) in (3, 4), f"{self.name}: input must be rank 3 or 4")
+        _check_float_or_quant(self, self.input, "the input")
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        xs = shape_of(self.input)
+        return [(xs[0], *([1] * (len(xs) - 2)), xs[-1])]
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [K.global_avg_pool(args[0])]
+
+
+@irdl_op_definition
+class BatchNormOp(NNOp):
+    """Inference batch normalisation over the channel (last) axis, when not folded."""
+
+    name = "nn.batch_norm"
+    TILING: ClassVar[TilingClass] = TilingClass.POINTWISE
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    mean = operand_def(TensorType)
+    var = operand_def(TensorType)
+    output = result_def(TensorType)
+    epsilon = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        c = shape_of(self.input)[-1]
+        for v in (self.scale, self.bias, self.mean, self.var):
+            _require(shape_of(v) == (c,), f"{self.name}: parameters must have shape ({c},)")
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        x, g, b, m, v = args
+        inv = (g / np.sqrt(v + np.float32(self.float_("epsilon")))).astype(np.float32)
+        return [((x - m) * inv + b).astype(np.float32)]
+
+
+# ---------------------------------------------------------------- matrix products
+
+
+@irdl_op_definition
+class GemmOp(NNOp):
+    """Y = alpha * op(A) @ op(B) + beta * C (ONNX Gemm); B is read whole."""
+
+    name = "nn.gemm"
+    TILING: ClassVar[TilingClass] = TilingClass.MATRIX_ROWS
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.INTEGER
+    a = operand_def(TensorType)
+    b = operand_def(TensorType)
+    c = operand_def(TensorType)
+    weight_scale = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    alpha = opt_prop_def(FloatAttr)
+    beta = opt_prop_def(FloatAttr)
+    trans_a = opt_prop_def(IntegerAttr[I64])
+    trans_b = opt_prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+
+    def dims(self) -> tuple[int, int, int]:
+        sa, sb = shape_of(self.a), shape_of(self.b)
+        m, k = (sa[1], sa[0]) if self.int_("trans_a") else sa
+        k2, n = (sb[1], sb[0]) if self.int_("trans_b") else sb
+        _require(k == k2, f"{self.name}: inner dimensions differ ({k} vs {k2})")
+        return m, n, k
+
+    def check_operands(self) -> None:
+        _require(
+            _rank(self.a) == 2 and _rank(self.b) == 2,
+            f"{self.name}: A and B must be matrices (rank 2)",
+        )
+        m, n, _ = self.dims()
+        broadcast_shapes(shape_of(self.c), (m, n))
+        if self.is_quantized():
+            _require(
+                dtype_of(self.b) == np.int8 and self.weight_scale is not None
+                and dtype_of(self.c) == np.int32,
+                f"{self.name}: a quantized gemm needs i8 B with scales and an i32 C",
+            )
+            _require(
+                not self.int_("trans_a") and self.float_("alpha", 1.0) == 1.0
+                and self.float_("beta", 1.0) == 1.0,
+                f"{self.name}: a quantized gemm takes alpha = beta = 1 and no trans_a",
+            )
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        m, n, _ = self.dims()
+        return [(m, n)]
+
+    def macs(self) -> int:
+        m, n, k = self.dims()
+        return m * n * k
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        a, b, c = args[:3]
+        return [
+            K.gemm(
+                a, b, c, alpha=self.float_("alpha", 1.0), beta=self.float_("beta", 1.0),
+                trans_a=bool(self.int_("trans_a")), trans_b=bool(self.int_("trans_b")),
+            )
+        ]
+
+    def compute_quantized(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        a, b, c, ws = args
+        qa, qy = quant_of(self.a), quant_of(self.y)
+        assert qa is not None and qy is not None
+        bi = b.astype(np.int32)
+        if self.int_("trans_b"):
+            bi = bi.T
+        acc = K.matmul(a.astype(np.int32) - np.int32(qa.zp_value), bi) + c.astype(np.int32)
+        return [requantize_acc(acc, qa.scale_value, ws, qy, dtype_of(self.y))]
+
+
+@irdl_op_definition
+class MatMulOp(NNOp):
+    """numpy matmul with broadcasting batch axes (ONNX MatMul)."""
+
+    name = "nn.matmul"
+    TILING: ClassVar[TilingClass] = TilingClass.MATRIX_ROWS
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.INTEGER
+    a = operand_def(TensorType)
+    b = operand_def(TensorType)
+    weight_scale = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        sa, sb = shape_of(self.a), shape_of(self.b)
+        _require(len(sa) >= 1 and len(sb) >= 1, f"{self.name}: operands must have rank >= 1")
+        try:
+            out = np.matmul(np.empty(sa, np.float32), np.empty(sb, np.float32)).shape
+        except ValueError as e:
+            raise VerifyException(f"{self.name}: shapes {sa} and {sb} do not multiply") from e
+        return [tuple(out)]
+
+    def check_operands(self) -> None:
+        if self.is_quantized():
+            _require(
+                quant_of(self.a) is not None and quant_of(self.y) is not None,
+                f"{self.name}: a quantized matmul needs a quantized A and result",
+            )
+            _require(
+                quant_of(self.b) is not None or self.weight_scale is not None,
+                f"{self.name}: a quantized matmul needs a quantized B or i8 weights "
+                "with scales",
+            )
+
+    def macs(self) -> int:
+        sa = shape_of(self.a)
+        return int(np.prod(shape_of(self.y))) * sa[-1]
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [K.matmul(args[0], args[1])]
+
+    def compute_quantized(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        a, b = args[:2]
+        qa, qb, qy = quant_of(self.a), quant_of(self.b), quant_of(self.y)
+        assert qa is not None and qy is not None
+        bi = b.astype(np.int32)
+        if qb is not None:
+            bi = bi - np.int32(qb.zp_value)
+            ws = np.array([qb.scale_value], np.float32)
+        else:
+            ws = args[2]
+        acc = K.matmul(a.astype(np.int32) - np.int32(qa.zp_value), bi)
+        return [requantize_acc(acc, qa.scale_value, ws, qy, dtype_of(self.y))]
+
+
+# --------------------------------------------------------------- shape and layout
+
+
+def _norm_axis(axis: int, rank: int, op: str) -> int:
+    if not -rank <= axis < rank:
+        raise VerifyException(f"{op}: axis {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+@irdl_op_definition
+class ConcatOp(NNOp):
+    """Concatenation; along the last (channel) axis it tiles with the band."""
+
+    name = "nn.concat"
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
+    inputs = var_operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+
+    def tiling(self) -> TilingClass:
+        r = len(shape_of(self.output))
+        return (
+            TilingClass.POINTWISE
+            if self.int_("axis") % r == r - 1 and r in (3, 4)
+            else TilingClass.INDEPENDENT_AXIS
+        )
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        shapes = [shape_of(v) for v in self.inputs]
+        _require(len(shapes) >= 1, f"{self.name}: needs at least one input")
+        r = len(shapes[0])
+        ax = _norm_axis(self.int_("axis"), r, self.name)
+        for s in shapes:
+            _require(
+                len(s) == r and all(s[i] == shapes[0][i] for i in range(r) if i != ax),
+                f"{self.name}: inputs differ outside axis {ax}: "
+                + ", ".join("x".join(map(str, t)) for t in shapes),
+            )
+        out = list(shapes[0])
+        out[ax] = sum(s[ax] for s in shapes)
+        return [tuple(out)]
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [np.concatenate(args, axis=self.int_("axis"))]
+
+
+@irdl_op_definition
+class SplitOp(NNOp):
+    name = "nn.split"
+    TILING: ClassVar[TilingClass] = TilingClass.INDEPENDENT_AXIS
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
+    input = operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64])
+    sizes = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        xs = shape_of(self.input)
+        ax = _norm_axis(self.int_("axis"), len(xs), self.name)
+        sizes = self.ints("sizes")
+        _require(
+            sum(sizes) == xs[ax] and all(s >= 0 for s in sizes),
+            f"{self.name}: sizes {list(sizes)} do not add up to {xs[ax]} along axis {ax}",
+        )
+        return [tuple(xs[:ax]) + (s,) + tuple(xs[ax + 1 :]) for s in sizes]
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        cuts = np.cumsum(self.ints("sizes"))[:-1]
+        return list(np.split(args[0], cuts, axis=self.int_("axis")))
+
+
+class ReshapeLikeOp(NNOp):
+    """A view change that keeps the element order: Reshape, Flatten, (Un)Squeeze."""
+
+    TILING: ClassVar[TilingClass] = TilingClass.RESHAPE
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        return [shape_of(self.output)]
+
+    def check_operands(self) -> None:
+        a, b = shape_of(self.input), shape_of(self.output)
+        _require(
+            math.prod(a) == math.prod(b),
+            f"{self.name}: cannot reshape {math.prod(a)} elements into {b}",
+        )
+        _require(
+            dtype_of(self.input) == dtype_of(self.output)
+            and quant_of(self.input) == quant_of(self.output),
+            f"{self.name}: input and result element types must agree",
+        )
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [args[0].reshape(shape_of(self.output))]
+
+
+@irdl_op_definition
+class ReshapeOp(ReshapeLikeOp):
+    name = "nn.reshape"
+
+
+@irdl_op_definition
+class FlattenOp(ReshapeLikeOp):
+    name = "nn.flatten"
+    axis = prop_def(IntegerAttr[I64])
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        xs = shape_of(self.input)
+        ax = self.int_("axis") % (len(xs) + 1) if self.int_("axis") < 0 else self.int_("axis")
+        return [(math.prod(xs[:ax]), math.prod(xs[ax:]))]
+
+
+@irdl_op_definition
+class SqueezeOp(ReshapeLikeOp):
+    name = "nn.squeeze"
+    axes = prop_def(DenseArrayBase)
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        xs = shape_of(self.input)
+        axes = {_norm_axis(a, len(xs), self.name) for a in self.ints("axes")}
+        for a in axes:
+            _require(xs[a] == 1, f"{self.name}: axis {a} has size {xs[a]}, not 1")
+        return [tuple(d for i, d in enumerate(xs) if i not in axes)]
+
+
+@irdl_op_definition
+class UnsqueezeOp(ReshapeLikeOp):
+    name = "nn.unsqueeze"
+    axes = prop_def(DenseArrayBase)
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        xs = list(shape_of(self.input))
+        r = len(xs) + len(self.ints("axes"))
+        for a in sorted(_norm_axis(a, r, self.name) for a in self.ints("axes")):
+            xs.insert(a, 1)
+        return [tuple(xs)]
+
+
+@irdl_op_definition
+class TransposeOp(NNOp):
+    name = "nn.transpose"
+    TILING: ClassVar[TilingClass] = TilingClass.INDEPENDENT_AXIS
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    perm = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        xs = shape_of(self.input)
+        p = self.ints("perm")
+        _require(
+            sorted(p) == list(range(len(xs))),
+            f"{self.name}: perm {list(p)} is not a permutation of {len(xs)} axes",
+        )
+        return [tuple(xs[i] for i in p)]
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [np.ascontiguousarray(np.transpose(args[0], self.ints("perm")))]
+
+
+@irdl_op_definition
+class PadOp(NNOp):
+    """Constant, reflect or edge padding; pads are begin per axis then end per axis."""
+
+    name = "nn.pad"
+    TILING: ClassVar[TilingClass] = TilingClass.INDEPENDENT_AXIS
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    pads = prop_def(DenseArrayBase)
+    mode = prop_def(StringAttr)
+    value = opt_prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        r = _rank(self.input)
+        _require(len(self.ints("pads")) == 2 * r, f"{self.name}: pads needs {2 * r} values")
+        _require(
+            self.str_("mode") in ("constant", "reflect", "edge"),
+            f"{self.name}: mode must be constant, reflect or edge",
+        )
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        xs, p = shape_of(self.input), self.ints("pads")
+        r = len(xs)
+        return [tuple(xs[i] + p[i] + p[r + i] for i in range(r))]
+
+    def _same_quantization(self) -> bool:
+        # a non-zero constant must be quantized: fall back to the real path
+        return super()._same_quantization() and (
+            self.str_("mode") != "constant" or self.float_("value") == 0.0
+        )
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        x = args[0]
+        value: float | int = self.float_("value")
+        q = quant_of(self.input)
+        if q is not None and x.dtype != np.float32:
+            value = q.zp_value
+        return [K.pad(x, pads=self.ints("pads"), mode=self.str_("mode"), value=value)]
+
+
+@irdl_op_definition
+class ResizeOp(NNOp):
+    """Resize of the spatial axes to the result's size (nearest or linear)."""
+
+    name = "nn.resize"
+    TILING: ClassVar[TilingClass] = TilingClass.RESIZE
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    mode = prop_def(StringAttr)
+    coordinate_transformation_mode = prop_def(StringAttr)
+    nearest_mode = opt_prop_def(StringAttr)
+    traits = traits_def(Pure())
+
+    def quant_kind(self) -> QuantKind:
+        return QuantKind.EXACT if self.str_("mode") == "nearest" else QuantKind.REAL
+
+    def check_operands(self) -> None:
+        xs, ys = shape_of(self.input), shape_of(self.output)
+        _require(len(xs) in (3, 4), f"{self.name}: input must be a rank-3 or rank-4 feature map")
+        _require(
+            len(ys) == len(xs) and xs[0] == ys[0] and xs[-1] == ys[-1],
+            f"{self.name}: only the spatial axes may change size",
+        )
+        _require(
+            self.str_("mode") in ("nearest", "linear"),
+            f"{self.name}: mode must be nearest or linear, got {self.str_('mode')}",
+        )
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        return [shape_of(self.output)]
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [
+            K.resize(
+                args[0], out_spatial=shape_of(self.output)[1:-1], mode=self.str_("mode"),
+                coordinate_transformation_mode=self.str_("coordinate_transformation_mode"),
+                nearest_mode=self.str_("nearest_mode", "round_prefer_floor"),
+            )
+        ]
+
+
+class AxisOp(NNOp):
+    """A normalisation along one axis."""
+
+    TILING: ClassVar[TilingClass] = TilingClass.WHOLE_ROWS
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        _norm_axis(self.int_("axis"), _rank(self.input), self.name)
+
+
+@irdl_op_definition
+class SoftmaxOp(AxisOp):
+    name = "nn.softmax"
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [K.softmax(args[0], axis=self.int_("axis"))]
+
+
+@irdl_op_definition
+class LogSoftmaxOp(AxisOp):
+    name = "nn.log_softmax"
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [K.log_softmax(args[0], axis=self.int_("axis"))]
+
+
+class ReduceOp(NNOp):
+    TILING: ClassVar[TilingClass] = TilingClass.INDEPENDENT_AXIS
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    axes = prop_def(DenseArrayBase)
+    keepdims = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = ""
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        xs = shape_of(self.input)
+        axes = {_norm_axis(a, len(xs), self.name) for a in self.ints("axes")} or set(
+            range(len(xs))
+        )
+        if self.int_("keepdims"):
+            return [tuple(1 if i in axes else d for i, d in enumerate(xs))]
+        return [tuple(d for i, d in enumerate(xs) if i not in axes)]
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        axes = self.ints("axes") or tuple(range(args[0].ndim))
+        return [
+            K.reduce(args[0], kind=self.KIND, axes=axes, keepdims=bool(self.int_("keepdims")))
+        ]
+
+
+@irdl_op_definition
+class ReduceMeanOp(ReduceOp):
+    name = "nn.reduce_mean"
+    KIND: ClassVar[str] = "mean"
+
+
+@irdl_op_definition
+class ReduceMaxOp(ReduceOp):
+    name = "nn.reduce_max"
+    KIND: ClassVar[str] = "max"
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
+
+
+@irdl_op_definition
+class ReduceSumOp(ReduceOp):
+    name = "nn.reduce_sum"
+    KIND: ClassVar[str] = "sum"
+
+
+# ----------------------------------------------------------------- quantization
+
+
+@irdl_op_definition
+class QuantizeOp(NNOp):
+    """float32 to the quantized result type (rounding half to even, saturating)."""
+
+    name = "nn.quantize"
+    TILING: ClassVar[TilingClass] = TilingClass.POINTWISE
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        _require(dtype_of(self.input) == np.float32, f"{self.name}: input must be f32")
+        _require(
+            quant_of(self.output) is not None,
+            f"{self.name}: the result type needs a #nn.q quantization",
+        )
+
+    def reference(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [quantize_array(args[0], cast(TensorType, self.output.type))]
+
+
+@irdl_op_definition
+class DequantizeOp(NNOp):
+    """A quantized tensor to float32."""
+
+    name = "nn.dequantize"
+    TILING: ClassVar[TilingClass] = TilingClass.POINTWISE
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        _require(
+            quant_of(self.input) is not None,
+            f"{self.name}: the input type needs a #nn.q quantization",
+        )
+        _require(dtype_of(self.output) == np.float32, f"{self.name}: result must be f32")
+
+    def reference(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [dequantize_array(args[0], quant_of(self.input))]
+
+
+NN_OPS: list[type[IRDLOperation]] = [
+    WeightOp,
+    ReluOp, SigmoidOp, TanhOp, HardSwishOp, HardSigmoidOp, LeakyReluOp, EluOp, GeluOp,
+    ExpOp, LogOp, SqrtOp, AbsOp, FloorOp, ClipOp, IdentityOp,
+    AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PReluOp,
+    ConvOp, ConvTransposeOp, MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp, BatchNormOp,
+    GemmOp, MatMulOp,
+    ConcatOp, SplitOp, ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, TransposeOp, PadOp,
+    ResizeOp, SoftmaxOp, LogSoftmaxOp, ReduceMeanOp, ReduceMaxOp, ReduceSumOp,
+    QuantizeOp, DequantizeOp,
+]
+
+NN = Dialect("nn", NN_OPS, [QuantAttr])
+
+__all__ = ["NN", "NN_OPS", "NNOp", "QuantAttr", "ArrayAttr"]

@@ -1,0 +1,850 @@
+"""Numpy reference kernels, channels-last: the oracle of the compiler.
+
+Every later level (the tiled interpreter, the loop level, the C output) is
+checked against these functions, and they are checked against onnxruntime. So
+they favour exactness and clarity over speed, while staying vectorised enough
+to run a whole MobileNetV2 in seconds.
+
+Layout. Feature maps are channels-last: (N, W, C) in 1D and (N, H, W, C) in 2D.
+Convolution weights are (Cout, *kernel, Cin // group) ("OHWI"); transposed
+convolution weights are (Cin, *kernel, Cout // group). Pads follow ONNX order:
+every begin, then every end.
+
+Float numerics. Float inputs are accumulated in float64 and the result is
+rounded once to float32. The oracle is then independent of summation order:
+any float32 implementation differs from it by its own rounding error only.
+
+Integer numerics (THE int8 convention of the project, mirroring onnxruntime's
+QLinear kernels so that results agree to the last bit):
+
+- Integer conv, conv_transpose and matmul take operands with their zero points
+  already subtracted (int32 arrays, padding is 0) and return the exact int32
+  accumulator, bias (int32) included. Sums are exact: in float64 when
+  max|x| * max|w| * terms < 2**53 (every partial sum is then an integer float64
+  holds exactly, so BLAS may be used), otherwise in int64. A result outside
+  int32 raises OverflowError instead of wrapping.
+- `quantize`: q = saturate(rint(float32(x) / float32(scale)) + zero_point), the
+  division in float32, rint rounding half to even (onnxruntime QuantizeLinear).
+- `dequantize`: float32(q - zero_point) * float32(scale) (DequantizeLinear).
+- `requantize`: y = saturate(rint(float32(acc) * multiplier) + zero_point),
+  multiplier float32, per tensor or per output channel (the last axis), the
+  product in float32, half to even (MlasRequantizeOutput of QLinearConv and
+  QLinearMatMul).
+- `requantize_multiplier`: float32(float32(x_scale) * float32(w_scale)) /
+  float32(y_scale), evaluated in float32 in that order, as QLinearConv does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from numpy.typing import ArrayLike, DTypeLike, NDArray
+
+Array = NDArray[Any]
+
+_EXACT_FLOAT64 = 2**53
+"""Integers below this magnitude, and all their partial sums, are exact in float64."""
+
+# ---------------------------------------------------------------------------
+# Shared helpers
+
+
+def _is_int(a: Array) -> bool:
+    return bool(np.issubdtype(a.dtype, np.integer))
+
+
+def _max_abs_int(a: Array) -> int:
+    """max |a| of an integer array as a Python int (no overflow on int8 -128)."""
+    if a.size == 0:
+        return 0
+    return max(int(a.max()), -int(a.min()), 0)
+
+
+def _operand_kind(*arrays: Array | None) -> bool:
+    """True when the operands are integer; raise on a float/integer mix."""
+    kinds = {_is_int(a) for a in arrays if a is not None}
+    if len(kinds) != 1:
+        raise TypeError("operands mix integer and float dtypes")
+    return kinds.pop()
+
+
+def _accumulator_dtype(integer: bool, bound: int) -> type[np.generic]:
+    """float64 for floats, and for integers whose sums float64 holds exactly."""
+    if not integer or bound < _EXACT_FLOAT64:
+        return np.float64
+    return np.int64
+
+
+def _finish(acc: Array, bias: Array | None, integer: bool) -> Array:
+    """Add the bias and round once: float32, or exactly-checked int32."""
+    if not integer:
+        if bias is not None:
+            acc = acc + bias.astype(np.float64)
+        return acc.astype(np.float32)
+    acc = acc.astype(np.int64)
+    if bias is not None:
+        acc = acc + bias.astype(np.int64)
+    if acc.size and (
+        acc.max() > np.iinfo(np.int32).max or acc.min() < np.iinfo(np.int32).min
+    ):
+        raise OverflowError("integer accumulator does not fit int32")
+    return acc.astype(np.int32)
+
+
+def _ints(values: Sequence[int], n: int, what: str) -> tuple[int, ...]:
+    out = tuple(int(v) for v in values)
+    if len(out) != n:
+        raise ValueError(f"{what} needs {n} values, got {len(out)}")
+    return out
+
+
+def _split_pads(pads: Sequence[int], n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """ONNX pads (all begins, then all ends) as (begins, ends)."""
+    p = _ints(pads, 2 * n, "pads")
+    if min(p, default=0) < 0:
+        raise ValueError("negative pads are not supported here")
+    return p[:n], p[n:]
+
+
+def _spatial_rank(x: Array) -> int:
+    if x.ndim < 3:
+        raise ValueError(f"expected (N, *spatial, C), got shape {x.shape}")
+    return x.ndim - 2
+
+
+def _pad_spatial(
+    x: Array, begin: Sequence[int], end: Sequence[int], value: float | int
+) -> Array:
+    width = [(0, 0), *zip(begin, end, strict=True), (0, 0)]
+    if not any(b or e for b, e in width):
+        return x
+    return np.pad(x, width, mode="constant", constant_values=value)
+
+
+def _window_slices(
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out: Sequence[int],
+) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...]]]:
+    """Each kernel tap with the (N, *spatial, C) slice of padded input it reads."""
+    for tap in itertools.product(*(range(k) for k in kernel)):
+        spatial = tuple(
+            slice(t * d, t * d + s * (o - 1) + 1, s)
+            for t, d, s, o in zip(tap, dilations, strides, out, strict=True)
+        )
+        yield tap, (slice(None), *spatial, slice(None))
+
+
+def _conv_out(size: int, k: int, s: int, d: int, pb: int, pe: int) -> int:
+    return (size + pb + pe - ((k - 1) * d + 1)) // s + 1
+
+
+# ---------------------------------------------------------------------------
+# Convolutions
+
+
+def conv(
+    x: ArrayLike,
+    w: ArrayLike,
+    b: ArrayLike | None,
+    *,
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    group: int,
+) -> Array:
+    """ONNX Conv, channels-last, the reference for every convolution.
+
+    x (N, *spatial, Cin), w (Cout, *kernel, Cin // group), b (Cout,) or None.
+    Float operands give float32 (float64 accumulation); integer operands (zero
+    points already subtracted) give the exact int32 accumulator. General
+    convolutions run as im2col + one matrix product per group; depthwise ones
+    (one input channel per group) as a multiply-accumulate per kernel tap.
+    """
+    xa, wa = np.asarray(x), np.asarray(w)
+    ba = None if b is None else np.asarray(b)
+    n = _spatial_rank(xa)
+    if wa.ndim != n + 2:
+        raise ValueError(f"weight shape {wa.shape} does not match input {xa.shape}")
+    integer = _operand_kind(xa, wa, ba)
+    st = _ints(strides, n, "strides")
+    dl = _ints(dilations, n, "dilations")
+    pb, pe = _split_pads(pads, n)
+    cin, cout, cg = xa.shape[-1], wa.shape[0], wa.shape[-1]
+    kernel = wa.shape[1:-1]
+    if group < 1 or cin != cg * group or cout % group:
+        raise ValueError(f"group={group} does not fit Cin={cin}, w {wa.shape}")
+    out = tuple(
+        _conv_out(xa.shape[1 + i], kernel[i], st[i], dl[i], pb[i], pe[i])
+        for i in range(n)
+    )
+    if min(out) < 1:
+        raise ValueError(f"empty conv output {out}")
+    terms = math.prod(kernel) * cg
+    bound = _max_abs_int(xa) * _max_abs_int(wa) * terms if integer else 0
+    acc_t = _accumulator_dtype(integer, bound)
+    xp = _pad_spatial(xa.astype(acc_t), pb, pe, 0)
+    wc = wa.astype(acc_t)
+    if cg == 1:
+        acc = _depthwise(xp, wc, st, dl, out)
+    else:
+        acc = _im2col(xp, wc, st, dl, out, group)
+    return _finish(acc, ba, integer)
+
+
+def _depthwise(
+    xp: Array,
+    w: Array,
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out: Sequence[int],
+) -> Array:
+    """One input channel per group: a multiply-accumulate per kernel tap."""
+    cout, mult = w.shape[0], w.shape[0] // xp.shape[-1]
+    src = np.repeat(xp, mult, axis=-1) if mult > 1 else xp
+    acc = np.zeros((xp.shape[0], *out, cout), dtype=xp.dtype)
+    for tap, sl in _window_slices(w.shape[1:-1], strides, dilations, out):
+        acc += src[sl] * w[(slice(None), *tap, 0)]
+    return acc
+
+
+def _im2col(
+    xp: Array,
+    w: Array,
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out: Sequence[int],
+    group: int,
+) -> Array:
+    """General convolution: gather patches, then one matrix product per group."""
+    n = len(out)
+    kernel = w.shape[1:-1]
+    cout, cg = w.shape[0], w.shape[-1]
+    extent = tuple((k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True))
+    win = sliding_window_view(xp, extent, axis=tuple(range(1, n + 1)))
+    # win: (N, *positions, C, *extent) -> (N, *out, C, *kernel)
+    pick = (
+        slice(None),
+        *(slice(0, s * (o - 1) + 1, s) for s, o in zip(strides, out, strict=True)),
+        slice(None),
+        *(slice(None, None, d) for d in dilations),
+    )
+    patches = np.moveaxis(win[pick], n + 1, -1)  # (N, *out, *kernel, C)
+    rows = xp.shape[0] * math.prod(out)
+    patches = patches.reshape(*patches.shape[:-1], group, cg)
+    patches = np.moveaxis(patches, -2, 0).reshape(group, rows, -1)
+    wm = w.reshape(group, cout // group, -1).transpose(0, 2, 1)
+    acc = np.matmul(patches, wm)  # (group, rows, Cout // group)
+    return acc.transpose(1, 0, 2).reshape(xp.shape[0], *out, cout)
+
+
+def conv_transpose(
+    x: ArrayLike,
+    w: ArrayLike,
+    b: ArrayLike | None,
+    *,
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    group: int,
+    output_padding: Sequence[int],
+) -> Array:
+    """ONNX ConvTranspose, channels-last: the reference for upsampling convs.
+
+    x (N, *spatial, Cin), w (Cin, *kernel, Cout // group). Output size per axis
+    is stride*(in-1) + output_padding + (k-1)*dilation + 1 - pad_begin - pad_end.
+    Computed as one matrix product of every input pixel with every tap, then a
+    strided scatter-add per tap; numerics as for `conv`.
+    """
+    xa, wa = np.asarray(x), np.asarray(w)
+    ba = None if b is None else np.asarray(b)
+    n = _spatial_rank(xa)
+    if wa.ndim != n + 2:
+        raise ValueError(f"weight shape {wa.shape} does not match input {xa.shape}")
+    integer = _operand_kind(xa, wa, ba)
+    st = _ints(strides, n, "strides")
+    dl = _ints(dilations, n, "dilations")
+    op = _ints(output_padding, n, "output_padding")
+    pb, pe = _split_pads(pads, n)
+    cin, cog = xa.shape[-1], wa.shape[-1]
+    kernel = wa.shape[1:-1]
+    if group < 1 or wa.shape[0] != cin or cin % group:
+        raise ValueError(f"group={group} does not fit Cin={cin}, w {wa.shape}")
+    cg, cout, taps = cin // group, cog * group, math.prod(kernel)
+    size_in = xa.shape[1:-1]
+    full = tuple(
+        st[i] * (size_in[i] - 1) + (kernel[i] - 1) * dl[i] + 1 + op[i] for i in range(n)
+    )
+    out = tuple(full[i] - pb[i] - pe[i] for i in range(n))
+    if min(out) < 1:
+        raise ValueError(f"empty conv_transpose output {out}")
+    bound = _max_abs_int(xa) * _max_abs_int(wa) * cg * taps if integer else 0
+    acc_t = _accumulator_dtype(integer, bound)
+    rows = xa.shape[0] * math.prod(size_in)
+    xm = xa.astype(acc_t).reshape(rows, group, cg).transpose(1, 0, 2)
+    wm = wa.astype(acc_t).reshape(group, cg, taps * cog)
+    prod = np.matmul(xm, wm).reshape(group, rows, taps, cog)
+    prod = prod.transpose(2, 1, 0, 3).reshape(taps, xa.shape[0], *size_in, cout)
+    acc = np.zeros((xa.shape[0], *full, cout), dtype=acc_t)
+    for i, (_, sl) in enumerate(_window_slices(kernel, st, dl, size_in)):
+        # input pixel j of tap t lands on t * dilation + j * stride
+        acc[sl] += prod[i]
+    crop = (
+        slice(None),
+        *(slice(pb[i], pb[i] + out[i]) for i in range(n)),
+        slice(None),
+    )
+    return _finish(acc[crop], ba, integer)
+
+
+# ---------------------------------------------------------------------------
+# Pooling
+
+
+def _pool_geometry(
+    x: Array,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    ceil_mode: bool,
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Output size, begin pads, ONNX end pads and end pads widened for ceil_mode.
+
+    With ceil_mode a last window that would start in the end padding is dropped
+    (as onnxruntime and PyTorch do).
+    """
+    n = _spatial_rank(x)
+    k = _ints(kernel, n, "kernel")
+    s = _ints(strides, n, "strides")
+    d = _ints(dilations, n, "dilations")
+    pb, pe = _split_pads(pads, n)
+    out: list[int] = []
+    wide: list[int] = []
+    for i in range(n):
+        size = x.shape[1 + i]
+        span = size + pb[i] + pe[i] - ((k[i] - 1) * d[i] + 1)
+        if span < 0:
+            raise ValueError("pooling window larger than the padded input")
+        o = -(-span // s[i]) + 1 if ceil_mode else span // s[i] + 1
+        if ceil_mode and (o - 1) * s[i] >= size + pb[i]:
+            o -= 1
+        out.append(o)
+        need = (o - 1) * s[i] + (k[i] - 1) * d[i] + 1
+        wide.append(max(pe[i], need - size - pb[i]))
+    return tuple(out), pb, pe, tuple(wide)
+
+
+def max_pool(
+    x: ArrayLike,
+    *,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    ceil_mode: bool,
+) -> Array:
+    """ONNX MaxPool, channels-last, any float or integer dtype.
+
+    Padding is the dtype's lowest value (-inf for floats), so it never wins.
+    """
+    xa = np.asarray(x)
+    out, pb, _, wide = _pool_geometry(xa, kernel, strides, pads, dilations, ceil_mode)
+    low = np.iinfo(xa.dtype).min if _is_int(xa) else -np.inf
+    xp = _pad_spatial(xa, pb, wide, low)
+    y: Array | None = None
+    for _, sl in _window_slices(tuple(kernel), tuple(strides), tuple(dilations), out):
+        y = xp[sl].copy() if y is None else np.maximum(y, xp[sl], out=y)
+    assert y is not None
+    return y
+
+
+def avg_pool(
+    x: ArrayLike,
+    *,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    ceil_mode: bool,
+    count_include_pad: bool,
+) -> Array:
+    """ONNX AveragePool, channels-last, float32.
+
+    The divisor counts the taps inside the input, or with count_include_pad
+    inside the input plus its explicit pads (never the extra ceil_mode area).
+    """
+    xa = np.asarray(x)
+    if _is_int(xa):
+        raise TypeError("avg_pool is a float kernel")
+    n = _spatial_rank(xa)
+    ones = (1,) * n
+    out, pb, pe, wide = _pool_geometry(xa, kernel, strides, pads, ones, ceil_mode)
+    xp = _pad_spatial(xa.astype(np.float64), pb, wide, 0.0)
+    mask = np.ones((1, *xa.shape[1:-1], 1), dtype=np.float64)
+    if count_include_pad:
+        mask = _pad_spatial(mask, pb, pe, 1.0)
+        extra = tuple(w - e for w, e in zip(wide, pe, strict=True))
+        mask = _pad_spatial(mask, (0,) * n, extra, 0.0)
+    else:
+        mask = _pad_spatial(mask, pb, wide, 0.0)
+    total = np.zeros((xa.shape[0], *out, xa.shape[-1]), dtype=np.float64)
+    count = np.zeros((1, *out, 1), dtype=np.float64)
+    for _, sl in _window_slices(tuple(kernel), tuple(strides), ones, out):
+        total += xp[sl]
+        count += mask[sl]
+    return (total / count).astype(np.float32)
+
+
+def global_avg_pool(x: ArrayLike) -> Array:
+    """ONNX GlobalAveragePool, channels-last: (N, 1[, 1], C) float32."""
+    xa = np.asarray(x)
+    axes = tuple(range(1, _spatial_rank(xa) + 1))
+    return xa.mean(axis=axes, keepdims=True, dtype=np.float64).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------
+# Resize
+
+
+def _source_coords(n_out: int, n_in: int, mode: str) -> Array:
+    """ONNX Resize coordinate transform in float32, as onnxruntime evaluates it."""
+    f = np.float32
+    xo = np.arange(n_out, dtype=f)
+    scale = f(n_out) / f(n_in)
+    if mode == "half_pixel":
+        return (xo + f(0.5)) / scale - f(0.5)
+    if mode == "pytorch_half_pixel":
+        if n_out == 1:
+            return np.zeros(1, dtype=f)
+        return (xo + f(0.5)) / scale - f(0.5)
+    if mode == "align_corners":
+        if n_out == 1:
+            return np.zeros(1, dtype=f)
+        return xo * f(n_in - 1) / f(n_out - 1)
+    if mode == "asymmetric":
+        return xo / scale
+    if mode == "tf_half_pixel_for_nn":
+        return (xo + f(0.5)) / scale
+    raise ValueError(f"unsupported coordinate_transformation_mode {mode!r}")
+
+
+def _nearest_index(coords: Array, nearest_mode: str, n_in: int) -> Array:
+    c = coords.astype(np.float64)  # c +- 0.5 is exact in float64
+    if nearest_mode == "round_prefer_floor":
+        idx = np.ceil(c - 0.5)
+    elif nearest_mode == "round_prefer_ceil":
+        idx = np.floor(c + 0.5)
+    elif nearest_mode == "floor":
+        idx = np.floor(c)
+    elif nearest_mode == "ceil":
+        idx = np.ceil(c)
+    else:
+        raise ValueError(f"unsupported nearest_mode {nearest_mode!r}")
+    return np.clip(idx, 0, n_in - 1).astype(np.intp)
+
+
+def _cubic_weights(frac: Array, a: float) -> Array:
+    """Keys cubic convolution weights of the taps at offsets -1, 0, 1, 2."""
+    t = np.stack([1.0 + frac, frac, 1.0 - frac, 2.0 - frac], axis=-1)
+    near = ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0
+    far = ((a * t - 5.0 * a) * t + 8.0 * a) * t - 4.0 * a
+    return np.where(t <= 1.0, near, far)
+
+
+def _along(v: Array, axis: int, ndim: int) -> Array:
+    shape = [1] * ndim
+    shape[axis] = v.shape[0]
+    return v.reshape(shape)
+
+
+def resize(
+    x: ArrayLike,
+    *,
+    out_spatial: Sequence[int],
+    mode: str,
+    coordinate_transformation_mode: str,
+    nearest_mode: str,
+    cubic_coeff_a: float = -0.75,
+) -> Array:
+    """ONNX Resize (opset 13+) of the spatial axes, channels-last.
+
+    Scale per axis is out/in. Modes "nearest" (any dtype), "linear" and
+    "cubic" (float32; taps outside the input clamp to the edge, as with
+    exclude_outside=0). Axes whose size does not change are left as they are,
+    as onnxruntime does. Interpolation is separable, one axis at a time.
+    """
+    xa = np.asarray(x)
+    n = _spatial_rank(xa)
+    sizes = _ints(out_spatial, n, "out_spatial")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise ValueError(f"unsupported resize mode {mode!r}")
+    if mode != "nearest":
+        if _is_int(xa):
+            raise TypeError(f"{mode} resize is a float kernel")
+        xa = xa.astype(np.float64)
+    y = xa
+    for i, n_out in enumerate(sizes):
+        axis, n_in = 1 + i, xa.shape[1 + i]
+        if n_out < 1:
+            raise ValueError("resize output must be non-empty")
+        if n_out == n_in:
+            continue
+        coords = _source_coords(n_out, n_in, coordinate_transformation_mode)
+        if mode == "nearest":
+            y = np.take(y, _nearest_index(coords, nearest_mode, n_in), axis=axis)
+        elif mode == "linear":
+            c = np.clip(coords.astype(np.float64), 0.0, n_in - 1)
+            i0 = c.astype(np.intp)
+            i1 = np.minimum(i0 + 1, n_in - 1)
+            frac = _along(c - i0, axis, y.ndim)
+            y = (
+                np.take(y, i0, axis=axis) * (1.0 - frac)
+                + np.take(y, i1, axis=axis) * frac
+            )
+        else:
+            c = coords.astype(np.float64)
+            base = np.floor(c)
+            wts = _cubic_weights(c - base, cubic_coeff_a)
+            acc = np.zeros(0)
+            for tap in range(4):
+                idx = np.clip(base.astype(np.intp) + tap - 1, 0, n_in - 1)
+                term = np.take(y, idx, axis=axis) * _along(wts[:, tap], axis, y.ndim)
+                acc = term if tap == 0 else acc + term
+            y = acc
+    return y.astype(np.float32) if mode != "nearest" else y
+
+
+# ---------------------------------------------------------------------------
+# Pad
+
+
+def pad(
+    x: ArrayLike, *, pads: Sequence[int], mode: str, value: float | int = 0
+) -> Array:
+    """ONNX Pad over every axis (all begins, then all ends); negative pads crop.
+
+    Modes "constant" (with `value`), "reflect" (mirror without the edge) and
+    "edge" (repeat the edge).
+    """
+    xa = np.asarray(x)
+    p = _ints(pads, 2 * xa.ndim, "pads")
+    begin, end = p[: xa.ndim], p[xa.ndim :]
+    crop = tuple(
+        slice(max(-b, 0), size - max(-e, 0))
+        for b, e, size in zip(begin, end, xa.shape, strict=True)
+    )
+    xa = xa[crop]
+    width = [(max(b, 0), max(e, 0)) for b, e in zip(begin, end, strict=True)]
+    if mode == "constant":
+        return np.pad(xa, width, mode="constant", constant_values=value)
+    if mode in ("reflect", "edge"):
+        return np.pad(xa, width, mode=mode)
+    raise ValueError(f"unsupported pad mode {mode!r}")
+
+
+# ---------------------------------------------------------------------------
+# Matrix products
+
+
+def _exact_matmul(a: Array, b: Array) -> Array:
+    """Exact int64 product of integer matrices (BLAS when float64 is exact)."""
+    k = a.shape[-1]
+    if _max_abs_int(a) * _max_abs_int(b) * k < _EXACT_FLOAT64:
+        return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.int64)
+    return np.matmul(a.astype(np.int64), b.astype(np.int64))
+
+
+def matmul(a: ArrayLike, b: ArrayLike) -> Array:
+    """ONNX MatMul (numpy broadcasting and 1-D promotion).
+
+    Float operands give float32 (float64 accumulation); integer operands give
+    the exact int32 product (MatMulInteger with zero points subtracted).
+    """
+    aa, bb = np.asarray(a), np.asarray(b)
+    if _operand_kind(aa, bb):
+        return _finish(_exact_matmul(aa, bb), None, True)
+    return np.matmul(aa.astype(np.float64), bb.astype(np.float64)).astype(np.float32)
+
+
+def gemm(
+    a: ArrayLike,
+    b: ArrayLike,
+    c: ArrayLike | None,
+    *,
+    alpha: float = 1.0,
+    beta: float = 1.0,
+    trans_a: bool = False,
+    trans_b: bool = False,
+) -> Array:
+    """ONNX Gemm: alpha * A' @ B' + beta * C, float32 from float64 accumulation."""
+    am = np.asarray(a, dtype=np.float64)
+    bm = np.asarray(b, dtype=np.float64)
+    if am.ndim != 2 or bm.ndim != 2:
+        raise ValueError("gemm takes 2-D matrices")
+    y = alpha * ((am.T if trans_a else am) @ (bm.T if trans_b else bm))
+    if c is not None:
+        y = y + beta * np.asarray(c, dtype=np.float64)
+    return y.astype(np.float32)
+
+
+# ---------------------------------------------------------------------------
+# Softmax
+
+
+def softmax(x: ArrayLike, *, axis: int) -> Array:
+    """ONNX Softmax (opset 13) along one axis, max-subtracted for stability."""
+    z = np.asarray(x, dtype=np.float64)
+    z = z - z.max(axis=axis, keepdims=True)
+    e = np.exp(z)
+    return (e / e.sum(axis=axis, keepdims=True)).astype(np.float32)
+
+
+def log_softmax(x: ArrayLike, *, axis: int) -> Array:
+    """ONNX LogSoftmax (opset 13) along one axis, max-subtracted for stability."""
+    z = np.asarray(x, dtype=np.float64)
+    z = z - z.max(axis=axis, keepdims=True)
+    return (z - np.log(np.exp(z).sum(axis=axis, keepdims=True))).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------
+# Elementwise
+
+
+def _f64(x: ArrayLike) -> Array:
+    return np.asarray(x, dtype=np.float64)
+
+
+def relu(x: ArrayLike) -> Array:
+    """max(x, 0), keeping the dtype."""
+    xa = np.asarray(x)
+    return np.maximum(xa, np.zeros((), dtype=xa.dtype))
+
+
+def sigmoid(x: ArrayLike) -> Array:
+    """1 / (1 + exp(-x)), written with exp(-|x|) so it never overflows."""
+    xd = _f64(x)
+    e = np.exp(-np.abs(xd))
+    return np.where(xd >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(np.float32)
+
+
+def tanh(x: ArrayLike) -> Array:
+    """Hyperbolic tangent, float32."""
+    return np.tanh(_f64(x)).astype(np.float32)
+
+
+def hard_sigmoid(x: ArrayLike, *, alpha: float = 0.2, beta: float = 0.5) -> Array:
+    """ONNX HardSigmoid: clip(alpha * x + beta, 0, 1)."""
+    return np.clip(alpha * _f64(x) + beta, 0.0, 1.0).astype(np.float32)
+
+
+def hard_swish(x: ArrayLike) -> Array:
+    """ONNX HardSwish: x * hard_sigmoid(x, alpha=1/6, beta=0.5)."""
+    xd = _f64(x)
+    return (xd * np.clip(xd / 6.0 + 0.5, 0.0, 1.0)).astype(np.float32)
+
+
+def leaky_relu(x: ArrayLike, *, alpha: float = 0.01) -> Array:
+    """ONNX LeakyRelu: x, or alpha * x below zero."""
+    xd = _f64(x)
+    return np.where(xd >= 0, xd, alpha * xd).astype(np.float32)
+
+
+def elu(x: ArrayLike, *, alpha: float = 1.0) -> Array:
+    """ONNX Elu: x, or alpha * (exp(x) - 1) below zero."""
+    xd = _f64(x)
+    return np.where(xd > 0, xd, alpha * np.expm1(np.minimum(xd, 0.0))).astype(
+        np.float32
+    )
+
+
+def _erf64(z: Array) -> Array:
+    """erf in float64, absolute error below 1e-12 (numpy has no erf).
+
+    |z| <= 4: the everywhere-convergent series
+    erf(z) = 2/sqrt(pi) exp(-z^2) sum_n 2^n z^(2n+1) / (1*3*...*(2n+1)),
+    whose terms are all positive (no cancellation), summed to 1e-17 relative.
+    |z| > 4: 1 - erfc(z) with the asymptotic erfc series to z^-6; erfc(4) is
+    1.5e-8 and the truncation is below 1e-4 of it.
+    """
+    a = np.abs(z)
+    small = np.minimum(a, 4.0)
+    a2 = small * small
+    term = small.copy()
+    total = small.copy()
+    k = 0
+    while np.any(term > 1e-17 * total):
+        k += 1
+        term = term * (2.0 * a2) / (2 * k + 1)
+        total += term
+    series = (2.0 / math.sqrt(math.pi)) * np.exp(-a2) * total
+    big = np.maximum(a, 4.0)
+    inv2 = 1.0 / (2.0 * big * big)
+    tail = np.exp(-big * big) / (big * math.sqrt(math.pi))
+    tail = tail * (1.0 - inv2 * (1.0 - 3.0 * inv2 * (1.0 - 5.0 * inv2)))
+    return np.sign(z) * np.where(a <= 4.0, series, 1.0 - tail)
+
+
+def erf(x: ArrayLike) -> Array:
+    """ONNX Erf, float32 (see `_erf64` for the method)."""
+    return _erf64(_f64(x)).astype(np.float32)
+
+
+def gelu(x: ArrayLike, *, approximate: str = "none") -> Array:
+    """ONNX Gelu (opset 20): x * Phi(x) exactly ("none") or its tanh form."""
+    xd = _f64(x)
+    if approximate == "none":
+        y = 0.5 * xd * (1.0 + _erf64(xd / math.sqrt(2.0)))
+    elif approximate == "tanh":
+        inner = math.sqrt(2.0 / math.pi) * (xd + 0.044715 * xd**3)
+        y = 0.5 * xd * (1.0 + np.tanh(inner))
+    else:
+        raise ValueError(f"unsupported gelu approximation {approximate!r}")
+    return y.astype(np.float32)
+
+
+def exp(x: ArrayLike) -> Array:
+    """Exponential, float32."""
+    return np.exp(_f64(x)).astype(np.float32)
+
+
+def log(x: ArrayLike) -> Array:
+    """Natural logarithm, float32."""
+    return np.log(_f64(x)).astype(np.float32)
+
+
+def sqrt(x: ArrayLike) -> Array:
+    """Square root, float32."""
+    return np.sqrt(_f64(x)).astype(np.float32)
+
+
+def abs(x: ArrayLike) -> Array:
+    """Absolute value, keeping the dtype."""
+    return np.abs(np.asarray(x))
+
+
+def floor(x: ArrayLike) -> Array:
+    """Round down, float32."""
+    return np.floor(np.asarray(x, dtype=np.float32))
+
+
+def clip(x: ArrayLike, *, lo: float | None = None, hi: float | None = None) -> Array:
+    """ONNX Clip: bounds are optional; keeps the dtype."""
+    xa = np.asarray(x)
+    if lo is not None:
+        xa = np.maximum(xa, np.asarray(lo, dtype=xa.dtype))
+    if hi is not None:
+        xa = np.minimum(xa, np.asarray(hi, dtype=xa.dtype))
+    return xa
+
+
+def prelu(x: ArrayLike, slope: ArrayLike) -> Array:
+    """ONNX PRelu: x, or slope * x below zero; slope broadcasts (channel last)."""
+    xd = _f64(x)
+    return np.where(xd >= 0, xd, _f64(slope) * xd).astype(np.float32)
+
+
+def reduce(
+    x: ArrayLike, *, kind: str, axes: Sequence[int] | None, keepdims: bool = True
+) -> Array:
+    """ONNX ReduceMean / ReduceMax / ReduceSum; axes None reduces every axis.
+
+    Floats give float32 (float64 accumulation); integers support "max" (same
+    dtype) and "sum" (exact int32).
+    """
+    xa = np.asarray(x)
+    ax = None if axes is None else tuple(int(a) for a in axes)
+    if kind == "max":
+        return np.asarray(np.max(xa, axis=ax, keepdims=keepdims))
+    if _is_int(xa):
+        if kind == "sum":
+            total = np.sum(xa.astype(np.int64), axis=ax, keepdims=keepdims)
+            return _finish(np.asarray(total), None, True)
+        raise TypeError(f"integer reduce supports max and sum, not {kind!r}")
+    if kind in ("sum", "mean"):
+        fn = np.sum if kind == "sum" else np.mean
+        total = fn(xa, axis=ax, keepdims=keepdims, dtype=np.float64)
+        return np.asarray(total).astype(np.float32)
+    raise ValueError(f"unsupported reduce kind {kind!r}")
+
+
+# ---------------------------------------------------------------------------
+# Quantization
+
+
+def saturate(v: ArrayLike, dtype: DTypeLike) -> Array:
+    """Clamp to the range of an integer dtype (int8, uint8, int32, ...) and cast."""
+    info = np.iinfo(dtype)
+    return np.clip(np.asarray(v), info.min, info.max).astype(dtype)
+
+
+def _per_axis(p: ArrayLike, ndim: int, axis: int | None, dt: DTypeLike) -> Array:
+    """A scale or zero point shaped to broadcast along `axis` (or scalar)."""
+    v = np.asarray(p, dtype=dt)
+    if v.ndim == 0 or axis is None:
+        return v
+    return _along(v.reshape(-1), axis % ndim, ndim)
+
+
+def quantize(
+    x: ArrayLike,
+    *,
+    scale: ArrayLike,
+    zero_point: ArrayLike,
+    dtype: DTypeLike,
+    axis: int | None = None,
+) -> Array:
+    """ONNX QuantizeLinear: saturate(rint(float32(x) / scale) + zero_point).
+
+    The division is in float32 and rint rounds half to even, as onnxruntime
+    does. A scale array with `axis` quantizes per channel along that axis.
+    """
+    xa = np.asarray(x, dtype=np.float32)
+    s = _per_axis(scale, xa.ndim, axis, np.float32)
+    zp = _per_axis(zero_point, xa.ndim, axis, np.int64)
+    q = np.rint(xa / s)
+    return saturate(q.astype(np.float64) + zp, dtype)
+
+
+def dequantize(
+    q: ArrayLike, *, scale: ArrayLike, zero_point: ArrayLike, axis: int | None = None
+) -> Array:
+    """ONNX DequantizeLinear: float32(q - zero_point) * float32(scale)."""
+    qa = np.asarray(q)
+    s = _per_axis(scale, qa.ndim, axis, np.float32)
+    zp = _per_axis(zero_point, qa.ndim, axis, np.int64)
+    return (qa.astype(np.int64) - zp).astype(np.float32) * s
+
+
+def requantize(
+    acc: ArrayLike, *, multiplier: ArrayLike, zero_point: ArrayLike, dtype: DTypeLike
+) -> Array:
+    """Map an int32 accumulator to int8/uint8: the project's one rounding rule.
+
+    y = saturate(rint(float32(acc) * float32(multiplier)) + zero_point), the
+    product in float32, half to even; multiplier is a scalar or per channel
+    over the last axis. This is onnxruntime's MlasRequantizeOutput.
+    """
+    a = np.asarray(acc)
+    if not _is_int(a):
+        raise TypeError("requantize takes an integer accumulator")
+    m = np.asarray(multiplier, dtype=np.float32)
+    v = np.rint(a.astype(np.float32) * m)
+    return saturate(
+        v.astype(np.float64) + np.asarray(zero_point, dtype=np.int64), dtype
+    )
+
+
+def requantize_multiplier(
+    x_scale: ArrayLike, w_scale: ArrayLike, y_scale: ArrayLike
+) -> Array:
+    """float32(x_scale * w_scale) / y_scale in float32, as QLinearConv forms it."""
+    xs = np.asarray(x_scale, dtype=np.float32)
+    ws = np.asarray(w_scale, dtype=np.float32)
+    ys = np.asarray(y_scale, dtype=np.float32)
+    return np.asarray((xs * ws) / ys, dtype=np.float32)

@@ -1,0 +1,1268 @@
+"""ONNX to the `nn` dialect.
+
+The importer fixes three things the rest of the compiler relies on:
+
+* layout: rank-3 and rank-4 feature maps become channels-last, so that a band of
+  rows is one contiguous span; ops whose meaning depends on the layout (Reshape,
+  Flatten, Transpose, matrix products) see ONNX's own layout again, through an
+  explicit `nn.transpose` (or a plain `nn.reshape` when only unit axes move);
+* quantization: a float op between DequantizeLinear inputs and one
+  QuantizeLinear output becomes the same op on quantized tensors (the encoding
+  `#nn.q<scale : zero_point>` rides on the tensor type); what is left of Q/DQ
+  becomes explicit `nn.quantize` / `nn.dequantize`;
+* weights: constants become `nn.weight "name"` ops; their values live in the
+  returned weight table, not in the IR. The module records where they came from
+  (`nn.weights`), so the IR file plus the model is enough to run it.
+
+Every problem with the input is an `ImportDiagnostic` naming the node.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+from xdsl.builder import Builder, InsertPoint
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from tigris_ir.dialects import nn
+
+Layout = str  # "cl": channels-last permutation of ONNX's NC..., "plain": as in ONNX
+
+SUPPORTED_OPS = (
+    "Abs", "Add", "AveragePool", "BatchNormalization", "Clip", "Concat", "Constant",
+    "Conv", "ConvTranspose", "DequantizeLinear", "Div", "Dropout", "Elu", "Exp",
+    "Flatten", "Floor", "Gelu", "Gemm", "GlobalAveragePool", "HardSigmoid", "HardSwish",
+    "Identity", "LeakyRelu", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Min",
+    "Mul", "PRelu", "Pad", "QuantizeLinear", "ReduceMax", "ReduceMean", "ReduceSum",
+    "Relu", "Reshape", "Resize", "Sigmoid", "Softmax", "Split", "Sqrt", "Squeeze", "Sub",
+    "Tanh", "Transpose", "Unsqueeze",
+)
+
+_ONNX_DTYPES = {
+    onnx.TensorProto.FLOAT: np.float32,
+    onnx.TensorProto.INT8: np.int8,
+    onnx.TensorProto.UINT8: np.uint8,
+    onnx.TensorProto.INT32: np.int32,
+}
+
+
+class ImportDiagnostic(Exception):
+    """A user-facing problem with the model, with its location."""
+
+    def __init__(self, where: str, message: str):
+        super().__init__(f"{where}: error: {message}")
+        self.where = where
+        self.message = message
+
+
+@dataclass
+class Imported:
+    module: ModuleOp
+    weights: dict[str, np.ndarray]
+
+
+@dataclass
+class _Val:
+    ssa: SSAValue
+    layout: Layout
+
+
+def _to_cl_perm(rank: int) -> tuple[int, ...]:
+    return (0, *range(2, rank), 1)
+
+
+def _to_plain_perm(rank: int) -> tuple[int, ...]:
+    return (0, rank - 1, *range(1, rank - 1))
+
+
+def _cl_axis(axis: int, rank: int) -> int:
+    """The channels-last position of ONNX axis `axis` of a rank-`rank` feature map."""
+    a = axis % rank
+    return _to_plain_perm(rank)[a] if False else _to_cl_perm(rank).index(a)
+
+
+def parse_shape_spec(spec: str) -> tuple[str, tuple[int, ...]]:
+    """`NAME:1x3x224x224` as given to --input-shape."""
+    name, sep, dims = spec.rpartition(":")
+    if not sep or not name or not re.fullmatch(r"\d+(x\d+)*", dims):
+        raise ValueError(
+            f"bad --input-shape '{spec}': expected NAME:DxDxD, e.g. input:1x3x224x224"
+        )
+    return name, tuple(int(d) for d in dims.split("x"))
+
+
+class _Importer:
+    def __init__(
+        self, model: onnx.ModelProto, origin: str, input_shapes: dict[str, tuple[int, ...]]
+    ):
+        self.model = model
+        self.graph = model.graph
+        self.origin = origin
+        self.input_shapes = dict(input_shapes)
+        self.consts: dict[str, np.ndarray] = {}
+        self.env: dict[str, _Val] = {}
+        self.weights: dict[str, np.ndarray] = {}
+        self.weight_ops: dict[int, SSAValue] = {}
+        self.producer: dict[str, onnx.NodeProto] = {}
+        self.consumers: dict[str, list[onnx.NodeProto]] = {}
+        self.done: set[int] = set()
+        self.node_index: dict[int, int] = {}
+        self.current: onnx.NodeProto | None = None
+        self.builder: Builder | None = None
+        self.graph_outputs = {o.name for o in self.graph.output}
+
+    # ------------------------------------------------------------------ errors
+    def where(self, node: onnx.NodeProto | None = None) -> str:
+        node = node or self.current
+        if node is None:
+            return self.origin
+        idx = self.node_index.get(id(node), -1)
+        return f"{self.origin}: node {idx} '{node.name}' ({node.op_type})"
+
+    def fail(self, message: str, node: onnx.NodeProto | None = None) -> ImportDiagnostic:
+        return ImportDiagnostic(self.where(node), message)
+
+    # -------------------------------------------------------------- attributes
+    def attrs(self, node: onnx.NodeProto) -> dict[str, Any]:
+        return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+    def const(self, name: str) -> np.ndarray | None:
+        if not name:
+            return None
+        if name in self.consts:
+            return self.consts[name]
+        return None
+
+    def require_const(self, node: onnx.NodeProto, name: str, what: str) -> np.ndarray:
+        c = self.const(name)
+        if c is None:
+            raise self.fail(f"{what} ('{name}') must be a constant; runtime values are not supported")
+        return c
+
+    # ----------------------------------------------------------------- emission
+    @property
+    def b(self) -> Builder:
+        assert self.builder is not None
+        return self.builder
+
+    def emit(
+        self,
+        cls: type[nn.NNOp],
+        operands: Sequence[SSAValue],
+        props: dict[str, Attribute] | None = None,
+        *,
+        dtype: np.dtype | type = np.float32,
+        quant: nn.QuantAttr | None = None,
+        result_shapes: Sequence[Sequence[int]] | None = None,
+        n_results: int = 1,
+    ) -> Operation:
+        """Create an op, inferring result shapes from the op class itself."""
+        props = props or {}
+        if result_shapes is None:
+            probe = cls.create(
+                operands=list(operands),
+                properties=dict(props),
+                result_types=[nn.tensor_type([1], np.float32)] * n_results,
+            )
+            try:
+                result_shapes = probe.infer_shapes()
+            except VerifyException as e:
+                raise self.fail(str(e)) from None
+            finally:
+                probe.erase(safe_erase=False)
+        op = cls.create(
+            operands=list(operands),
+            properties=dict(props),
+            result_types=[nn.tensor_type(s, dtype, quant) for s in result_shapes],
+        )
+        try:
+            op.verify()
+        except VerifyException as e:
+            raise self.fail(str(e)) from None
+        self.b.insert(op)
+        return op
+
+    def weight(self, array: np.ndarray, role: str) -> SSAValue:
+        """An `nn.weight` for a constant array, named after the current node."""
+        node = self.current
+        base = node.name if node is not None and node.name else f"node{self.node_index.get(id(node), 0)}"
+        base = re.sub(r"[^A-Za-z0-9_.:/-]", "_", base)
+        name = f"{base}.{role}"
+        k = 1
+        while name in self.weights:
+            k += 1
+            name = f"{base}.{role}{k}"
+        arr = np.ascontiguousarray(array)
+        if arr.dtype == np.float64:
+            arr = arr.astype(np.float32)
+        self.weights[name] = arr
+        op = nn.WeightOp(name, nn.tensor_type(arr.shape, arr.dtype))
+        self.b.insert(op)
+        return op.result
+
+    # ------------------------------------------------------------------- values
+    def dq_node(self, name: str) -> onnx.NodeProto | None:
+        p = self.producer.get(name)
+        return p if p is not None and p.op_type == "DequantizeLinear" else None
+
+    def quant_params(self, node: onnx.NodeProto) -> tuple[np.ndarray, np.ndarray, int]:
+        """(scale, zero point, axis) of a QuantizeLinear / DequantizeLinear node."""
+        scale = self.require_const(node, node.input[1], "the scale")
+        zp_name = node.input[2] if len(node.input) > 2 else ""
+        zp = self.const(zp_name) if zp_name else np.zeros((), np.uint8)
+        if zp is None:
+            raise self.fail("the zero point must be a constant", node)
+        axis = int(self.attrs(node).get("axis", 1))
+        return scale.astype(np.float32), zp, axis
+
+    def quant_attr(self, node: onnx.NodeProto) -> tuple[nn.QuantAttr, np.dtype]:
+        scale, zp, _ = self.quant_params(node)
+        if scale.size != 1:
+            raise self.fail("per-axis quantization of activations is not supported", node)
+        if zp.dtype not in (np.int8, np.uint8):
+            raise self.fail(f"unsupported quantized type {zp.dtype}; supported: int8, uint8", node)
+        return nn.QuantAttr(float(scale.reshape(())), int(zp.reshape(()))), zp.dtype
+
+    def quantized(self, name: str) -> _Val | None:
+        """The quantized activation behind a DequantizeLinear output, if any."""
+        dq = self.dq_node(name)
+        if dq is None or self.const(dq.input[0]) is not None:
+            return None
+        src = self.env.get(dq.input[0])
+        if src is None or nn.quant_of(src.ssa) is None:
+            return None
+        return src
+
+    def value(self, name: str) -> _Val:
+        """The float (or already quantized-input) value named `name`."""
+        if name in self.env:
+            return self.env[name]
+        c = self.const(name)
+        if c is not None:
+            v = _Val(self.weight(c, "const"), "plain")
+            self.env[name] = v
+            return v
+        dq = self.dq_node(name)
+        if dq is not None:
+            src = self.env.get(dq.input[0])
+            if src is None:
+                raise self.fail(f"value '{dq.input[0]}' is used before it is defined", dq)
+            op = self.emit(nn.DequantizeOp, [src.ssa])
+            v = _Val(op.results[0], src.layout)
+            self.env[name] = v
+            return v
+        raise self.fail(f"value '{name}' is used before it is defined")
+
+    def to_cl(self, v: _Val) -> _Val:
+        r = len(nn.shape_of(v.ssa))
+        if v.layout == "cl" or r not in (3, 4):
+            return _Val(v.ssa, "cl" if r in (3, 4) else v.layout)
+        return _Val(self.permute(v.ssa, _to_cl_perm(r)), "cl")
+
+    def to_plain(self, v: _Val) -> _Val:
+        if v.layout == "plain":
+            return v
+        r = len(nn.shape_of(v.ssa))
+        return _Val(self.permute(v.ssa, _to_plain_perm(r)), "plain")
+
+    def permute(self, x: SSAValue, perm: tuple[int, ...]) -> SSAValue:
+        shape = nn.shape_of(x)
+        new_shape = tuple(shape[i] for i in perm)
+        moved = [i for i in perm if shape[i] != 1]
+        dt, q = nn.dtype_of(x), nn.quant_of(x)
+        if moved == sorted(moved):  # only unit axes move: the bytes do not
+            op = self.emit(nn.ReshapeOp, [x], dtype=dt, quant=q, result_shapes=[new_shape])
+        else:
+            op = self.emit(
+                nn.TransposeOp, [x], {"perm": nn.ints_prop(perm)}, dtype=dt, quant=q
+            )
+        return op.results[0]
+
+    # ----------------------------------------------------------------- the walk
+    def run(self) -> Imported:
+        g = self.graph
+        for init in g.initializer:
+            self.consts[init.name] = numpy_helper.to_array(init)
+        for i, node in enumerate(g.node):
+            self.node_index[id(node)] = i
+            for o in node.output:
+                self.producer[o] = node
+            for inp in node.input:
+                self.consumers.setdefault(inp, []).append(node)
+            if node.op_type == "Constant":
+                self.current = node
+                self.consts[node.output[0]] = self.constant_value(node)
+        self.current = None
+        self.fold_batch_norms()
+
+        arg_types: list[Attribute] = []
+        arg_layouts: list[str] = []
+        real_inputs = [i for i in g.input if i.name not in self.consts]
+        if not real_inputs:
+            raise ImportDiagnostic(self.origin, "the model has no runtime inputs")
+        for inp in real_inputs:
+            shape, dtype = self.input_type(inp)
+            layout = "cl" if len(shape) in (3, 4) else "plain"
+            if layout == "cl":
+                shape = tuple(shape[i] for i in _to_cl_perm(len(shape)))
+            arg_types.append(nn.tensor_type(shape, dtype))
+            arg_layouts.append("nchw" if len(shape) == 4 else "ncw" if len(shape) == 3 else "plain")
+        block = Block(arg_types=arg_types)
+        for inp, arg, lay in zip(real_inputs, block.args, arg_layouts):
+            arg.name_hint = _hint(inp.name)
+            self.env[inp.name] = _Val(arg, "cl" if lay != "plain" else "plain")
+        self.builder = Builder(InsertPoint.at_end(block))
+
+        for node in g.node:
+            if id(node) in self.done or node.op_type in ("Constant", "DequantizeLinear"):
+                continue
+            self.current = node
+            if node.op_type not in _HANDLERS:
+                raise self.fail(
+                    f"unsupported operator '{node.op_type}'"
+                    + (f" (domain '{node.domain}')" if node.domain else "")
+                    + "; supported operators: "
+                    + ", ".join(SUPPORTED_OPS)
+                )
+            if node.domain not in ("", "ai.onnx"):
+                raise self.fail(f"unsupported operator domain '{node.domain}'")
+            _HANDLERS[node.op_type](self, node)
+        self.current = None
+
+        results: list[SSAValue] = []
+        out_layouts: list[str] = []
+        for out in g.output:
+            v = self.value(out.name)
+            results.append(v.ssa)
+            r = len(nn.shape_of(v.ssa))
+            out_layouts.append(
+                ("nchw" if r == 4 else "ncw") if v.layout == "cl" else "plain"
+            )
+        self.b.insert(func.ReturnOp(*results))
+        ftype = func.FunctionType.from_lists(arg_types, [r.type for r in results])
+        fn = func.FuncOp("main", ftype, Region(block))
+        fn.attributes["nn.input_names"] = ArrayAttr([StringAttr(i.name) for i in real_inputs])
+        fn.attributes["nn.input_layouts"] = ArrayAttr([StringAttr(s) for s in arg_layouts])
+        fn.attributes["nn.output_names"] = ArrayAttr([StringAttr(o.name) for o in g.output])
+        fn.attributes["nn.output_layouts"] = ArrayAttr([StringAttr(s) for s in out_layouts])
+        module = ModuleOp([fn])
+        try:
+            module.verify()
+        except VerifyException as e:
+            raise ImportDiagnostic(self.origin, f"the imported graph does not verify: {e}") from None
+        return Imported(module, self.weights)
+
+    def constant_value(self, node: onnx.NodeProto) -> np.ndarray:
+        a = self.attrs(node)
+        if "value" in a:
+            return numpy_helper.to_array(a["value"])
+        for key in ("value_float", "value_int"):
+            if key in a:
+                return np.array(a[key])
+        for key in ("value_floats", "value_ints"):
+            if key in a:
+                return np.array(list(a[key]))
+        raise self.fail("unsupported Constant form; use 'value' or value_float(s)/value_int(s)")
+
+    def input_type(self, inp: onnx.ValueInfoProto) -> tuple[tuple[int, ...], np.dtype]:
+        tt = inp.type.tensor_type
+        elem = tt.elem_type
+        if elem not in _ONNX_DTYPES or elem == onnx.TensorProto.INT32:
+            raise ImportDiagnostic(
+                f"{self.origin}: input '{inp.name}'",
+                f"error: unsupported element type "
+                f"{onnx.TensorProto.DataType.Name(elem)}; supported: FLOAT, INT8, UINT8",
+            )
+        dims: list[int] = []
+        symbolic: list[str] = []
+        for d in tt.shape.dim:
+            if d.HasField("dim_value") and d.dim_value > 0:
+                dims.append(d.dim_value)
+            else:
+                dims.append(-1)
+                symbolic.append(d.dim_param or "?")
+        if inp.name in self.input_shapes:
+            given = self.input_shapes.pop(inp.name)
+            if len(given) != len(dims) or any(
+                d != -1 and d != g for d, g in zip(dims, given)
+            ):
+                raise ImportDiagnostic(
+                    f"{self.origin}: input '{inp.name}'",
+                    f"--input-shape {'x'.join(map(str, given))} does not match the "
+                    f"model's {'x'.join(str(d) if d > 0 else '?' for d in dims)}",
+                )
+            dims = list(given)
+        elif symbolic:
+            raise ImportDiagnostic(
+                f"{self.origin}: input '{inp.name}'",
+                f"symbolic dimension '{symbolic[0]}' in shape "
+                f"{'x'.join(str(d) if d > 0 else '?' for d in dims)}; give the shape "
+                f"with --input-shape {inp.name}:"
+                + "x".join(str(d) if d > 0 else "1" for d in dims),
+            )
+        if not dims:
+            raise ImportDiagnostic(
+                f"{self.origin}: input '{inp.name}'", "scalar model inputs are not supported"
+            )
+        return tuple(dims), np.dtype(_ONNX_DTYPES[elem])
+
+    def fold_batch_norms(self) -> None:
+        """Fold BatchNormalization into a preceding float Conv that only feeds it."""
+        for node in self.graph.node:
+            if node.op_type != "BatchNormalization":
+                continue
+            conv = self.producer.get(node.input[0])
+            if (
+                conv is None
+                or conv.op_type != "Conv"
+                or len(self.consumers.get(conv.output[0], [])) != 1
+                or conv.output[0] in self.graph_outputs
+            ):
+                continue
+            w = self.const(conv.input[1])
+            b = self.const(conv.input[2]) if len(conv.input) > 2 and conv.input[2] else None
+            params = [self.const(n) for n in node.input[1:5]]
+            if w is None or w.dtype != np.float32 or any(p is None for p in params):
+                continue
+            if len(conv.input) > 2 and conv.input[2] and b is None:
+                continue
+            gamma, beta, mean, var = (np.asarray(p, np.float64) for p in params)  # type: ignore[arg-type]
+            eps = float(self.attrs(node).get("epsilon", 1e-5))
+            k = gamma / np.sqrt(var + eps)
+            w2 = (w.astype(np.float64) * k.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
+            b0 = np.zeros(w.shape[0]) if b is None else b.astype(np.float64)
+            b2 = ((b0 - mean) * k + beta).astype(np.float32)
+            wname, bname = conv.output[0] + "::bnw", conv.output[0] + "::bnb"
+            self.consts[wname], self.consts[bname] = w2, b2
+            new_inputs = [conv.input[0], wname, bname]
+            del conv.input[:]
+            conv.input.extend(new_inputs)
+            # the BN output is now the conv output: rename the conv's result
+            del conv.output[:]
+            conv.output.append(node.output[0])
+            self.producer[node.output[0]] = conv
+            self.done.add(id(node))
+
+    # ---------------------------------------------------------- quantized fusion
+    def fused_output(self, node: onnx.NodeProto) -> onnx.NodeProto | None:
+        """The single QuantizeLinear that is the only consumer of the node's output."""
+        if len(node.output) != 1 or node.output[0] in self.graph_outputs:
+            return None
+        cons = self.consumers.get(node.output[0], [])
+        if len(cons) != 1 or cons[0].op_type != "QuantizeLinear":
+            return None
+        q = cons[0]
+        scale, zp, _ = self.quant_params(q)
+        if scale.size != 1:
+            return None
+        return q
+
+    def quantized_inputs(self, node: onnx.NodeProto, names: Sequence[str]) -> list[_Val] | None:
+        vals: list[_Val] = []
+        for n in names:
+            v = self.quantized(n)
+            if v is None:
+                return None
+            vals.append(v)
+        return vals
+
+    def finish(
+        self,
+        node: onnx.NodeProto,
+        op: Operation,
+        layout: Layout,
+        q: onnx.NodeProto | None = None,
+    ) -> None:
+        out = q.output[0] if q is not None else node.output[0]
+        if q is not None:
+            self.done.add(id(q))
+        self.env[out] = _Val(op.results[0], layout)
+
+    def result_quant(self, q: onnx.NodeProto | None) -> tuple[nn.QuantAttr | None, np.dtype]:
+        if q is None:
+            return None, np.dtype(np.float32)
+        attr, dt = self.quant_attr(q)
+        return attr, dt
+
+
+def _hint(name: str) -> str | None:
+    h = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return h if h and not h[0].isdigit() else None
+
+
+# ======================================================================= handlers
+
+Handler = Callable[[_Importer, onnx.NodeProto], None]
+_HANDLERS: dict[str, Handler] = {}
+
+
+def _handles(*names: str) -> Callable[[Handler], Handler]:
+    def deco(f: Handler) -> Handler:
+        for n in names:
+            _HANDLERS[n] = f
+        return f
+
+    return deco
+
+
+def _float_unary(imp: _Importer, node: onnx.NodeProto, cls: type[nn.NNOp], props: dict[str, Attribute]) -> None:
+    q = imp.fused_output(node)
+    qin = imp.quantized_inputs(node, [node.input[0]]) if q is not None else None
+    if q is not None and qin is not None:
+        attr, dt = imp.result_quant(q)
+        op = imp.emit(cls, [qin[0].ssa], props, dtype=dt, quant=attr)
+        imp.finish(node, op, qin[0].layout, q)
+        return
+    x = imp.value(node.input[0])
+    op = imp.emit(cls, [x.ssa], props)
+    imp.finish(node, op, x.layout)
+
+
+_UNARY: dict[str, type[nn.NNOp]] = {
+    "Relu": nn.ReluOp, "Sigmoid": nn.SigmoidOp, "Tanh": nn.TanhOp,
+    "HardSwish": nn.HardSwishOp, "Exp": nn.ExpOp, "Log": nn.LogOp, "Sqrt": nn.SqrtOp,
+    "Abs": nn.AbsOp, "Floor": nn.FloorOp, "Identity": nn.IdentityOp,
+    "Dropout": nn.IdentityOp,
+}
+
+
+@_handles(*_UNARY)
+def _unary(imp: _Importer, node: onnx.NodeProto) -> None:
+    if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
+        raise imp.fail("Dropout's mask output is not supported")
+    _float_unary(imp, node, _UNARY[node.op_type], {})
+
+
+@_handles("HardSigmoid", "LeakyRelu", "Elu", "Gelu")
+def _unary_attr(imp: _Importer, node: onnx.NodeProto) -> None:
+    a = imp.attrs(node)
+    t = node.op_type
+    if t == "HardSigmoid":
+        cls, props = nn.HardSigmoidOp, {
+            "alpha": nn.float_prop(a.get("alpha", 0.2)), "beta": nn.float_prop(a.get("beta", 0.5))
+        }
+    elif t == "LeakyRelu":
+        cls, props = nn.LeakyReluOp, {"alpha": nn.float_prop(a.get("alpha", 0.01))}
+    elif t == "Elu":
+        cls, props = nn.EluOp, {"alpha": nn.float_prop(a.get("alpha", 1.0))}
+    else:
+        approx = a.get("approximate", b"none")
+        approx = approx.decode() if isinstance(approx, bytes) else str(approx)
+        cls, props = nn.GeluOp, {"approximate": StringAttr(approx)}
+    _float_unary(imp, node, cls, props)
+
+
+@_handles("Clip")
+def _clip(imp: _Importer, node: onnx.NodeProto) -> None:
+    a = imp.attrs(node)
+    big = float(np.finfo(np.float32).max)
+    lo, hi = float(a.get("min", -big)), float(a.get("max", big))
+    if len(node.input) > 1 and node.input[1]:
+        lo = float(imp.require_const(node, node.input[1], "Clip's min").reshape(()))
+    if len(node.input) > 2 and node.input[2]:
+        hi = float(imp.require_const(node, node.input[2], "Clip's max").reshape(()))
+    lo, hi = max(lo, -big), min(hi, big)
+    _float_unary(imp, node, nn.ClipOp, {"min": nn.float_prop(lo), "max": nn.float_prop(hi)})
+
+
+_BINARY: dict[str, type[nn.NNOp]] = {
+    "Add": nn.AddOp, "Sub": nn.SubOp, "Mul": nn.MulOp, "Div": nn.DivOp,
+    "Max": nn.MaxOp, "Min": nn.MinOp, "PRelu": nn.PReluOp,
+}
+
+
+def _match_layout(imp: _Importer, v: _Val, name: str, target: Layout, rank: int) -> SSAValue:
+    """Bring a binary operand to the other operand's layout (constants at import)."""
+    if v.layout == target:
+        return v.ssa
+    c = imp.const(name)
+    shape = nn.shape_of(v.ssa)
+    if target == "cl":
+        if c is not None:
+            arr = np.asarray(c).reshape((1,) * (rank - c.ndim) + tuple(c.shape))
+            arr = np.transpose(arr, _to_cl_perm(rank))
+            if arr.dtype == np.float64:
+                arr = arr.astype(np.float32)
+            return imp.weight(arr, "const")
+        if len(shape) < rank:
+            v = _Val(
+                imp.emit(
+                    nn.ReshapeOp, [v.ssa], dtype=nn.dtype_of(v.ssa), quant=nn.quant_of(v.ssa),
+                    result_shapes=[(1,) * (rank - len(shape)) + shape],
+                ).results[0],
+                "plain",
+            )
+        return imp.to_cl(v).ssa
+    return imp.to_plain(v).ssa
+
+
+@_handles(*_BINARY)
+def _binary(imp: _Importer, node: onnx.NodeProto) -> None:
+    cls = _BINARY[node.op_type]
+    q = imp.fused_output(node)
+    qin = None
+    if q is not None:
+        qin = imp.quantized_inputs(node, list(node.input))
+        if qin is None and node.op_type in ("Add", "Sub", "Mul", "Div", "Max", "Min", "PRelu"):
+            # one quantized activation and one constant: the constant stays real
+            vals = [imp.quantized(n) for n in node.input]
+            if sum(v is not None for v in vals) == 1:
+                qin = [
+                    v if v is not None else imp.value(n) for v, n in zip(vals, node.input)
+                ]
+    vals = qin if qin is not None else [imp.value(n) for n in node.input]
+    target = "cl" if any(v.layout == "cl" for v in vals) else "plain"
+    rank = max(len(nn.shape_of(v.ssa)) for v in vals)
+    operands = [_match_layout(imp, v, n, target, rank) for v, n in zip(vals, node.input)]
+    if qin is not None:
+        attr, dt = imp.result_quant(q)
+        op = imp.emit(cls, operands, dtype=dt, quant=attr)
+        imp.finish(node, op, target, q)
+    else:
+        op = imp.emit(cls, operands)
+        imp.finish(node, op, target)
+
+
+def _spatial_props(
+    imp: _Importer, node: onnx.NodeProto, spatial_in: Sequence[int], kernel: Sequence[int]
+) -> dict[str, Attribute]:
+    a = imp.attrs(node)
+    n = len(spatial_in)
+    strides = list(a.get("strides", [1] * n))
+    dil = list(a.get("dilations", [1] * n))
+    pads = list(a.get("pads", [0] * (2 * n)))
+    auto = a.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else str(auto)
+    if len(strides) != n or len(dil) != n or len(pads) != 2 * n:
+        raise imp.fail(
+            f"strides, dilations and pads must have {n}, {n} and {2 * n} values "
+            f"for a {n}D input"
+        )
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        pads = [0] * (2 * n)
+        for i in range(n):
+            eff = (kernel[i] - 1) * dil[i] + 1
+            out = -(-spatial_in[i] // strides[i])
+            total = max((out - 1) * strides[i] + eff - spatial_in[i], 0)
+            small = total // 2
+            pads[i], pads[n + i] = (
+                (small, total - small) if auto == "SAME_UPPER" else (total - small, small)
+            )
+    elif auto == "VALID":
+        pads = [0] * (2 * n)
+    elif auto != "NOTSET":
+        raise imp.fail(f"unknown auto_pad '{auto}'; expected NOTSET, SAME_UPPER, SAME_LOWER, VALID")
+    props: dict[str, Attribute] = {"kernel": nn.ints_prop(kernel)}
+    if any(s != 1 for s in strides):
+        props["strides"] = nn.ints_prop(strides)
+    if any(d != 1 for d in dil):
+        props["dilations"] = nn.ints_prop(dil)
+    if any(pads):
+        props["pads"] = nn.ints_prop(pads)
+    return props
+
+
+def _weight_scales(imp: _Importer, dq: onnx.NodeProto, channels: int, axis_expected: int) -> np.ndarray:
+    scale, zp, axis = imp.quant_params(dq)
+    if np.any(zp != 0):
+        raise imp.fail("quantized weights must be symmetric (zero point 0)", dq)
+    if scale.size == 1:
+        return np.full((channels,), float(scale.reshape(())), np.float32)
+    if scale.size != channels or axis % 4 != axis_expected % 4 and axis != axis_expected:
+        raise imp.fail(
+            f"per-channel weight scales must run along the output channels "
+            f"(axis {axis_expected}), got axis {axis} with {scale.size} scales",
+            dq,
+        )
+    return scale.reshape(-1).astype(np.float32)
+
+
+@_handles("Conv", "ConvTranspose")
+def _conv(imp: _Importer, node: onnx.NodeProto) -> None:
+    transpose = node.op_type == "ConvTranspose"
+    a = imp.attrs(node)
+    q = imp.fused_output(node)
+    wdq = imp.dq_node(node.input[1])
+    qin = imp.quantized_inputs(node, [node.input[0]]) if q is not None else None
+    quantized = q is not None and qin is not None and wdq is not None and (
+        imp.const(wdq.input[0]) is not None
+    )
+    if quantized:
+        assert wdq is not None and qin is not None
+        x = imp.to_cl(qin[0])
+        w = imp.const(wdq.input[0])
+        assert w is not None
+    else:
+        x = imp.to_cl(imp.value(node.input[0]))
+        w = imp.const(node.input[1])
+        if w is None:
+            raise imp.fail("the weight must be a constant initializer")
+    xs = nn.shape_of(x.ssa)
+    if len(xs) not in (3, 4) or w.ndim != len(xs):
+        raise imp.fail(f"expected a 1D or 2D convolution, got input rank {len(xs)}, weight rank {w.ndim}")
+    kernel = list(a.get("kernel_shape", w.shape[2:]))
+    props = _spatial_props(imp, node, xs[1:-1], kernel)
+    g = int(a.get("group", 1))
+    if g != 1:
+        props["group"] = nn.int_prop(g)
+    perm = (0, *range(2, w.ndim), 1)
+    if transpose:
+        cout = w.shape[1] * g
+        if "output_shape" in a:
+            raise imp.fail("ConvTranspose's output_shape attribute is not supported; give pads")
+        if any(a.get("output_padding", [])):
+            props["output_padding"] = nn.ints_prop(a["output_padding"])
+    else:
+        cout = w.shape[0]
+    bias_name = node.input[2] if len(node.input) > 2 else ""
+    cls = nn.ConvTransposeOp if transpose else nn.ConvOp
+    if quantized:
+        assert wdq is not None and q is not None
+        ws = _weight_scales(imp, wdq, cout, 1 if transpose else 0)
+        if bias_name:
+            bdq = imp.dq_node(bias_name)
+            bias = imp.const(bdq.input[0]) if bdq is not None else None
+            if bias is None or bias.dtype != np.int32:
+                raise imp.fail("a quantized convolution needs an int32 bias from DequantizeLinear")
+        else:
+            bias = np.zeros((cout,), np.int32)
+        operands = [
+            x.ssa, imp.weight(np.transpose(w, perm).astype(np.int8), "weight"),
+            imp.weight(bias.astype(np.int32), "bias"), imp.weight(ws, "weight_scale"),
+        ]
+        attr, dt = imp.result_quant(q)
+        op = imp.emit(cls, operands, props, dtype=dt, quant=attr)
+        imp.finish(node, op, "cl", q)
+        return
+    bias = imp.const(bias_name) if bias_name else np.zeros((cout,), np.float32)
+    if bias is None:
+        raise imp.fail("the bias must be a constant initializer")
+    if w.dtype != np.float32:
+        raise imp.fail(
+            f"unsupported weight type {w.dtype} outside a QDQ pattern; supported: float32"
+        )
+    operands = [
+        x.ssa, imp.weight(np.transpose(w, perm), "weight"),
+        imp.weight(bias.astype(np.float32), "bias"),
+    ]
+    op = imp.emit(cls, operands, props)
+    imp.finish(node, op, "cl")
+
+
+@_handles("MaxPool", "AveragePool")
+def _pool(imp: _Importer, node: onnx.NodeProto) -> None:
+    a = imp.attrs(node)
+    if len(node.output) > 1 and node.output[1]:
+        raise imp.fail("MaxPool's Indices output is not supported")
+    q = imp.fused_output(node)
+    qin = imp.quantized_inputs(node, [node.input[0]]) if q is not None else None
+    x = imp.to_cl(qin[0] if qin is not None else imp.value(node.input[0]))
+    xs = nn.shape_of(x.ssa)
+    if len(xs) not in (3, 4):
+        raise imp.fail(f"pooling needs a rank-3 or rank-4 input, got rank {len(xs)}")
+    props = _spatial_props(imp, node, xs[1:-1], list(a["kernel_shape"]))
+    if a.get("ceil_mode", 0):
+        props["ceil_mode"] = nn.int_prop(1)
+    if node.op_type == "MaxPool":
+        cls: type[nn.NNOp] = nn.MaxPoolOp
+        if a.get("storage_order", 0):
+            raise imp.fail("MaxPool storage_order=1 is not supported")
+    else:
+        cls = nn.AveragePoolOp
+        props.pop("dilations", None)
+        if a.get("count_include_pad", 0):
+            props["count_include_pad"] = nn.int_prop(1)
+    attr, dt = imp.result_quant(q if qin is not None else None)
+    op = imp.emit(cls, [x.ssa], props, dtype=dt, quant=attr)
+    imp.finish(node, op, "cl", q if qin is not None else None)
+
+
+@_handles("GlobalAveragePool")
+def _gap(imp: _Importer, node: onnx.NodeProto) -> None:
+    q = imp.fused_output(node)
+    qin = imp.quantized_inputs(node, [node.input[0]]) if q is not None else None
+    x = imp.to_cl(qin[0] if qin is not None else imp.value(node.input[0]))
+    attr, dt = imp.result_quant(q if qin is not None else None)
+    op = imp.emit(nn.GlobalAveragePoolOp, [x.ssa], dtype=dt, quant=attr)
+    imp.finish(node, op, "cl", q if qin is not None else None)
+
+
+@_handles("BatchNormalization")
+def _bn(imp: _Importer, node: onnx.NodeProto) -> None:
+    x = imp.to_cl(imp.value(node.input[0]))
+    params = [imp.require_const(node, n, "a BatchNormalization parameter") for n in node.input[1:5]]
+    eps = float(imp.attrs(node).get("epsilon", 1e-5))
+    ops = [imp.weight(p.astype(np.float32), r) for p, r in zip(params, ("scale", "bias", "mean", "var"))]
+    op = imp.emit(nn.BatchNormOp, [x.ssa, *ops], {"epsilon": nn.float_prop(eps)})
+    imp.finish(node, op, "cl")
+
+
+@_handles("Gemm")
+def _gemm(imp: _Importer, node: onnx.NodeProto) -> None:
+    a = imp.attrs(node)
+    alpha, beta = float(a.get("alpha", 1.0)), float(a.get("beta", 1.0))
+    ta, tb = int(a.get("transA", 0)), int(a.get("transB", 0))
+    q = imp.fused_output(node)
+    bdq = imp.dq_node(node.input[1])
+    qin = imp.quantized_inputs(node, [node.input[0]]) if q is not None else None
+    c_name = node.input[2] if len(node.input) > 2 else ""
+    if (
+        q is not None and qin is not None and bdq is not None
+        and imp.const(bdq.input[0]) is not None and not ta and alpha == 1.0 and beta == 1.0
+    ):
+        bq = imp.const(bdq.input[0])
+        assert bq is not None
+        n = bq.shape[0] if tb else bq.shape[1]
+        ws = _weight_scales(imp, bdq, n, 0 if tb else 1)
+        bmat = bq.T if tb else bq
+        if c_name:
+            cdq = imp.dq_node(c_name)
+            c = imp.const(cdq.input[0]) if cdq is not None else None
+            if c is None or c.dtype != np.int32:
+                raise imp.fail("a quantized Gemm needs an int32 C from DequantizeLinear")
+        else:
+            c = np.zeros((n,), np.int32)
+        am = imp.to_plain(qin[0])
+        operands = [
+            am.ssa, imp.weight(np.ascontiguousarray(bmat).astype(np.int8), "weight"),
+            imp.weight(c.astype(np.int32), "bias"), imp.weight(ws, "weight_scale"),
+        ]
+        attr, dt = imp.result_quant(q)
+        op = imp.emit(nn.GemmOp, operands, dtype=dt, quant=attr)
+        imp.finish(node, op, "plain", q)
+        return
+    am = imp.to_plain(imp.value(node.input[0]))
+    props: dict[str, Attribute] = {}
+    bc = imp.const(node.input[1])
+    if bc is not None and bc.dtype == np.float32:
+        bmat = (bc.T if tb else bc) * np.float32(alpha)
+        bv = imp.weight(np.ascontiguousarray(bmat, np.float32), "weight")
+        n = bmat.shape[1]
+        cc = imp.const(c_name) if c_name else np.zeros((n,), np.float32)
+        if cc is None:
+            cv = imp.to_plain(imp.value(c_name)).ssa
+            if beta != 1.0:
+                props["beta"] = nn.float_prop(beta)
+        else:
+            cv = imp.weight((cc * np.float32(beta)).astype(np.float32), "bias")
+        if ta:
+            props["trans_a"] = nn.int_prop(1)
+    else:
+        bv = imp.to_plain(imp.value(node.input[1])).ssa
+        if c_name:
+            cv = imp.to_plain(imp.value(c_name)).ssa
+        else:
+            sb = nn.shape_of(bv)
+            cv = imp.weight(np.zeros((sb[0] if tb else sb[1],), np.float32), "bias")
+        for key, val, dflt in (("alpha", alpha, 1.0), ("beta", beta, 1.0)):
+            if val != dflt:
+                props[key] = nn.float_prop(val)
+        if ta:
+            props["trans_a"] = nn.int_prop(1)
+        if tb:
+            props["trans_b"] = nn.int_prop(1)
+    op = imp.emit(nn.GemmOp, [am.ssa, bv, cv], props)
+    imp.finish(node, op, "plain")
+
+
+@_handles("MatMul")
+def _matmul(imp: _Importer, node: onnx.NodeProto) -> None:
+    q = imp.fused_output(node)
+    if q is not None:
+        qa = imp.quantized(node.input[0])
+        qb = imp.quantized(node.input[1])
+        bdq = imp.dq_node(node.input[1])
+        if qa is not None and qb is not None:
+            attr, dt = imp.result_quant(q)
+            op = imp.emit(
+                nn.MatMulOp, [imp.to_plain(qa).ssa, imp.to_plain(qb).ssa], dtype=dt, quant=attr
+            )
+            imp.finish(node, op, "plain", q)
+            return
+        if qa is not None and bdq is not None and imp.const(bdq.input[0]) is not None:
+            bq = imp.const(bdq.input[0])
+            assert bq is not None
+            if bq.ndim == 2:
+                ws = _weight_scales(imp, bdq, bq.shape[1], 1)
+                attr, dt = imp.result_quant(q)
+                op = imp.emit(
+                    nn.MatMulOp,
+                    [imp.to_plain(qa).ssa, imp.weight(bq.astype(np.int8), "weight"),
+                     imp.weight(ws, "weight_scale")],
+                    dtype=dt, quant=attr,
+                )
+                imp.finish(node, op, "plain", q)
+                return
+    a = imp.to_plain(imp.value(node.input[0]))
+    b = imp.to_plain(imp.value(node.input[1]))
+    op = imp.emit(nn.MatMulOp, [a.ssa, b.ssa])
+    imp.finish(node, op, "plain")
+
+
+def _exact_or_real(imp: _Importer, node: onnx.NodeProto, inputs: Sequence[str]) -> tuple[list[_Val], onnx.NodeProto | None]:
+    """Quantized inputs and the fused Q, or float inputs and None."""
+    q = imp.fused_output(node)
+    if q is not None:
+        qin = imp.quantized_inputs(node, inputs)
+        if qin is not None:
+            return qin, q
+    return [imp.value(n) for n in inputs], None
+
+
+@_handles("Concat")
+def _concat(imp: _Importer, node: onnx.NodeProto) -> None:
+    vals, q = _exact_or_real(imp, node, list(node.input))
+    axis = int(imp.attrs(node)["axis"])
+    rank = len(nn.shape_of(vals[0].ssa))
+    if all(v.layout == "cl" for v in vals) or (
+        any(v.layout == "cl" for v in vals) and rank in (3, 4)
+    ):
+        vals = [imp.to_cl(v) for v in vals]
+        axis, layout = _cl_axis(axis, rank), "cl"
+    else:
+        vals = [imp.to_plain(v) for v in vals]
+        layout = "plain"
+    attr, dt = imp.result_quant(q)
+    op = imp.emit(nn.ConcatOp, [v.ssa for v in vals], {"axis": nn.int_prop(axis % rank)}, dtype=dt, quant=attr)
+    imp.finish(node, op, layout, q)
+
+
+@_handles("Split")
+def _split(imp: _Importer, node: onnx.NodeProto) -> None:
+    x = imp.value(node.input[0])
+    a = imp.attrs(node)
+    shape_plain = _plain_shape(x)
+    rank = len(shape_plain)
+    axis = int(a.get("axis", 0)) % rank
+    if len(node.input) > 1 and node.input[1]:
+        sizes = [int(s) for s in imp.require_const(node, node.input[1], "Split's sizes")]
+    elif "split" in a:
+        sizes = [int(s) for s in a["split"]]
+    else:
+        k = len(node.output)
+        if shape_plain[axis] % k:
+            raise imp.fail(f"cannot split {shape_plain[axis]} into {k} equal parts")
+        sizes = [shape_plain[axis] // k] * k
+    ax = _cl_axis(axis, rank) if x.layout == "cl" else axis
+    dt, qa = nn.dtype_of(x.ssa), nn.quant_of(x.ssa)
+    op = imp.emit(
+        nn.SplitOp, [x.ssa], {"axis": nn.int_prop(ax), "sizes": nn.ints_prop(sizes)},
+        dtype=dt, quant=qa, n_results=len(sizes),
+    )
+    for name, r in zip(node.output, op.results):
+        imp.env[name] = _Val(r, x.layout)
+
+
+def _plain_shape(v: _Val) -> tuple[int, ...]:
+    s = nn.shape_of(v.ssa)
+    return tuple(s[i] for i in _to_plain_perm(len(s))) if v.layout == "cl" else s
+
+
+def _reshape_to(imp: _Importer, node: onnx.NodeProto, cls: type[nn.NNOp], out_shape: Sequence[int], props: dict[str, Attribute] | None = None) -> None:
+    vals, q = _exact_or_real(imp, node, [node.input[0]])
+    x = imp.to_plain(vals[0])
+    if q is not None and imp.quant_attr(q)[0] != nn.quant_of(x.ssa):
+        vals, q = [imp.value(node.input[0])], None
+        x = imp.to_plain(vals[0])
+    op = imp.emit(
+        cls, [x.ssa], props, dtype=nn.dtype_of(x.ssa), quant=nn.quant_of(x.ssa),
+        result_shapes=[tuple(out_shape)],
+    )
+    imp.finish(node, op, "plain", q)
+
+
+@_handles("Reshape")
+def _reshape(imp: _Importer, node: onnx.NodeProto) -> None:
+    x = imp.value(node.input[0]) if imp.quantized(node.input[0]) is None else imp.quantized(node.input[0])
+    assert x is not None
+    src = _plain_shape(x)
+    target = [int(d) for d in imp.require_const(node, node.input[1], "Reshape's shape")]
+    allowzero = int(imp.attrs(node).get("allowzero", 0))
+    out = [src[i] if d == 0 and not allowzero else d for i, d in enumerate(target)]
+    if out.count(-1) > 1:
+        raise imp.fail("Reshape's shape has more than one -1")
+    if -1 in out:
+        known = math.prod(d for d in out if d != -1)
+        out[out.index(-1)] = math.prod(src) // max(known, 1)
+    if math.prod(out) != math.prod(src):
+        raise imp.fail(f"cannot reshape {'x'.join(map(str, src))} into {'x'.join(map(str, out))}")
+    _reshape_to(imp, node, nn.ReshapeOp, out)
+
+
+@_handles("Flatten")
+def _flatten(imp: _Importer, node: onnx.NodeProto) -> None:
+    x = imp.quantized(node.input[0]) or imp.value(node.input[0])
+    src = _plain_shape(x)
+    axis = int(imp.attrs(node).get("axis", 1)) % (len(src) + 1)
+    out = (math.prod(src[:axis]), math.prod(src[axis:]))
+    _reshape_to(imp, node, nn.FlattenOp, out, {"axis": nn.int_prop(axis)})
+
+
+@_handles("Squeeze", "Unsqueeze")
+def _squeeze(imp: _Importer, node: onnx.NodeProto) -> None:
+    x = imp.quantized(node.input[0]) or imp.value(node.input[0])
+    src = list(_plain_shape(x))
+    a = imp.attrs(node)
+    if len(node.input) > 1 and node.input[1]:
+        axes = [int(v) for v in imp.require_const(node, node.input[1], "the axes")]
+    else:
+        axes = [int(v) for v in a.get("axes", [])]
+    if node.op_type == "Squeeze":
+        axes = [ax % len(src) for ax in axes] or [i for i, d in enumerate(src) if d == 1]
+        if any(src[ax] != 1 for ax in axes):
+            raise imp.fail(f"cannot squeeze axes {axes} of shape {'x'.join(map(str, src))}")
+        out = [d for i, d in enumerate(src) if i not in axes]
+        cls: type[nn.NNOp] = nn.SqueezeOp
+    else:
+        r = len(src) + len(axes)
+        axes = sorted(ax % r for ax in axes)
+        out = list(src)
+        for ax in axes:
+            out.insert(ax, 1)
+        cls = nn.UnsqueezeOp
+    _reshape_to(imp, node, cls, out, {"axes": nn.ints_prop(axes)})
+
+
+@_handles("Transpose")
+def _transpose(imp: _Importer, node: onnx.NodeProto) -> None:
+    vals, q = _exact_or_real(imp, node, [node.input[0]])
+    x = vals[0]
+    rank = len(nn.shape_of(x.ssa))
+    perm = list(imp.attrs(node).get("perm", list(range(rank))[::-1]))
+    if x.layout == "cl":  # compose with the layout change instead of undoing it
+        to_plain = _to_plain_perm(rank)
+        perm = [to_plain[p] for p in perm]
+    attr, dt = (nn.quant_of(x.ssa), nn.dtype_of(x.ssa))
+    op = imp.emit(nn.TransposeOp, [x.ssa], {"perm": nn.ints_prop(perm)}, dtype=dt, quant=attr)
+    imp.finish(node, op, "plain", q)
+
+
+@_handles("Pad")
+def _pad(imp: _Importer, node: onnx.NodeProto) -> None:
+    a = imp.attrs(node)
+    mode = a.get("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    vals, q = _exact_or_real(imp, node, [node.input[0]])
+    x = vals[0]
+    if len(node.input) > 1 and node.input[1]:
+        pads = [int(p) for p in imp.require_const(node, node.input[1], "Pad's pads")]
+    else:
+        pads = [int(p) for p in a.get("pads", [])]
+    value = 0.0
+    if len(node.input) > 2 and node.input[2]:
+        value = float(imp.require_const(node, node.input[2], "Pad's value").reshape(()))
+    if len(node.input) > 3 and node.input[3]:
+        raise imp.fail("Pad's axes input is not supported")
+    rank = len(nn.shape_of(x.ssa))
+    if len(pads) != 2 * rank:
+        raise imp.fail(f"Pad needs {2 * rank} pads for a rank-{rank} input, got {len(pads)}")
+    if any(p < 0 for p in pads):
+        raise imp.fail("negative pads (cropping) are not supported")
+    if x.layout == "cl":
+        perm = _to_cl_perm(rank)
+        pads = [pads[p] for p in perm] + [pads[rank + p] for p in perm]
+    props: dict[str, Attribute] = {"pads": nn.ints_prop(pads), "mode": StringAttr(mode)}
+    if value:
+        props["value"] = nn.float_prop(value)
+    attr, dt = imp.result_quant(q)
+    if q is None:
+        attr, dt = nn.quant_of(x.ssa), nn.dtype_of(x.ssa)
+    op = imp.emit(nn.PadOp, [x.ssa], props, dtype=dt, quant=attr)
+    imp.finish(node, op, x.layout, q)
+
+
+@_handles("Resize")
+def _resize(imp: _Importer, node: onnx.NodeProto) -> None:
+    a = imp.attrs(node)
+    mode = a.get("mode", b"nearest")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    if mode not in ("nearest", "linear"):
+        raise imp.fail(f"Resize mode '{mode}' is not supported; supported: nearest, linear")
+    ctm = a.get("coordinate_transformation_mode", b"half_pixel")
+    ctm = ctm.decode() if isinstance(ctm, bytes) else str(ctm)
+    nm = a.get("nearest_mode", b"round_prefer_floor")
+    nm = nm.decode() if isinstance(nm, bytes) else str(nm)
+    vals, q = _exact_or_real(imp, node, [node.input[0]])
+    x = imp.to_cl(vals[0])
+    src = _plain_shape(x)
+    scales = imp.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+    sizes = imp.const(node.input[3]) if len(node.input) > 3 and node.input[3] else None
+    if sizes is not None and sizes.size:
+        out = [int(s) for s in sizes]
+    elif scales is not None and scales.size:
+        out = [int(math.floor(d * float(s))) for d, s in zip(src, scales)]
+    else:
+        raise imp.fail("Resize needs constant scales or sizes")
+    if len(out) != len(src) or out[0] != src[0] or out[1] != src[1]:
+        raise imp.fail("Resize may only change the spatial axes (N and C must keep their size)")
+    out_cl = [out[i] for i in _to_cl_perm(len(out))]
+    props: dict[str, Attribute] = {
+        "mode": StringAttr(mode), "coordinate_transformation_mode": StringAttr(ctm)
+    }
+    if mode == "nearest":
+        props["nearest_mode"] = StringAttr(nm)
+    attr, dt = imp.result_quant(q)
+    op = imp.emit(nn.ResizeOp, [x.ssa], props, dtype=dt, quant=attr, result_shapes=[out_cl])
+    imp.finish(node, op, "cl", q)
+
+
+@_handles("Softmax", "LogSoftmax")
+def _softmax(imp: _Importer, node: onnx.NodeProto) -> None:
+    vals, q = _exact_or_real(imp, node, [node.input[0]])
+    x = vals[0]
+    rank = len(nn.shape_of(x.ssa))
+    axis = int(imp.attrs(node).get("axis", -1)) % rank
+    if x.layout == "cl":
+        axis = _cl_axis(axis, rank)
+    cls = nn.SoftmaxOp if node.op_type == "Softmax" else nn.LogSoftmaxOp
+    attr, dt = imp.result_quant(q)
+    op = imp.emit(cls, [x.ssa], {"axis": nn.int_prop(axis)}, dtype=dt, quant=attr)
+    imp.finish(node, op, x.layout, q)
+
+
+_REDUCE: dict[str, type[nn.NNOp]] = {
+    "ReduceMean": nn.ReduceMeanOp, "ReduceMax": nn.ReduceMaxOp, "ReduceSum": nn.ReduceSumOp,
+}
+
+
+@_handles(*_REDUCE)
+def _reduce(imp: _Importer, node: onnx.NodeProto) -> None:
+    a = imp.attrs(node)
+    vals, q = _exact_or_real(imp, node, [node.input[0]])
+    x = vals[0]
+    rank = len(nn.shape_of(x.ssa))
+    if len(node.input) > 1 and node.input[1]:
+        axes = [int(v) for v in imp.require_const(node, node.input[1], "the axes")]
+    else:
+        axes = [int(v) for v in a.get("axes", [])]
+    keep = int(a.get("keepdims", 1))
+    if not axes and int(a.get("noop_with_empty_axes", 0)):
+        raise imp.fail("noop_with_empty_axes is not supported")
+    axes = [ax % rank for ax in axes] or list(range(rank))
+    if x.layout == "cl" and keep:
+        axes = [_cl_axis(ax, rank) for ax in axes]
+        layout = "cl"
+    else:
+        x = imp.to_plain(x)
+        layout = "plain"
+    attr, dt = imp.result_quant(q)
+    op = imp.emit(
+        _REDUCE[node.op_type], [x.ssa],
+        {"axes": nn.ints_prop(sorted(axes)), "keepdims": nn.int_prop(keep)},
+        dtype=dt, quant=attr,
+    )
+    imp.finish(node, op, layout, q)
+
+
+@_handles("QuantizeLinear")
+def _quantize(imp: _Importer, node: onnx.NodeProto) -> None:
+    attr, dt = imp.quant_attr(node)
+    x = imp.value(node.input[0])
+    op = imp.emit(nn.QuantizeOp, [x.ssa], dtype=dt, quant=attr, result_shapes=[nn.shape_of(x.ssa)])
+    imp.finish(node, op, x.layout)
+
+
+# ======================================================================== entry
+
+
+def load_model(data: bytes, origin: str) -> onnx.ModelProto:
+    """Parse and check an ONNX model, turning every failure into a diagnostic."""
+    if not data:
+        raise ImportDiagnostic(origin, "the file is empty; expected an ONNX model")
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as e:  # protobuf raises DecodeError and friends
+        raise ImportDiagnostic(
+            origin, f"not a valid ONNX model (protobuf parse failed: {type(e).__name__})"
+        ) from None
+    if not model.graph.node and not model.graph.input:
+        raise ImportDiagnostic(origin, "not a valid ONNX model (no graph)")
+    try:
+        onnx.checker.check_model(model)
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ImportDiagnostic(origin, f"the model is malformed: {first}") from None
+    return model
+
+
+def import_model(
+    model: onnx.ModelProto,
+    *,
+    origin: str = "<model>",
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
+    weights_ref: str | None = None,
+) -> Imported:
+    """Import an ONNX model; `weights_ref` is recorded as the module's weight source."""
+    shapes = dict(input_shapes or {})
+    model = onnx.ModelProto.FromString(model.SerializeToString())  # we edit nodes
+    imp = _Importer(model, origin, shapes)
+    result = imp.run()
+    if imp.input_shapes:
+        unknown = ", ".join(sorted(imp.input_shapes))
+        known = ", ".join(i.name for i in model.graph.input)
+        raise ImportDiagnostic(origin, f"--input-shape names no model input: {unknown} (inputs: {known})")
+    if weights_ref is not None:
+        result.module.attributes["nn.weights"] = StringAttr(weights_ref)
+    return result
+
+
+def import_file(
+    path: str | Path, *, input_shapes: dict[str, tuple[int, ...]] | None = None
+) -> Imported:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise ImportDiagnostic(str(path), f"cannot read the model: {e.strerror}") from None
+    model = load_model(data, str(path))
+    return import_model(
+        model, origin=str(path), input_shapes=input_shapes, weights_ref=str(p.resolve())
+    )
+
+
+def module_io(module: ModuleOp) -> tuple[func.FuncOp, list[str], list[str], list[str], list[str]]:
+    """The entry function and its input/output names and boundary layouts."""
+    fns = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    if not fns:
+        raise ValueError("the module has no func.func to run")
+    fn = next((f for f in fns if f.sym_name.data == "main"), fns[0])
+
+    def strs(key: str, n: int, default: str) -> list[str]:
+        a = fn.attributes.get(key)
+        if isinstance(a, ArrayAttr):
+            return [s.data for s in a.data if isinstance(s, StringAttr)]
+        return [default if default != "name" else f"arg{i}" for i in range(n)]
+
+    n_in = len(fn.function_type.inputs.data)
+    n_out = len(fn.function_type.outputs.data)
+    return (
+        fn,
+        strs("nn.input_names", n_in, "name"),
+        strs("nn.input_layouts", n_in, "plain"),
+        strs("nn.output_names", n_out, "name"),
+        strs("nn.output_layouts", n_out, "plain"),
+    )
+
+
+__all__ = [
+    "ImportDiagnostic", "Imported", "SUPPORTED_OPS", "import_file", "import_model",
+    "load_model", "module_io", "parse_shape_spec", "DictionaryAttr", "TensorType",
+    "field",
+]

@@ -1,0 +1,144 @@
+"""The untiled numpy reference: runs an `nn` module op by op.
+
+This is the oracle of the compiler: tiled plans, the loop-level interpreter and
+the printed C are all compared against it, and it is itself compared against
+onnxruntime. Inputs and outputs cross the boundary in the model's own layout
+(NCHW); the function records which arguments the importer moved to
+channels-last (`nn.input_layouts`, `nn.output_layouts`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import SSAValue
+
+from tigris_ir.dialects import nn
+from tigris_ir.onnx_import import import_file, module_io
+
+
+class ReferenceError_(Exception):
+    """A module that cannot be run, or inputs that do not fit it."""
+
+
+def load_weights(module: ModuleOp, base: Path | None = None) -> dict[str, np.ndarray]:
+    """The weight table a module references through its `nn.weights` attribute."""
+    ref = module.attributes.get("nn.weights")
+    if not isinstance(ref, StringAttr):
+        needs = any(isinstance(op, nn.WeightOp) for op in module.walk())
+        if needs:
+            raise ReferenceError_(
+                "the module uses nn.weight but has no nn.weights attribute naming the "
+                "model or .npz file that holds them"
+            )
+        return {}
+    path = Path(ref.data)
+    if not path.is_absolute() and base is not None:
+        path = base / path
+    if not path.exists():
+        raise ReferenceError_(f"weights file '{path}' (from nn.weights) does not exist")
+    if path.suffix == ".npz":
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    if path.suffix == ".onnx":
+        return import_file(path).weights
+    raise ReferenceError_(f"weights file '{path}' must be .onnx or .npz")
+
+
+def save_weights(weights: dict[str, np.ndarray], path: Path) -> None:
+    np.savez(path, **weights)  # type: ignore[arg-type]
+
+
+def to_internal(x: np.ndarray, layout: str) -> np.ndarray:
+    if layout in ("nchw", "ncw"):
+        return np.ascontiguousarray(np.moveaxis(x, 1, -1))
+    return x
+
+
+def to_boundary(x: np.ndarray, layout: str) -> np.ndarray:
+    if layout in ("nchw", "ncw"):
+        return np.ascontiguousarray(np.moveaxis(x, -1, 1))
+    return x
+
+
+def run_function(
+    fn: func.FuncOp, weights: dict[str, np.ndarray], args: list[np.ndarray]
+) -> list[np.ndarray]:
+    """Run a function on internal-layout arrays; returns internal-layout arrays."""
+    env: dict[SSAValue, np.ndarray] = {}
+    block = fn.body.block
+    for a, x in zip(block.args, args, strict=True):
+        env[a] = x
+    for op in block.ops:
+        if isinstance(op, nn.WeightOp):
+            name = op.ref.data
+            if name not in weights:
+                raise ReferenceError_(f"weight '{name}' is not in the weight table")
+            w = weights[name]
+            want_shape, want_dt = nn.shape_of(op.result), nn.dtype_of(op.result)
+            if tuple(w.shape) != want_shape or w.dtype != want_dt:
+                raise ReferenceError_(
+                    f"weight '{name}' is {w.dtype}{list(w.shape)} but the IR says "
+                    f"{want_dt}{list(want_shape)}"
+                )
+            env[op.result] = w
+        elif isinstance(op, nn.NNOp):
+            outs = op.reference([env[v] for v in op.operands])
+            for r, o in zip(op.results, outs, strict=True):
+                env[r] = o
+        elif isinstance(op, func.ReturnOp):
+            return [env[v] for v in op.arguments]
+        else:
+            raise ReferenceError_(f"the reference cannot run '{op.name}'")
+    raise ReferenceError_("the function has no func.return")
+
+
+def check_inputs(fn: func.FuncOp, names: list[str], inputs: list[np.ndarray]) -> None:
+    types = fn.function_type.inputs.data
+    if len(inputs) != len(types):
+        raise ReferenceError_(f"the model takes {len(types)} input(s), got {len(inputs)}")
+    for name, t, x, arg in zip(names, types, inputs, fn.body.block.args):
+        want = nn.shape_of(arg)
+        layouts = module_layouts(fn)[0]
+        lay = layouts[names.index(name)]
+        boundary = (
+            tuple(want[i] for i in (0, len(want) - 1, *range(1, len(want) - 1)))
+            if lay in ("nchw", "ncw")
+            else want
+        )
+        if tuple(x.shape) != boundary or x.dtype != nn.dtype_of(arg):
+            raise ReferenceError_(
+                f"input '{name}' must be {nn.dtype_of(arg)} of shape "
+                f"{'x'.join(map(str, boundary))}, got {x.dtype} of shape "
+                f"{'x'.join(map(str, x.shape))}"
+            )
+        del t
+
+
+def module_layouts(fn: func.FuncOp) -> tuple[list[str], list[str]]:
+    def strs(key: str, n: int) -> list[str]:
+        a = fn.attributes.get(key)
+        from xdsl.dialects.builtin import ArrayAttr
+
+        if isinstance(a, ArrayAttr):
+            return [s.data for s in a.data if isinstance(s, StringAttr)]
+        return ["plain"] * n
+
+    return (
+        strs("nn.input_layouts", len(fn.function_type.inputs.data)),
+        strs("nn.output_layouts", len(fn.function_type.outputs.data)),
+    )
+
+
+def run_reference(
+    module: ModuleOp, weights: dict[str, np.ndarray], inputs: list[np.ndarray]
+) -> list[np.ndarray]:
+    """Run a module on inputs in the model's own layout; outputs likewise."""
+    fn, in_names, in_layouts, _, out_layouts = module_io(module)
+    check_inputs(fn, in_names, inputs)
+    args = [to_internal(x, lay) for x, lay in zip(inputs, in_layouts)]
+    outs = run_function(fn, weights, args)
+    return [to_boundary(o, lay) for o, lay in zip(outs, out_layouts)]

@@ -180,7 +180,9 @@ def _matrix_shape(value: SSAValue, what: str) -> tuple[int, int]:
         raise VerifyException(f"rtile.gebp: {what} must be a rank-2 tensor, got {ty}")
     rows, cols = ty.get_shape()
     if rows < 1 or cols < 1:
-        raise VerifyException(f"rtile.gebp: {what} needs static positive extents, got {ty}")
+        raise VerifyException(
+            f"rtile.gebp: {what} needs static positive extents, got {ty}"
+        )
     return rows, cols
 
 
@@ -238,12 +240,12 @@ class GebpOp(IRDLOperation):
         kb, n = _matrix_shape(self.b, "rhs")
         rm, rn = _matrix_shape(self.result, "result")
         if k != kb:
-            raise VerifyException(f"rtile.gebp: contraction mismatch, lhs has {k} "
-                                  f"columns and rhs {kb} rows")
-        if (rm, rn) != (m, n):
             raise VerifyException(
-                f"rtile.gebp: result must be {m}x{n}, got {rm}x{rn}"
+                f"rtile.gebp: contraction mismatch, lhs has {k} "
+                f"columns and rhs {kb} rows"
             )
+        if (rm, rn) != (m, n):
+            raise VerifyException(f"rtile.gebp: result must be {m}x{n}, got {rm}x{rn}")
         a_ty, b_ty, r_ty = self.a.type, self.b.type, self.result.type
         assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType)
         assert isinstance(r_ty, TensorType)
@@ -251,11 +253,14 @@ class GebpOp(IRDLOperation):
         if b_ty.get_element_type() != elt:
             raise VerifyException("rtile.gebp: lhs and rhs element types differ")
         acc = _accumulator_type(elt)
-        if acc is None or r_ty.get_element_type() != acc:
+        if acc is None:
             raise VerifyException(
-                f"rtile.gebp: {elt} x {elt} must accumulate into "
-                f"{acc if acc is not None else 'f32 or i32 (f32, i8, i32 operands only)'}"
-                f", got {r_ty.get_element_type()}"
+                f"rtile.gebp: operands must be f32, i8 or i32 tensors, got {elt}"
+            )
+        if r_ty.get_element_type() != acc:
+            raise VerifyException(
+                f"rtile.gebp: {elt} x {elt} must accumulate into {acc}, "
+                f"got {r_ty.get_element_type()}"
             )
         g = self.geom.geometry
         if g.rm > m:

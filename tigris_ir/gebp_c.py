@@ -26,7 +26,7 @@ import hashlib
 import os
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -76,23 +76,30 @@ class Blocking:
     kc: int
     mc: int
     pack_b: bool
+    unroll: int = 1
+    """k steps per trip of the micro-kernel loop (a `#pragma GCC unroll`)."""
 
 
 def default_blocking(g: rt.Geometry, p: Problem) -> Blocking:
-    """Cache blocks that keep a B micro-panel in L1 and an A block in L2.
+    """Cache blocks measured on Zen 3 (AVX2): K blocks of a ~48 KiB B micro-panel,
+    64-row A blocks, the k loop unrolled by 4 (2 when B is read in place).
 
-    B is packed (zero-padded panels) unless a row band would read it only once or
-    twice, where packing would double the traffic of a memory-bound product.
+    B is packed (zero-padded panels) unless the site has at most two row passes,
+    where packing would double the traffic of a memory-bound product; B is then
+    read in place in short K blocks so that a block of B rows stays in L2 while
+    the panels walk across it.
     """
-    per_k = rt.columns(g) * 4
-    kc = max(64, min(512, (24 * 1024 // per_k) // 16 * 16))
-    if p.k <= kc + kc // 2:
-        kc = p.k
+    pack_b = p.m > 2 * g.rm or p.dtype == "int8"
+    if pack_b:
+        kc = max(128, min(512, (48 * 1024 // (rt.columns(g) * 4)) // 16 * 16))
+        if p.k <= kc + kc // 2:
+            kc = p.k
+    else:
+        kc = min(32, p.k)
     if p.dtype == "int8":
         kc = -(-kc // 4) * 4
-    row_bytes = kc * (4 if p.dtype == "float32" else 2)
-    mc = max(g.rm, (192 * 1024 // row_bytes) // g.rm * g.rm)
-    return Blocking(kc=kc, mc=mc, pack_b=p.m > 2 * g.rm)
+    mc = max(g.rm, 64 // g.rm * g.rm)
+    return Blocking(kc=kc, mc=mc, pack_b=pack_b, unroll=4 if pack_b else 2)
 
 
 @dataclass
@@ -145,7 +152,13 @@ class _Kind:
 class _F32(_Kind):
     def __init__(self, lanes: int, target: Target):
         self.lanes, self.target = lanes, target
-        self.vt, self.acc, self.group, self.bt, self.at = "vf", "float", 1, "float", "float"
+        self.vt, self.acc, self.group, self.bt, self.at = (
+            "vf",
+            "float",
+            1,
+            "float",
+            "float",
+        )
 
     def prelude(self) -> str:
         size = 4 * self.lanes
@@ -229,9 +242,19 @@ def _kind(p: Problem, lanes: int, target: Target) -> _Kind:
     return _F32(lanes, target) if p.dtype == "float32" else _I8(lanes, target)
 
 
-_BARRIER = """#if defined(__x86_64__) || defined(__i386__)
+def _barrier(vector_bytes: int) -> str:
+    """KEEP(x): an empty asm that pins x in a vector register.
+
+    Only where the compiler has registers of that width: elsewhere gcc lowers the
+    vector type to narrower ones and the constraint could not be met, so the
+    same source still compiles (and stays correct) on a narrower machine.
+    """
+    x86_isa = {8: "__SSE__", 16: "__SSE__", 32: "__AVX__", 64: "__AVX512F__"}
+    x86 = x86_isa.get(vector_bytes, "__TIGRIS_NO_SUCH_ISA__")
+    arm = "1" if vector_bytes <= 16 else "0"
+    return f"""#if (defined(__x86_64__) || defined(__i386__)) && defined({x86})
 #define KEEP(x) __asm__("" : "+v"(x))
-#elif defined(__aarch64__)
+#elif defined(__aarch64__) && {arm}
 #define KEEP(x) __asm__("" : "+w"(x))
 #else
 #define KEEP(x) ((void)0)
@@ -239,7 +262,7 @@ _BARRIER = """#if defined(__x86_64__) || defined(__i386__)
 """
 
 
-def _render_tile(t: _Tile, k: _Kind, lanes: int, n: int, lda: int) -> str:
+def _render_tile(t: _Tile, k: _Kind, lanes: int, n: int, lda: int, unroll: int = 1) -> str:
     """One micro-tile: init accumulators, the k loop, store (partial last vector)."""
     acc, vt, w = k.acc, k.vt, lanes
     rows, vecs = range(t.rows), range(t.vecs)
@@ -272,6 +295,8 @@ def _render_tile(t: _Tile, k: _Kind, lanes: int, n: int, lda: int) -> str:
         emit(f"    {vt} r{v} = {k.load(f'row + {v * w}')};")
         out.extend(f"    {names[r, v]} = {k.add(names[r, v], f'r{v}')};" for r in rows)
     emit("  }")
+    if unroll > 1:
+        emit(f"  #pragma GCC unroll {unroll}")
     emit("  for (int s = 0; s < kc; ++s) {")
     emit(f"    const {k.bt} *bs = b + (size_t)s * ldb;")
     bw = w * k.group
@@ -311,9 +336,9 @@ def _render_tile(t: _Tile, k: _Kind, lanes: int, n: int, lda: int) -> str:
     return "\n".join(out)
 
 
-def _render_unpacked_tile(t: _Tile, k: _F32, lanes: int, n: int, lda: int) -> str:
+def _render_unpacked_tile(t: _Tile, k: _F32, lanes: int, n: int, lda: int, unroll: int = 1) -> str:
     """A float32 tile reading B in place: the partial last vector loads via a copy."""
-    text = _render_tile(t, k, lanes, n, lda)
+    text = _render_tile(t, k, lanes, n, lda, unroll)
     if t.last == lanes:
         return text
     v = t.vecs - 1
@@ -353,13 +378,12 @@ def render(
         g = rt.default(target.with_elt_bytes(4), p.m, p.n)
         if g is None:
             raise ValueError(
-                f"no register tile fits a {p.m}x{p.n} site on {target.name}; "
-                "use mode='portable'"
+                f"no register tile fits a {p.m}x{p.n} site on {target.name}; use mode='portable'"
             )
     check_geometry(g, p, target)
     bl = blocking or default_blocking(g, p)
     if p.dtype == "int8" and not bl.pack_b:
-        bl = Blocking(bl.kc, bl.mc, True)  # int8 B is always regrouped by k
+        bl = replace(bl, pack_b=True)  # int8 B is always regrouped by k
     if p.dtype == "int8" and bl.kc % 4:
         raise ValueError(f"int8 K blocks must be a multiple of 4, got kc={bl.kc}")
     kind = _kind(p, g.lanes, target)
@@ -378,7 +402,6 @@ def _render_vector(g: rt.Geometry, p: Problem, k: _Kind, bl: Blocking, name: str
     packed = bl.pack_b or not is_f32
     kg = -(-p.k // grp)  # packed A columns (k groups)
     lda = p.k if is_f32 else kg
-    kcg = bl.kc // grp  # k groups per block
 
     tiles: dict[tuple[int, int, int], _Tile] = {}
 
@@ -393,14 +416,15 @@ def _render_vector(g: rt.Geometry, p: Problem, k: _Kind, bl: Blocking, name: str
     src: list[str] = []
     emit = src.append
     emit(f"/* GEBP {p.m}x{p.n}x{p.k} {p.dtype}, {rt.show(g)}, cover {cv} */")
-    emit("#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>")
-    emit(k.prelude() + _BARRIER)
+    emit("#include <stddef.h>\n#include <stdint.h>")
+    emit("#include <stdlib.h>\n#include <string.h>")
+    emit(k.prelude() + _barrier(4 * lanes))
     for t in tiles.values():
         if is_f32 and not packed:
             assert isinstance(k, _F32)
-            emit(_render_unpacked_tile(t, k, lanes, p.n, lda))
+            emit(_render_unpacked_tile(t, k, lanes, p.n, lda, bl.unroll))
         else:
-            emit(_render_tile(t, k, lanes, p.n, lda))
+            emit(_render_tile(t, k, lanes, p.n, lda, bl.unroll))
     emit(_render_pack_b(p, k, cv, nr, nt, lanes) if packed else "")
     if not is_f32:
         emit(_render_pack_a(p, k, kg))
@@ -418,7 +442,8 @@ def _render_vector(g: rt.Geometry, p: Problem, k: _Kind, bl: Blocking, name: str
             emit("  /* vpdpbusd multiplies u8 by s8: A is offset by 128, so subtract")
             emit("     128 times the column sums of B once. */")
             emit("  for (int kk = 0; kk < K; ++kk)")
-            emit("    for (int j = 0; j < N; ++j) rowv[j] -= 128 * (int32_t)B[kk * N + j];")
+            emit("    for (int j = 0; j < N; ++j)")
+            emit("      rowv[j] -= 128 * (int32_t)B[kk * N + j];")
     else:
         emit("  (void)bias;")
     row_expr = "rowv" if needs_row else "NULL"
@@ -489,14 +514,15 @@ def _render_pack_b(p: Problem, k: _Kind, cv: rt.Cover, nr: int, nt: int, lanes: 
     grp = k.group
     it = p.in_ctype
     lines = [
-        f"static void pack_b(const {it} *restrict B, {k.bt} *restrict bp, int k0, int kc)",
+        f"static void pack_b(const {it} *restrict B, {k.bt} *restrict bp,",
+        "                   int k0, int kc)",
         "{",
         f"  int kq = (kc + {grp - 1}) / {grp};",
     ]
     if grp == 1:
         if cv.n_full:
             lines += [
-                f"  for (int s = 0; s < kc; ++s)",
+                "  for (int s = 0; s < kc; ++s)",
                 f"    for (int j0 = 0; j0 < {cv.n_full}; j0 += {nr})",
                 f"      memcpy(bp + (size_t)kc * j0 + (size_t)s * {nr}, "
                 f"B + (size_t)(k0 + s) * {p.n} + j0, {nr * 4});",
@@ -504,9 +530,10 @@ def _render_pack_b(p: Problem, k: _Kind, cv: rt.Cover, nr: int, nt: int, lanes: 
         if nt:
             n_tail = p.n - cv.n_full
             lines += [
-                f"  for (int s = 0; s < kc; ++s) {{",
+                "  for (int s = 0; s < kc; ++s) {",
                 f"    float *d = bp + (size_t)kc * {cv.n_full} + (size_t)s * {nt};",
-                f"    memcpy(d, B + (size_t)(k0 + s) * {p.n} + {cv.n_full}, {n_tail * 4});",
+                f"    memcpy(d, B + (size_t)(k0 + s) * {p.n} + {cv.n_full},",
+                f"           {n_tail * 4});",
                 f"    memset(d + {n_tail}, 0, {(nt - n_tail) * 4});",
                 "  }",
             ]
@@ -517,12 +544,11 @@ def _render_pack_b(p: Problem, k: _Kind, cv: rt.Cover, nr: int, nt: int, lanes: 
             f"    for (int j = 0; j < {cv.n_full + nt}; ++j) {{",
             f"      int j0 = j < {cv.n_full} ? j - j % {nr} : {cv.n_full};",
             f"      int w = j < {cv.n_full} ? {nr} : {nt};",
-            f"      {k.bt} *d = bp + (size_t)kq * {grp} * j0 "
-            f"+ ((size_t)q * w + (j - j0)) * {grp};",
+            f"      {k.bt} *d = bp + (size_t)kq * {grp} * j0 + ((size_t)q * w + (j - j0)) * {grp};",
             f"      for (int e = 0; e < {grp}; ++e) {{",
             f"        int kk = k0 + q * {grp} + e;",
-            f"        d[e] = (j < {p.n} && kk < k0 + kc) ? ({k.bt})B[(size_t)kk * {p.n} + j]"
-            " : 0;",
+            f"        d[e] = (j < {p.n} && kk < k0 + kc)",
+            f"            ? ({k.bt})B[(size_t)kk * {p.n} + j] : 0;",
             "      }",
             "    }",
         ]

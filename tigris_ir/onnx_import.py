@@ -46,13 +46,54 @@ from tigris_ir.dialects import nn
 Layout = str  # "cl": channels-last permutation of ONNX's NC..., "plain": as in ONNX
 
 SUPPORTED_OPS = (
-    "Abs", "Add", "AveragePool", "BatchNormalization", "Clip", "Concat", "Constant",
-    "Conv", "ConvTranspose", "DequantizeLinear", "Div", "Dropout", "Elu", "Exp",
-    "Flatten", "Floor", "Gelu", "Gemm", "GlobalAveragePool", "HardSigmoid", "HardSwish",
-    "Identity", "LeakyRelu", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Min",
-    "Mul", "PRelu", "Pad", "QuantizeLinear", "ReduceMax", "ReduceMean", "ReduceSum",
-    "Relu", "Reshape", "Resize", "Sigmoid", "Softmax", "Split", "Sqrt", "Squeeze", "Sub",
-    "Tanh", "Transpose", "Unsqueeze",
+    "Abs",
+    "Add",
+    "AveragePool",
+    "BatchNormalization",
+    "Clip",
+    "Concat",
+    "Constant",
+    "Conv",
+    "ConvTranspose",
+    "DequantizeLinear",
+    "Div",
+    "Dropout",
+    "Elu",
+    "Exp",
+    "Flatten",
+    "Floor",
+    "Gelu",
+    "Gemm",
+    "GlobalAveragePool",
+    "HardSigmoid",
+    "HardSwish",
+    "Identity",
+    "LeakyRelu",
+    "Log",
+    "LogSoftmax",
+    "MatMul",
+    "Max",
+    "MaxPool",
+    "Min",
+    "Mul",
+    "PRelu",
+    "Pad",
+    "QuantizeLinear",
+    "ReduceMax",
+    "ReduceMean",
+    "ReduceSum",
+    "Relu",
+    "Reshape",
+    "Resize",
+    "Sigmoid",
+    "Softmax",
+    "Split",
+    "Sqrt",
+    "Squeeze",
+    "Sub",
+    "Tanh",
+    "Transpose",
+    "Unsqueeze",
 )
 
 _ONNX_DTYPES = {
@@ -95,7 +136,7 @@ def _to_plain_perm(rank: int) -> tuple[int, ...]:
 def _cl_axis(axis: int, rank: int) -> int:
     """The channels-last position of ONNX axis `axis` of a rank-`rank` feature map."""
     a = axis % rank
-    return _to_plain_perm(rank)[a] if False else _to_cl_perm(rank).index(a)
+    return _to_cl_perm(rank).index(a)
 
 
 def parse_shape_spec(spec: str) -> tuple[str, tuple[int, ...]]:
@@ -110,7 +151,10 @@ def parse_shape_spec(spec: str) -> tuple[str, tuple[int, ...]]:
 
 class _Importer:
     def __init__(
-        self, model: onnx.ModelProto, origin: str, input_shapes: dict[str, tuple[int, ...]]
+        self,
+        model: onnx.ModelProto,
+        origin: str,
+        input_shapes: dict[str, tuple[int, ...]],
     ):
         self.model = model
         self.graph = model.graph
@@ -136,7 +180,9 @@ class _Importer:
         idx = self.node_index.get(id(node), -1)
         return f"{self.origin}: node {idx} '{node.name}' ({node.op_type})"
 
-    def fail(self, message: str, node: onnx.NodeProto | None = None) -> ImportDiagnostic:
+    def fail(
+        self, message: str, node: onnx.NodeProto | None = None
+    ) -> ImportDiagnostic:
         return ImportDiagnostic(self.where(node), message)
 
     # -------------------------------------------------------------- attributes
@@ -153,7 +199,9 @@ class _Importer:
     def require_const(self, node: onnx.NodeProto, name: str, what: str) -> np.ndarray:
         c = self.const(name)
         if c is None:
-            raise self.fail(f"{what} ('{name}') must be a constant; runtime values are not supported")
+            raise self.fail(
+                f"{what} ('{name}') must be a constant; runtime values are not supported"
+            )
         return c
 
     # ----------------------------------------------------------------- emission
@@ -202,7 +250,11 @@ class _Importer:
     def weight(self, array: np.ndarray, role: str) -> SSAValue:
         """An `nn.weight` for a constant array, named after the current node."""
         node = self.current
-        base = node.name if node is not None and node.name else f"node{self.node_index.get(id(node), 0)}"
+        base = (
+            node.name
+            if node is not None and node.name
+            else f"node{self.node_index.get(id(node), 0)}"
+        )
         base = re.sub(r"[^A-Za-z0-9_.:/-]", "_", base)
         name = f"{base}.{role}"
         k = 1
@@ -235,9 +287,13 @@ class _Importer:
     def quant_attr(self, node: onnx.NodeProto) -> tuple[nn.QuantAttr, np.dtype]:
         scale, zp, _ = self.quant_params(node)
         if scale.size != 1:
-            raise self.fail("per-axis quantization of activations is not supported", node)
+            raise self.fail(
+                "per-axis quantization of activations is not supported", node
+            )
         if zp.dtype not in (np.int8, np.uint8):
-            raise self.fail(f"unsupported quantized type {zp.dtype}; supported: int8, uint8", node)
+            raise self.fail(
+                f"unsupported quantized type {zp.dtype}; supported: int8, uint8", node
+            )
         return nn.QuantAttr(float(scale.reshape(())), int(zp.reshape(()))), zp.dtype
 
     def quantized(self, name: str) -> _Val | None:
@@ -263,7 +319,9 @@ class _Importer:
         if dq is not None:
             src = self.env.get(dq.input[0])
             if src is None:
-                raise self.fail(f"value '{dq.input[0]}' is used before it is defined", dq)
+                raise self.fail(
+                    f"value '{dq.input[0]}' is used before it is defined", dq
+                )
             op = self.emit(nn.DequantizeOp, [src.ssa])
             v = _Val(op.results[0], src.layout)
             self.env[name] = v
@@ -288,7 +346,9 @@ class _Importer:
         moved = [i for i in perm if shape[i] != 1]
         dt, q = nn.dtype_of(x), nn.quant_of(x)
         if moved == sorted(moved):  # only unit axes move: the bytes do not
-            op = self.emit(nn.ReshapeOp, [x], dtype=dt, quant=q, result_shapes=[new_shape])
+            op = self.emit(
+                nn.ReshapeOp, [x], dtype=dt, quant=q, result_shapes=[new_shape]
+            )
         else:
             op = self.emit(
                 nn.TransposeOp, [x], {"perm": nn.ints_prop(perm)}, dtype=dt, quant=q
@@ -323,7 +383,9 @@ class _Importer:
             if layout == "cl":
                 shape = tuple(shape[i] for i in _to_cl_perm(len(shape)))
             arg_types.append(nn.tensor_type(shape, dtype))
-            arg_layouts.append("nchw" if len(shape) == 4 else "ncw" if len(shape) == 3 else "plain")
+            arg_layouts.append(
+                "nchw" if len(shape) == 4 else "ncw" if len(shape) == 3 else "plain"
+            )
         block = Block(arg_types=arg_types)
         for inp, arg, lay in zip(real_inputs, block.args, arg_layouts):
             arg.name_hint = _hint(inp.name)
@@ -331,7 +393,10 @@ class _Importer:
         self.builder = Builder(InsertPoint.at_end(block))
 
         for node in g.node:
-            if id(node) in self.done or node.op_type in ("Constant", "DequantizeLinear"):
+            if id(node) in self.done or node.op_type in (
+                "Constant",
+                "DequantizeLinear",
+            ):
                 continue
             self.current = node
             if node.op_type not in _HANDLERS:
@@ -358,15 +423,25 @@ class _Importer:
         self.b.insert(func.ReturnOp(*results))
         ftype = func.FunctionType.from_lists(arg_types, [r.type for r in results])
         fn = func.FuncOp("main", ftype, Region(block))
-        fn.attributes["nn.input_names"] = ArrayAttr([StringAttr(i.name) for i in real_inputs])
-        fn.attributes["nn.input_layouts"] = ArrayAttr([StringAttr(s) for s in arg_layouts])
-        fn.attributes["nn.output_names"] = ArrayAttr([StringAttr(o.name) for o in g.output])
-        fn.attributes["nn.output_layouts"] = ArrayAttr([StringAttr(s) for s in out_layouts])
+        fn.attributes["nn.input_names"] = ArrayAttr(
+            [StringAttr(i.name) for i in real_inputs]
+        )
+        fn.attributes["nn.input_layouts"] = ArrayAttr(
+            [StringAttr(s) for s in arg_layouts]
+        )
+        fn.attributes["nn.output_names"] = ArrayAttr(
+            [StringAttr(o.name) for o in g.output]
+        )
+        fn.attributes["nn.output_layouts"] = ArrayAttr(
+            [StringAttr(s) for s in out_layouts]
+        )
         module = ModuleOp([fn])
         try:
             module.verify()
         except VerifyException as e:
-            raise ImportDiagnostic(self.origin, f"the imported graph does not verify: {e}") from None
+            raise ImportDiagnostic(
+                self.origin, f"the imported graph does not verify: {e}"
+            ) from None
         return Imported(module, self.weights)
 
     def constant_value(self, node: onnx.NodeProto) -> np.ndarray:
@@ -379,7 +454,9 @@ class _Importer:
         for key in ("value_floats", "value_ints"):
             if key in a:
                 return np.array(list(a[key]))
-        raise self.fail("unsupported Constant form; use 'value' or value_float(s)/value_int(s)")
+        raise self.fail(
+            "unsupported Constant form; use 'value' or value_float(s)/value_int(s)"
+        )
 
     def input_type(self, inp: onnx.ValueInfoProto) -> tuple[tuple[int, ...], np.dtype]:
         tt = inp.type.tensor_type
@@ -387,7 +464,7 @@ class _Importer:
         if elem not in _ONNX_DTYPES or elem == onnx.TensorProto.INT32:
             raise ImportDiagnostic(
                 f"{self.origin}: input '{inp.name}'",
-                f"error: unsupported element type "
+                f"unsupported element type "
                 f"{onnx.TensorProto.DataType.Name(elem)}; supported: FLOAT, INT8, UINT8",
             )
         dims: list[int] = []
@@ -419,7 +496,8 @@ class _Importer:
             )
         if not dims:
             raise ImportDiagnostic(
-                f"{self.origin}: input '{inp.name}'", "scalar model inputs are not supported"
+                f"{self.origin}: input '{inp.name}'",
+                "scalar model inputs are not supported",
             )
         return tuple(dims), np.dtype(_ONNX_DTYPES[elem])
 
@@ -437,7 +515,11 @@ class _Importer:
             ):
                 continue
             w = self.const(conv.input[1])
-            b = self.const(conv.input[2]) if len(conv.input) > 2 and conv.input[2] else None
+            b = (
+                self.const(conv.input[2])
+                if len(conv.input) > 2 and conv.input[2]
+                else None
+            )
             params = [self.const(n) for n in node.input[1:5]]
             if w is None or w.dtype != np.float32 or any(p is None for p in params):
                 continue
@@ -446,7 +528,9 @@ class _Importer:
             gamma, beta, mean, var = (np.asarray(p, np.float64) for p in params)  # type: ignore[arg-type]
             eps = float(self.attrs(node).get("epsilon", 1e-5))
             k = gamma / np.sqrt(var + eps)
-            w2 = (w.astype(np.float64) * k.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
+            w2 = (w.astype(np.float64) * k.reshape(-1, *([1] * (w.ndim - 1)))).astype(
+                np.float32
+            )
             b0 = np.zeros(w.shape[0]) if b is None else b.astype(np.float64)
             b2 = ((b0 - mean) * k + beta).astype(np.float32)
             wname, bname = conv.output[0] + "::bnw", conv.output[0] + "::bnb"
@@ -474,7 +558,9 @@ class _Importer:
             return None
         return q
 
-    def quantized_inputs(self, node: onnx.NodeProto, names: Sequence[str]) -> list[_Val] | None:
+    def quantized_inputs(
+        self, node: onnx.NodeProto, names: Sequence[str]
+    ) -> list[_Val] | None:
         vals: list[_Val] = []
         for n in names:
             v = self.quantized(n)
@@ -495,7 +581,9 @@ class _Importer:
             self.done.add(id(q))
         self.env[out] = _Val(op.results[0], layout)
 
-    def result_quant(self, q: onnx.NodeProto | None) -> tuple[nn.QuantAttr | None, np.dtype]:
+    def result_quant(
+        self, q: onnx.NodeProto | None
+    ) -> tuple[nn.QuantAttr | None, np.dtype]:
         if q is None:
             return None, np.dtype(np.float32)
         attr, dt = self.quant_attr(q)
@@ -522,7 +610,12 @@ def _handles(*names: str) -> Callable[[Handler], Handler]:
     return deco
 
 
-def _float_unary(imp: _Importer, node: onnx.NodeProto, cls: type[nn.NNOp], props: dict[str, Attribute]) -> None:
+def _float_unary(
+    imp: _Importer,
+    node: onnx.NodeProto,
+    cls: type[nn.NNOp],
+    props: dict[str, Attribute],
+) -> None:
     q = imp.fused_output(node)
     qin = imp.quantized_inputs(node, [node.input[0]]) if q is not None else None
     if q is not None and qin is not None:
@@ -536,9 +629,16 @@ def _float_unary(imp: _Importer, node: onnx.NodeProto, cls: type[nn.NNOp], props
 
 
 _UNARY: dict[str, type[nn.NNOp]] = {
-    "Relu": nn.ReluOp, "Sigmoid": nn.SigmoidOp, "Tanh": nn.TanhOp,
-    "HardSwish": nn.HardSwishOp, "Exp": nn.ExpOp, "Log": nn.LogOp, "Sqrt": nn.SqrtOp,
-    "Abs": nn.AbsOp, "Floor": nn.FloorOp, "Identity": nn.IdentityOp,
+    "Relu": nn.ReluOp,
+    "Sigmoid": nn.SigmoidOp,
+    "Tanh": nn.TanhOp,
+    "HardSwish": nn.HardSwishOp,
+    "Exp": nn.ExpOp,
+    "Log": nn.LogOp,
+    "Sqrt": nn.SqrtOp,
+    "Abs": nn.AbsOp,
+    "Floor": nn.FloorOp,
+    "Identity": nn.IdentityOp,
     "Dropout": nn.IdentityOp,
 }
 
@@ -555,9 +655,13 @@ def _unary_attr(imp: _Importer, node: onnx.NodeProto) -> None:
     a = imp.attrs(node)
     t = node.op_type
     if t == "HardSigmoid":
-        cls, props = nn.HardSigmoidOp, {
-            "alpha": nn.float_prop(a.get("alpha", 0.2)), "beta": nn.float_prop(a.get("beta", 0.5))
-        }
+        cls, props = (
+            nn.HardSigmoidOp,
+            {
+                "alpha": nn.float_prop(a.get("alpha", 0.2)),
+                "beta": nn.float_prop(a.get("beta", 0.5)),
+            },
+        )
     elif t == "LeakyRelu":
         cls, props = nn.LeakyReluOp, {"alpha": nn.float_prop(a.get("alpha", 0.01))}
     elif t == "Elu":
@@ -579,16 +683,25 @@ def _clip(imp: _Importer, node: onnx.NodeProto) -> None:
     if len(node.input) > 2 and node.input[2]:
         hi = float(imp.require_const(node, node.input[2], "Clip's max").reshape(()))
     lo, hi = max(lo, -big), min(hi, big)
-    _float_unary(imp, node, nn.ClipOp, {"min": nn.float_prop(lo), "max": nn.float_prop(hi)})
+    _float_unary(
+        imp, node, nn.ClipOp, {"min": nn.float_prop(lo), "max": nn.float_prop(hi)}
+    )
 
 
 _BINARY: dict[str, type[nn.NNOp]] = {
-    "Add": nn.AddOp, "Sub": nn.SubOp, "Mul": nn.MulOp, "Div": nn.DivOp,
-    "Max": nn.MaxOp, "Min": nn.MinOp, "PRelu": nn.PReluOp,
+    "Add": nn.AddOp,
+    "Sub": nn.SubOp,
+    "Mul": nn.MulOp,
+    "Div": nn.DivOp,
+    "Max": nn.MaxOp,
+    "Min": nn.MinOp,
+    "PRelu": nn.PReluOp,
 }
 
 
-def _match_layout(imp: _Importer, v: _Val, name: str, target: Layout, rank: int) -> SSAValue:
+def _match_layout(
+    imp: _Importer, v: _Val, name: str, target: Layout, rank: int
+) -> SSAValue:
     """Bring a binary operand to the other operand's layout (constants at import)."""
     if v.layout == target:
         return v.ssa
@@ -604,7 +717,10 @@ def _match_layout(imp: _Importer, v: _Val, name: str, target: Layout, rank: int)
         if len(shape) < rank:
             v = _Val(
                 imp.emit(
-                    nn.ReshapeOp, [v.ssa], dtype=nn.dtype_of(v.ssa), quant=nn.quant_of(v.ssa),
+                    nn.ReshapeOp,
+                    [v.ssa],
+                    dtype=nn.dtype_of(v.ssa),
+                    quant=nn.quant_of(v.ssa),
                     result_shapes=[(1,) * (rank - len(shape)) + shape],
                 ).results[0],
                 "plain",
@@ -620,17 +736,28 @@ def _binary(imp: _Importer, node: onnx.NodeProto) -> None:
     qin = None
     if q is not None:
         qin = imp.quantized_inputs(node, list(node.input))
-        if qin is None and node.op_type in ("Add", "Sub", "Mul", "Div", "Max", "Min", "PRelu"):
+        if qin is None and node.op_type in (
+            "Add",
+            "Sub",
+            "Mul",
+            "Div",
+            "Max",
+            "Min",
+            "PRelu",
+        ):
             # one quantized activation and one constant: the constant stays real
             vals = [imp.quantized(n) for n in node.input]
             if sum(v is not None for v in vals) == 1:
                 qin = [
-                    v if v is not None else imp.value(n) for v, n in zip(vals, node.input)
+                    v if v is not None else imp.value(n)
+                    for v, n in zip(vals, node.input)
                 ]
     vals = qin if qin is not None else [imp.value(n) for n in node.input]
     target = "cl" if any(v.layout == "cl" for v in vals) else "plain"
     rank = max(len(nn.shape_of(v.ssa)) for v in vals)
-    operands = [_match_layout(imp, v, n, target, rank) for v, n in zip(vals, node.input)]
+    operands = [
+        _match_layout(imp, v, n, target, rank) for v, n in zip(vals, node.input)
+    ]
     if qin is not None:
         attr, dt = imp.result_quant(q)
         op = imp.emit(cls, operands, dtype=dt, quant=attr)
@@ -641,7 +768,10 @@ def _binary(imp: _Importer, node: onnx.NodeProto) -> None:
 
 
 def _spatial_props(
-    imp: _Importer, node: onnx.NodeProto, spatial_in: Sequence[int], kernel: Sequence[int]
+    imp: _Importer,
+    node: onnx.NodeProto,
+    spatial_in: Sequence[int],
+    kernel: Sequence[int],
 ) -> dict[str, Attribute]:
     a = imp.attrs(node)
     n = len(spatial_in)
@@ -663,12 +793,16 @@ def _spatial_props(
             total = max((out - 1) * strides[i] + eff - spatial_in[i], 0)
             small = total // 2
             pads[i], pads[n + i] = (
-                (small, total - small) if auto == "SAME_UPPER" else (total - small, small)
+                (small, total - small)
+                if auto == "SAME_UPPER"
+                else (total - small, small)
             )
     elif auto == "VALID":
         pads = [0] * (2 * n)
     elif auto != "NOTSET":
-        raise imp.fail(f"unknown auto_pad '{auto}'; expected NOTSET, SAME_UPPER, SAME_LOWER, VALID")
+        raise imp.fail(
+            f"unknown auto_pad '{auto}'; expected NOTSET, SAME_UPPER, SAME_LOWER, VALID"
+        )
     props: dict[str, Attribute] = {"kernel": nn.ints_prop(kernel)}
     if any(s != 1 for s in strides):
         props["strides"] = nn.ints_prop(strides)
@@ -679,13 +813,19 @@ def _spatial_props(
     return props
 
 
-def _weight_scales(imp: _Importer, dq: onnx.NodeProto, channels: int, axis_expected: int) -> np.ndarray:
+def _weight_scales(
+    imp: _Importer, dq: onnx.NodeProto, channels: int, axis_expected: int
+) -> np.ndarray:
     scale, zp, axis = imp.quant_params(dq)
     if np.any(zp != 0):
         raise imp.fail("quantized weights must be symmetric (zero point 0)", dq)
     if scale.size == 1:
         return np.full((channels,), float(scale.reshape(())), np.float32)
-    if scale.size != channels or axis % 4 != axis_expected % 4 and axis != axis_expected:
+    if (
+        scale.size != channels
+        or axis % 4 != axis_expected % 4
+        and axis != axis_expected
+    ):
         raise imp.fail(
             f"per-channel weight scales must run along the output channels "
             f"(axis {axis_expected}), got axis {axis} with {scale.size} scales",
@@ -701,8 +841,11 @@ def _conv(imp: _Importer, node: onnx.NodeProto) -> None:
     q = imp.fused_output(node)
     wdq = imp.dq_node(node.input[1])
     qin = imp.quantized_inputs(node, [node.input[0]]) if q is not None else None
-    quantized = q is not None and qin is not None and wdq is not None and (
-        imp.const(wdq.input[0]) is not None
+    quantized = (
+        q is not None
+        and qin is not None
+        and wdq is not None
+        and (imp.const(wdq.input[0]) is not None)
     )
     if quantized:
         assert wdq is not None and qin is not None
@@ -716,7 +859,9 @@ def _conv(imp: _Importer, node: onnx.NodeProto) -> None:
             raise imp.fail("the weight must be a constant initializer")
     xs = nn.shape_of(x.ssa)
     if len(xs) not in (3, 4) or w.ndim != len(xs):
-        raise imp.fail(f"expected a 1D or 2D convolution, got input rank {len(xs)}, weight rank {w.ndim}")
+        raise imp.fail(
+            f"expected a 1D or 2D convolution, got input rank {len(xs)}, weight rank {w.ndim}"
+        )
     kernel = list(a.get("kernel_shape", w.shape[2:]))
     props = _spatial_props(imp, node, xs[1:-1], kernel)
     g = int(a.get("group", 1))
@@ -726,7 +871,9 @@ def _conv(imp: _Importer, node: onnx.NodeProto) -> None:
     if transpose:
         cout = w.shape[1] * g
         if "output_shape" in a:
-            raise imp.fail("ConvTranspose's output_shape attribute is not supported; give pads")
+            raise imp.fail(
+                "ConvTranspose's output_shape attribute is not supported; give pads"
+            )
         if any(a.get("output_padding", [])):
             props["output_padding"] = nn.ints_prop(a["output_padding"])
     else:
@@ -740,12 +887,16 @@ def _conv(imp: _Importer, node: onnx.NodeProto) -> None:
             bdq = imp.dq_node(bias_name)
             bias = imp.const(bdq.input[0]) if bdq is not None else None
             if bias is None or bias.dtype != np.int32:
-                raise imp.fail("a quantized convolution needs an int32 bias from DequantizeLinear")
+                raise imp.fail(
+                    "a quantized convolution needs an int32 bias from DequantizeLinear"
+                )
         else:
             bias = np.zeros((cout,), np.int32)
         operands = [
-            x.ssa, imp.weight(np.transpose(w, perm).astype(np.int8), "weight"),
-            imp.weight(bias.astype(np.int32), "bias"), imp.weight(ws, "weight_scale"),
+            x.ssa,
+            imp.weight(np.transpose(w, perm).astype(np.int8), "weight"),
+            imp.weight(bias.astype(np.int32), "bias"),
+            imp.weight(ws, "weight_scale"),
         ]
         attr, dt = imp.result_quant(q)
         op = imp.emit(cls, operands, props, dtype=dt, quant=attr)
@@ -759,7 +910,8 @@ def _conv(imp: _Importer, node: onnx.NodeProto) -> None:
             f"unsupported weight type {w.dtype} outside a QDQ pattern; supported: float32"
         )
     operands = [
-        x.ssa, imp.weight(np.transpose(w, perm), "weight"),
+        x.ssa,
+        imp.weight(np.transpose(w, perm), "weight"),
         imp.weight(bias.astype(np.float32), "bias"),
     ]
     op = imp.emit(cls, operands, props)
@@ -807,9 +959,15 @@ def _gap(imp: _Importer, node: onnx.NodeProto) -> None:
 @_handles("BatchNormalization")
 def _bn(imp: _Importer, node: onnx.NodeProto) -> None:
     x = imp.to_cl(imp.value(node.input[0]))
-    params = [imp.require_const(node, n, "a BatchNormalization parameter") for n in node.input[1:5]]
+    params = [
+        imp.require_const(node, n, "a BatchNormalization parameter")
+        for n in node.input[1:5]
+    ]
     eps = float(imp.attrs(node).get("epsilon", 1e-5))
-    ops = [imp.weight(p.astype(np.float32), r) for p, r in zip(params, ("scale", "bias", "mean", "var"))]
+    ops = [
+        imp.weight(p.astype(np.float32), r)
+        for p, r in zip(params, ("scale", "bias", "mean", "var"))
+    ]
     op = imp.emit(nn.BatchNormOp, [x.ssa, *ops], {"epsilon": nn.float_prop(eps)})
     imp.finish(node, op, "cl")
 
@@ -824,8 +982,13 @@ def _gemm(imp: _Importer, node: onnx.NodeProto) -> None:
     qin = imp.quantized_inputs(node, [node.input[0]]) if q is not None else None
     c_name = node.input[2] if len(node.input) > 2 else ""
     if (
-        q is not None and qin is not None and bdq is not None
-        and imp.const(bdq.input[0]) is not None and not ta and alpha == 1.0 and beta == 1.0
+        q is not None
+        and qin is not None
+        and bdq is not None
+        and imp.const(bdq.input[0]) is not None
+        and not ta
+        and alpha == 1.0
+        and beta == 1.0
     ):
         bq = imp.const(bdq.input[0])
         assert bq is not None
@@ -836,13 +999,17 @@ def _gemm(imp: _Importer, node: onnx.NodeProto) -> None:
             cdq = imp.dq_node(c_name)
             c = imp.const(cdq.input[0]) if cdq is not None else None
             if c is None or c.dtype != np.int32:
-                raise imp.fail("a quantized Gemm needs an int32 C from DequantizeLinear")
+                raise imp.fail(
+                    "a quantized Gemm needs an int32 C from DequantizeLinear"
+                )
         else:
             c = np.zeros((n,), np.int32)
         am = imp.to_plain(qin[0])
         operands = [
-            am.ssa, imp.weight(np.ascontiguousarray(bmat).astype(np.int8), "weight"),
-            imp.weight(c.astype(np.int32), "bias"), imp.weight(ws, "weight_scale"),
+            am.ssa,
+            imp.weight(np.ascontiguousarray(bmat).astype(np.int8), "weight"),
+            imp.weight(c.astype(np.int32), "bias"),
+            imp.weight(ws, "weight_scale"),
         ]
         attr, dt = imp.result_quant(q)
         op = imp.emit(nn.GemmOp, operands, dtype=dt, quant=attr)
@@ -892,7 +1059,10 @@ def _matmul(imp: _Importer, node: onnx.NodeProto) -> None:
         if qa is not None and qb is not None:
             attr, dt = imp.result_quant(q)
             op = imp.emit(
-                nn.MatMulOp, [imp.to_plain(qa).ssa, imp.to_plain(qb).ssa], dtype=dt, quant=attr
+                nn.MatMulOp,
+                [imp.to_plain(qa).ssa, imp.to_plain(qb).ssa],
+                dtype=dt,
+                quant=attr,
             )
             imp.finish(node, op, "plain", q)
             return
@@ -904,9 +1074,13 @@ def _matmul(imp: _Importer, node: onnx.NodeProto) -> None:
                 attr, dt = imp.result_quant(q)
                 op = imp.emit(
                     nn.MatMulOp,
-                    [imp.to_plain(qa).ssa, imp.weight(bq.astype(np.int8), "weight"),
-                     imp.weight(ws, "weight_scale")],
-                    dtype=dt, quant=attr,
+                    [
+                        imp.to_plain(qa).ssa,
+                        imp.weight(bq.astype(np.int8), "weight"),
+                        imp.weight(ws, "weight_scale"),
+                    ],
+                    dtype=dt,
+                    quant=attr,
                 )
                 imp.finish(node, op, "plain", q)
                 return
@@ -916,7 +1090,9 @@ def _matmul(imp: _Importer, node: onnx.NodeProto) -> None:
     imp.finish(node, op, "plain")
 
 
-def _exact_or_real(imp: _Importer, node: onnx.NodeProto, inputs: Sequence[str]) -> tuple[list[_Val], onnx.NodeProto | None]:
+def _exact_or_real(
+    imp: _Importer, node: onnx.NodeProto, inputs: Sequence[str]
+) -> tuple[list[_Val], onnx.NodeProto | None]:
     """Quantized inputs and the fused Q, or float inputs and None."""
     q = imp.fused_output(node)
     if q is not None:
@@ -940,7 +1116,13 @@ def _concat(imp: _Importer, node: onnx.NodeProto) -> None:
         vals = [imp.to_plain(v) for v in vals]
         layout = "plain"
     attr, dt = imp.result_quant(q)
-    op = imp.emit(nn.ConcatOp, [v.ssa for v in vals], {"axis": nn.int_prop(axis % rank)}, dtype=dt, quant=attr)
+    op = imp.emit(
+        nn.ConcatOp,
+        [v.ssa for v in vals],
+        {"axis": nn.int_prop(axis % rank)},
+        dtype=dt,
+        quant=attr,
+    )
     imp.finish(node, op, layout, q)
 
 
@@ -952,7 +1134,9 @@ def _split(imp: _Importer, node: onnx.NodeProto) -> None:
     rank = len(shape_plain)
     axis = int(a.get("axis", 0)) % rank
     if len(node.input) > 1 and node.input[1]:
-        sizes = [int(s) for s in imp.require_const(node, node.input[1], "Split's sizes")]
+        sizes = [
+            int(s) for s in imp.require_const(node, node.input[1], "Split's sizes")
+        ]
     elif "split" in a:
         sizes = [int(s) for s in a["split"]]
     else:
@@ -963,8 +1147,12 @@ def _split(imp: _Importer, node: onnx.NodeProto) -> None:
     ax = _cl_axis(axis, rank) if x.layout == "cl" else axis
     dt, qa = nn.dtype_of(x.ssa), nn.quant_of(x.ssa)
     op = imp.emit(
-        nn.SplitOp, [x.ssa], {"axis": nn.int_prop(ax), "sizes": nn.ints_prop(sizes)},
-        dtype=dt, quant=qa, n_results=len(sizes),
+        nn.SplitOp,
+        [x.ssa],
+        {"axis": nn.int_prop(ax), "sizes": nn.ints_prop(sizes)},
+        dtype=dt,
+        quant=qa,
+        n_results=len(sizes),
     )
     for name, r in zip(node.output, op.results):
         imp.env[name] = _Val(r, x.layout)
@@ -975,14 +1163,24 @@ def _plain_shape(v: _Val) -> tuple[int, ...]:
     return tuple(s[i] for i in _to_plain_perm(len(s))) if v.layout == "cl" else s
 
 
-def _reshape_to(imp: _Importer, node: onnx.NodeProto, cls: type[nn.NNOp], out_shape: Sequence[int], props: dict[str, Attribute] | None = None) -> None:
+def _reshape_to(
+    imp: _Importer,
+    node: onnx.NodeProto,
+    cls: type[nn.NNOp],
+    out_shape: Sequence[int],
+    props: dict[str, Attribute] | None = None,
+) -> None:
     vals, q = _exact_or_real(imp, node, [node.input[0]])
     x = imp.to_plain(vals[0])
     if q is not None and imp.quant_attr(q)[0] != nn.quant_of(x.ssa):
         vals, q = [imp.value(node.input[0])], None
         x = imp.to_plain(vals[0])
     op = imp.emit(
-        cls, [x.ssa], props, dtype=nn.dtype_of(x.ssa), quant=nn.quant_of(x.ssa),
+        cls,
+        [x.ssa],
+        props,
+        dtype=nn.dtype_of(x.ssa),
+        quant=nn.quant_of(x.ssa),
         result_shapes=[tuple(out_shape)],
     )
     imp.finish(node, op, "plain", q)
@@ -990,7 +1188,11 @@ def _reshape_to(imp: _Importer, node: onnx.NodeProto, cls: type[nn.NNOp], out_sh
 
 @_handles("Reshape")
 def _reshape(imp: _Importer, node: onnx.NodeProto) -> None:
-    x = imp.value(node.input[0]) if imp.quantized(node.input[0]) is None else imp.quantized(node.input[0])
+    x = (
+        imp.value(node.input[0])
+        if imp.quantized(node.input[0]) is None
+        else imp.quantized(node.input[0])
+    )
     assert x is not None
     src = _plain_shape(x)
     target = [int(d) for d in imp.require_const(node, node.input[1], "Reshape's shape")]
@@ -1002,7 +1204,9 @@ def _reshape(imp: _Importer, node: onnx.NodeProto) -> None:
         known = math.prod(d for d in out if d != -1)
         out[out.index(-1)] = math.prod(src) // max(known, 1)
     if math.prod(out) != math.prod(src):
-        raise imp.fail(f"cannot reshape {'x'.join(map(str, src))} into {'x'.join(map(str, out))}")
+        raise imp.fail(
+            f"cannot reshape {'x'.join(map(str, src))} into {'x'.join(map(str, out))}"
+        )
     _reshape_to(imp, node, nn.ReshapeOp, out)
 
 
@@ -1025,9 +1229,13 @@ def _squeeze(imp: _Importer, node: onnx.NodeProto) -> None:
     else:
         axes = [int(v) for v in a.get("axes", [])]
     if node.op_type == "Squeeze":
-        axes = [ax % len(src) for ax in axes] or [i for i, d in enumerate(src) if d == 1]
+        axes = [ax % len(src) for ax in axes] or [
+            i for i, d in enumerate(src) if d == 1
+        ]
         if any(src[ax] != 1 for ax in axes):
-            raise imp.fail(f"cannot squeeze axes {axes} of shape {'x'.join(map(str, src))}")
+            raise imp.fail(
+                f"cannot squeeze axes {axes} of shape {'x'.join(map(str, src))}"
+            )
         out = [d for i, d in enumerate(src) if i not in axes]
         cls: type[nn.NNOp] = nn.SqueezeOp
     else:
@@ -1050,7 +1258,9 @@ def _transpose(imp: _Importer, node: onnx.NodeProto) -> None:
         to_plain = _to_plain_perm(rank)
         perm = [to_plain[p] for p in perm]
     attr, dt = (nn.quant_of(x.ssa), nn.dtype_of(x.ssa))
-    op = imp.emit(nn.TransposeOp, [x.ssa], {"perm": nn.ints_prop(perm)}, dtype=dt, quant=attr)
+    op = imp.emit(
+        nn.TransposeOp, [x.ssa], {"perm": nn.ints_prop(perm)}, dtype=dt, quant=attr
+    )
     imp.finish(node, op, "plain", q)
 
 
@@ -1072,7 +1282,9 @@ def _pad(imp: _Importer, node: onnx.NodeProto) -> None:
         raise imp.fail("Pad's axes input is not supported")
     rank = len(nn.shape_of(x.ssa))
     if len(pads) != 2 * rank:
-        raise imp.fail(f"Pad needs {2 * rank} pads for a rank-{rank} input, got {len(pads)}")
+        raise imp.fail(
+            f"Pad needs {2 * rank} pads for a rank-{rank} input, got {len(pads)}"
+        )
     if any(p < 0 for p in pads):
         raise imp.fail("negative pads (cropping) are not supported")
     if x.layout == "cl":
@@ -1094,7 +1306,9 @@ def _resize(imp: _Importer, node: onnx.NodeProto) -> None:
     mode = a.get("mode", b"nearest")
     mode = mode.decode() if isinstance(mode, bytes) else str(mode)
     if mode not in ("nearest", "linear"):
-        raise imp.fail(f"Resize mode '{mode}' is not supported; supported: nearest, linear")
+        raise imp.fail(
+            f"Resize mode '{mode}' is not supported; supported: nearest, linear"
+        )
     ctm = a.get("coordinate_transformation_mode", b"half_pixel")
     ctm = ctm.decode() if isinstance(ctm, bytes) else str(ctm)
     nm = a.get("nearest_mode", b"round_prefer_floor")
@@ -1111,15 +1325,20 @@ def _resize(imp: _Importer, node: onnx.NodeProto) -> None:
     else:
         raise imp.fail("Resize needs constant scales or sizes")
     if len(out) != len(src) or out[0] != src[0] or out[1] != src[1]:
-        raise imp.fail("Resize may only change the spatial axes (N and C must keep their size)")
+        raise imp.fail(
+            "Resize may only change the spatial axes (N and C must keep their size)"
+        )
     out_cl = [out[i] for i in _to_cl_perm(len(out))]
     props: dict[str, Attribute] = {
-        "mode": StringAttr(mode), "coordinate_transformation_mode": StringAttr(ctm)
+        "mode": StringAttr(mode),
+        "coordinate_transformation_mode": StringAttr(ctm),
     }
     if mode == "nearest":
         props["nearest_mode"] = StringAttr(nm)
     attr, dt = imp.result_quant(q)
-    op = imp.emit(nn.ResizeOp, [x.ssa], props, dtype=dt, quant=attr, result_shapes=[out_cl])
+    op = imp.emit(
+        nn.ResizeOp, [x.ssa], props, dtype=dt, quant=attr, result_shapes=[out_cl]
+    )
     imp.finish(node, op, "cl", q)
 
 
@@ -1138,7 +1357,9 @@ def _softmax(imp: _Importer, node: onnx.NodeProto) -> None:
 
 
 _REDUCE: dict[str, type[nn.NNOp]] = {
-    "ReduceMean": nn.ReduceMeanOp, "ReduceMax": nn.ReduceMaxOp, "ReduceSum": nn.ReduceSumOp,
+    "ReduceMean": nn.ReduceMeanOp,
+    "ReduceMax": nn.ReduceMaxOp,
+    "ReduceSum": nn.ReduceSumOp,
 }
 
 
@@ -1164,9 +1385,11 @@ def _reduce(imp: _Importer, node: onnx.NodeProto) -> None:
         layout = "plain"
     attr, dt = imp.result_quant(q)
     op = imp.emit(
-        _REDUCE[node.op_type], [x.ssa],
+        _REDUCE[node.op_type],
+        [x.ssa],
         {"axes": nn.ints_prop(sorted(axes)), "keepdims": nn.int_prop(keep)},
-        dtype=dt, quant=attr,
+        dtype=dt,
+        quant=attr,
     )
     imp.finish(node, op, layout, q)
 
@@ -1175,7 +1398,9 @@ def _reduce(imp: _Importer, node: onnx.NodeProto) -> None:
 def _quantize(imp: _Importer, node: onnx.NodeProto) -> None:
     attr, dt = imp.quant_attr(node)
     x = imp.value(node.input[0])
-    op = imp.emit(nn.QuantizeOp, [x.ssa], dtype=dt, quant=attr, result_shapes=[nn.shape_of(x.ssa)])
+    op = imp.emit(
+        nn.QuantizeOp, [x.ssa], dtype=dt, quant=attr, result_shapes=[nn.shape_of(x.ssa)]
+    )
     imp.finish(node, op, x.layout)
 
 
@@ -1190,15 +1415,18 @@ def load_model(data: bytes, origin: str) -> onnx.ModelProto:
         model = onnx.load_model_from_string(data)
     except Exception as e:  # protobuf raises DecodeError and friends
         raise ImportDiagnostic(
-            origin, f"not a valid ONNX model (protobuf parse failed: {type(e).__name__})"
+            origin,
+            f"not a valid ONNX model (protobuf parse failed: {type(e).__name__})",
         ) from None
     if not model.graph.node and not model.graph.input:
         raise ImportDiagnostic(origin, "not a valid ONNX model (no graph)")
     try:
         onnx.checker.check_model(model)
     except Exception as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ImportDiagnostic(origin, f"the model is malformed: {first}") from None
+        text = " ".join(str(e).split()) or type(e).__name__
+        if len(text) > 300:
+            text = text[:300] + "..."
+        raise ImportDiagnostic(origin, f"the model is malformed: {text}") from None
     return model
 
 
@@ -1217,7 +1445,9 @@ def import_model(
     if imp.input_shapes:
         unknown = ", ".join(sorted(imp.input_shapes))
         known = ", ".join(i.name for i in model.graph.input)
-        raise ImportDiagnostic(origin, f"--input-shape names no model input: {unknown} (inputs: {known})")
+        raise ImportDiagnostic(
+            origin, f"--input-shape names no model input: {unknown} (inputs: {known})"
+        )
     if weights_ref is not None:
         result.module.attributes["nn.weights"] = StringAttr(weights_ref)
     return result
@@ -1230,14 +1460,18 @@ def import_file(
     try:
         data = p.read_bytes()
     except OSError as e:
-        raise ImportDiagnostic(str(path), f"cannot read the model: {e.strerror}") from None
+        raise ImportDiagnostic(
+            str(path), f"cannot read the model: {e.strerror}"
+        ) from None
     model = load_model(data, str(path))
     return import_model(
         model, origin=str(path), input_shapes=input_shapes, weights_ref=str(p.resolve())
     )
 
 
-def module_io(module: ModuleOp) -> tuple[func.FuncOp, list[str], list[str], list[str], list[str]]:
+def module_io(
+    module: ModuleOp,
+) -> tuple[func.FuncOp, list[str], list[str], list[str], list[str]]:
     """The entry function and its input/output names and boundary layouts."""
     fns = [op for op in module.ops if isinstance(op, func.FuncOp)]
     if not fns:
@@ -1262,7 +1496,15 @@ def module_io(module: ModuleOp) -> tuple[func.FuncOp, list[str], list[str], list
 
 
 __all__ = [
-    "ImportDiagnostic", "Imported", "SUPPORTED_OPS", "import_file", "import_model",
-    "load_model", "module_io", "parse_shape_spec", "DictionaryAttr", "TensorType",
+    "ImportDiagnostic",
+    "Imported",
+    "SUPPORTED_OPS",
+    "import_file",
+    "import_model",
+    "load_model",
+    "module_io",
+    "parse_shape_spec",
+    "DictionaryAttr",
+    "TensorType",
     "field",
 ]

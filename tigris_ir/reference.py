@@ -99,7 +99,9 @@ def run_function(
 def check_inputs(fn: func.FuncOp, names: list[str], inputs: list[np.ndarray]) -> None:
     types = fn.function_type.inputs.data
     if len(inputs) != len(types):
-        raise ReferenceError_(f"the model takes {len(types)} input(s), got {len(inputs)}")
+        raise ReferenceError_(
+            f"the model takes {len(types)} input(s), got {len(inputs)}"
+        )
     for name, t, x, arg in zip(names, types, inputs, fn.body.block.args):
         want = nn.shape_of(arg)
         layouts = module_layouts(fn)[0]

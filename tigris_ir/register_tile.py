@@ -87,7 +87,7 @@ rm_cap: Final[int] = 4
 
 
 def rn_cap(target: Target) -> int:
-    """The largest rn whose rm_cap-row pass fits the register COUNT by resident_floor."""
+    """The largest rn whose rm_cap-row pass fits the register COUNT (resident_floor)."""
     rn = 0
     while resident_floor(Geometry(rm_cap, rn + 1, 1)) <= target.vector_registers:
         rn += 1
@@ -128,13 +128,17 @@ def cover(g: Geometry, m: int, n: int) -> Cover:
     m_full = m - m % g.rm
     n_full = n - n % columns(g)
     n_tail = n - n_full
-    tail = tuple(min(g.lanes, n_tail - c * g.lanes) for c in range(_ceil_div(n_tail, g.lanes)))
+    tail = tuple(
+        min(g.lanes, n_tail - c * g.lanes) for c in range(_ceil_div(n_tail, g.lanes))
+    )
     return Cover(m_full, n_full, tail, m - m_full)
 
 
 def _ladder_for(target: Target, n: int) -> list[int]:
     """The file's own widths, narrowed to those n can fill."""
-    return [w for w in simd_lane_ladder(target.vector_bytes, target.elt_bytes) if w <= n]
+    return [
+        w for w in simd_lane_ladder(target.vector_bytes, target.elt_bytes) if w <= n
+    ]
 
 
 def price(n: int, rm: int, lanes: int, rn: int) -> int:
@@ -150,7 +154,7 @@ def _tail_free(g: Geometry, n: int) -> bool:
     return n % columns(g) == 0
 
 
-def _rank_key(g: Geometry, n: int) -> tuple[int, int, int, int]:
+def rank_key(g: Geometry, n: int) -> tuple[int, int, int, int]:
     """Price, then the wider vector, then tail-free, then the smaller tile."""
     return (price(n, g.rm, g.lanes, g.rn), -g.lanes, 0 if _tail_free(g, n) else 1, g.rn)
 
@@ -172,7 +176,7 @@ def default(target: Target, m: int, n: int) -> Geometry | None:
     candidates = _default_candidates(target, m, n)
     if not candidates:
         return None
-    return min(candidates, key=lambda g: _rank_key(g, n))
+    return min(candidates, key=lambda g: rank_key(g, n))
 
 
 CHECK_RULES: Final[tuple[str, ...]] = (
@@ -197,21 +201,25 @@ def check(target: Target, m: int, n: int, g: Geometry) -> str | None:
         widths = "/".join(str(w) for w in lanes) or "none"
         return (
             f"renderable-lanes: {label}: lanes={g.lanes} is not a width a "
-            f"{target.vector_bytes}-byte vector file renders at {target.elt_bytes}-byte "
-            f"elements ({widths})"
+            f"{target.vector_bytes}-byte vector file renders at "
+            f"{target.elt_bytes}-byte elements ({widths})"
         )
     if g.lanes > n:
-        return f"n-fills-lanes: {label}: n={n} is below the vector width lanes={g.lanes}"
+        return (
+            f"n-fills-lanes: {label}: n={n} is below the vector width lanes={g.lanes}"
+        )
     if rn_cap(target) < 1:
         return (
-            f"register-file: {label}: {target.vector_registers} vector registers hold "
-            f"no {rm_cap}-row tile (resident floor {resident_floor(Geometry(rm_cap, 1, 1))})"
+            f"register-file: {label}: {target.vector_registers} vector registers "
+            f"hold no {rm_cap}-row tile (resident floor "
+            f"{resident_floor(Geometry(rm_cap, 1, 1))})"
         )
     if g.rm > m:
         return f"rows-fit: {label}: rm={g.rm} exceeds the row extent m={m}"
     if columns(g) > n:
         return (
-            f"columns-fit: {label}: rn*lanes={columns(g)} exceeds the column extent n={n}"
+            f"columns-fit: {label}: rn*lanes={columns(g)} exceeds the column "
+            f"extent n={n}"
         )
     if live_registers(g) > budget(target):
         return (
@@ -242,7 +250,9 @@ def alternatives(target: Target, m: int, n: int) -> list[Geometry]:
     if dflt.lanes == lanes and not _tail_free(dflt, n):
         own = price(n, rm, lanes, dflt.rn)
         top = min(rn_cap(target), n // lanes)
-        tied = [rn for rn in range(dflt.rn + 1, top + 1) if price(n, rm, lanes, rn) == own]
+        tied = [
+            rn for rn in range(dflt.rn + 1, top + 1) if price(n, rm, lanes, rn) == own
+        ]
         if tied and tied[-1] not in picks:
             picks.append(tied[-1])
     found = [Geometry(rm, rn, lanes) for rn in picks]

@@ -61,9 +61,7 @@ avx2 = Target("avx2", vector_bytes=32, vector_registers=16, isa="avx2")
 sse = Target("sse", vector_bytes=16, vector_registers=16, isa="sse", fma=False)
 neon = Target("neon", vector_bytes=16, vector_registers=32, isa="neon")
 
-PRESETS: dict[str, Target] = {
-    t.name: t for t in (avx512, avx512_vnni, avx2, sse, neon)
-}
+PRESETS: dict[str, Target] = {t.name: t for t in (avx512, avx512_vnni, avx2, sse, neon)}
 
 
 def detect_target(cpuinfo: str, machine: str) -> Target:

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The main job on the bundled example model: import it, compile it, show the
+# result, run it and check it against the reference and onnxruntime.
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+MODEL="${1:-examples/mobilenet_v2_035_int8.onnx}"
+OUT="${OUT:-out}"
+mkdir -p "$OUT"
+echo "== import $MODEL -> $OUT/model.mlir (weights in $OUT/model.weights.npz)"
+tigris-opt "$MODEL" --weights-out "$OUT/model.weights.npz" -o "$OUT/model.mlir"
+echo "   $(grep -c '= nn\.' "$OUT/model.mlir") nn ops; first lines:"
+grep -m 6 -E 'nn\.(quantize|conv)' "$OUT/model.mlir" | cut -c 1-150 | sed 's/^/   /'
+echo "== run the IR with the numpy reference, and the model against onnxruntime"
+tigris-run "$OUT/model.mlir" --random-input 0 -o "$OUT/y_ir.npy"
+tigris-run "$MODEL" --random-input 0 -o "$OUT/y_onnx.npy" --check
+python - "$OUT/y_ir.npy" "$OUT/y_onnx.npy" <<'PY'
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+if not np.array_equal(a, b):
+    sys.exit("the IR file and the model disagree")
+print("IR file and model give identical outputs")
+PY

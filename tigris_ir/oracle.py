@@ -1,0 +1,127 @@
+"""Comparison of our reference with onnxruntime: the oracle of the graph level.
+
+int8 QDQ models are compared in quantization steps (LSB) of the output's
+DequantizeLinear, against onnxruntime at its basic optimisation level, which
+executes the QDQ graph as the ONNX specification defines it. The fully
+optimised session fuses Q/DQ into integer kernels of its own; the difference to
+that is reported beside it, as information, not as a failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+FLOAT_RTOL = 1e-4
+INT8_LSB = 1
+
+
+@dataclass(frozen=True)
+class OutputDiff:
+    name: str
+    quantized: bool
+    worst: float
+    """Relative error (float32) or quantization steps (int8)."""
+    worst_fused: float
+    where: tuple[int, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.worst <= (INT8_LSB if self.quantized else FLOAT_RTOL)
+
+    def describe(self) -> str:
+        unit = "LSB" if self.quantized else "relative"
+        limit = INT8_LSB if self.quantized else FLOAT_RTOL
+        fmt = (lambda v: f"{v:.0f}") if self.quantized else (lambda v: f"{v:.2e}")
+        status = "ok" if self.ok else "MISMATCH"
+        return (
+            f"output '{self.name}': {status}: worst {fmt(self.worst)} {unit} "
+            f"(limit {fmt(limit)}) at index {list(self.where)}; against onnxruntime's "
+            f"fused kernels {fmt(self.worst_fused)} {unit}"
+        )
+
+
+@dataclass(frozen=True)
+class Report:
+    diffs: tuple[OutputDiff, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(d.ok for d in self.diffs)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(d.describe() for d in self.diffs)
+
+
+def _session(model_bytes: bytes, level: str):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+    so.log_severity_level = 3
+    return ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
+
+
+def output_scales(model: onnx.ModelProto) -> dict[str, float]:
+    """The quantization step of every graph output produced by DequantizeLinear."""
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    consts = {
+        n.output[0]: numpy_helper.to_array(n.attribute[0].t)
+        for n in model.graph.node
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value"
+    }
+    inits.update(consts)
+    outs = {o.name for o in model.graph.output}
+    scales: dict[str, float] = {}
+    for n in model.graph.node:
+        if (
+            n.op_type == "DequantizeLinear"
+            and n.output[0] in outs
+            and n.input[1] in inits
+        ):
+            s = inits[n.input[1]]
+            if s.size == 1:
+                scales[n.output[0]] = float(s.reshape(()))
+    return scales
+
+
+def compare_with_onnxruntime(
+    model_bytes: bytes,
+    feeds: dict[str, np.ndarray],
+    outputs: list[np.ndarray],
+    names: list[str],
+) -> Report:
+    model = onnx.load_model_from_string(model_bytes)
+    scales = output_scales(model)
+    spec = _session(model_bytes, "ORT_ENABLE_BASIC").run(None, feeds)
+    fused = _session(model_bytes, "ORT_ENABLE_ALL").run(None, feeds)
+    diffs = []
+    for name, ours, ref, ref_fused in zip(names, outputs, spec, fused, strict=True):
+        ours = np.asarray(ours, np.float64)
+        ref = np.asarray(ref, np.float64)
+        ref_fused = np.asarray(ref_fused, np.float64)
+        if ours.shape != ref.shape:
+            raise ValueError(
+                f"output '{name}' has shape {ours.shape}, onnxruntime {ref.shape}"
+            )
+        if name in scales:
+            err = np.abs(ours - ref) / scales[name]
+            err_fused = np.abs(ours - ref_fused) / scales[name]
+            worst, worst_fused = (
+                float(np.rint(err.max())),
+                float(np.rint(err_fused.max())),
+            )
+        else:
+            denom = max(float(np.abs(ref).max()), 1e-30)
+            err = np.abs(ours - ref) / denom
+            worst = float(err.max())
+            worst_fused = float((np.abs(ours - ref_fused) / denom).max())
+        where = tuple(int(i) for i in np.unravel_index(int(np.argmax(err)), err.shape))
+        diffs.append(OutputDiff(name, name in scales, worst, worst_fused, where))
+    return Report(tuple(diffs))

@@ -1,0 +1,274 @@
+"""`tigris-opt`: xDSL's optimizer driver with TiGrIS's dialects, passes and importer.
+
+Differences from `xdsl-opt`, each for the command lines our users type:
+
+* an `.onnx` input is imported (`--input-shape NAME:1x3x224x224` fixes symbolic
+  dimensions; `--weights-out F.npz` writes the weight table beside the IR);
+* every pass is also a flag, applied in command-line order after `-p`:
+  `--tile-stages --fuse-chains`, with options as `--tile-stages=budget=256K`;
+* budgets accept `262144`, `256K`, `1M` wherever an option is named `budget`;
+* every user error is one diagnostic on stderr and exit status 1, never a
+  traceback (set TIGRIS_TRACEBACK=1 to see one for an internal error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO
+
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from tigris_ir.memory import parse_budget
+from tigris_ir.onnx_import import (
+    ImportDiagnostic,
+    import_model,
+    load_model,
+    parse_shape_spec,
+)
+from tigris_ir.universe import TIGRIS
+
+PROG = "tigris-opt"
+
+
+def _pass_summary(factory: Callable[[], type[ModulePass]]) -> str:
+    doc = (factory().__doc__ or "").strip()
+    return doc.splitlines()[0] if doc else ""
+
+
+_OPTION_SPLIT = re.compile(r",(?=\s*[A-Za-z_][\w-]*\s*=)")
+_BUDGET_OPT = re.compile(r"\b(budget)=([^\s}]+)")
+
+
+def flag_to_spec(name: str, options: str | None) -> str:
+    """`--tile-stages=budget=256K,verbose=true` as the pipeline `tile-stages{...}`."""
+    if not options:
+        return name
+    opts = " ".join(p.strip() for p in _OPTION_SPLIT.split(options))
+    return f"{name}{{{opts}}}"
+
+
+def normalise_budgets(spec: str) -> str:
+    """Rewrite `budget=256K` to bytes so that integer pass options accept it."""
+
+    def repl(m: re.Match[str]) -> str:
+        try:
+            return f"{m.group(1)}={parse_budget(m.group(2))}"
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+
+    return _BUDGET_OPT.sub(repl, spec)
+
+
+class UsageError(Exception):
+    """A bad command line: printed as `tigris-opt: error: ...`, exit 1."""
+
+
+class TigrisOptMain(xDSLOptMain):
+    """The driver; `flag_passes` are the pass flags taken out of argv, in order."""
+
+    def __init__(self, args: Sequence[str], flag_passes: list[str]):
+        self.flag_passes = flag_passes
+        super().__init__(
+            description=__doc__.splitlines()[0] if __doc__ else "", args=args
+        )
+
+    # -- registration --------------------------------------------------------
+    def register_all_dialects(self) -> None:
+        super().register_all_dialects()
+        for name, factory in TIGRIS.all_dialects.items():
+            if name not in self.ctx.registered_dialect_names:
+                self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self) -> None:
+        super().register_all_passes()
+        for name, factory in TIGRIS.all_passes.items():
+            self.available_passes.setdefault(name, factory)
+
+    def register_all_targets(self) -> None:
+        super().register_all_targets()
+        for name, factory in TIGRIS.all_targets.items():
+            self.available_targets.setdefault(name, factory)
+
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+        self.available_frontends["onnx"] = self.import_onnx
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.prog = PROG
+        arg_parser.add_argument(
+            "--input-shape",
+            action="append",
+            default=[],
+            metavar="NAME:DxDxD",
+            help="shape of an ONNX input with symbolic dimensions (repeatable)",
+        )
+        arg_parser.add_argument(
+            "--weights-out",
+            metavar="FILE.npz",
+            help="write the imported weights to FILE.npz and reference it from the IR "
+            "(default: the IR references the .onnx model itself)",
+        )
+        group = arg_parser.add_argument_group(
+            "passes (as flags, applied in command-line order after -p; options as "
+            "--PASS=key=value,key=value)"
+        )
+        for name in sorted(TIGRIS.all_passes):
+            group.add_argument(
+                f"--{name}",
+                dest=f"_flag_{name}",
+                action="store_true",
+                help=_pass_summary(TIGRIS.all_passes[name]),
+            )
+
+    # -- import --------------------------------------------------------------
+    def import_onnx(self, io: IO[bytes]) -> ModuleOp:
+        origin = self.get_input_name()
+        shapes: dict[str, tuple[int, ...]] = {}
+        for spec in self.args.input_shape:
+            try:
+                name, dims = parse_shape_spec(spec)
+            except ValueError as e:
+                raise UsageError(str(e)) from None
+            shapes[name] = dims
+        model = load_model(io.read(), origin)
+        ref = str(Path(origin).resolve()) if origin != "stdin" else None
+        imported = import_model(
+            model, origin=origin, input_shapes=shapes, weights_ref=ref
+        )
+        if self.args.weights_out:
+            from tigris_ir.reference import save_weights
+
+            out = Path(self.args.weights_out)
+            save_weights(imported.weights, out)
+            imported.module.attributes["nn.weights"] = StringAttr(str(out.resolve()))
+        return imported.module
+
+    # -- pipeline ------------------------------------------------------------
+    def setup_pipeline(self) -> None:
+        specs = [s for s in (self.args.passes, *self.flag_passes) if s]
+        self.args.passes = normalise_budgets(",".join(specs))
+        try:
+            super().setup_pipeline()
+        except ValueError as e:
+            msg = str(e)
+            if msg.startswith("Unrecognized passes"):
+                ours = sorted(TIGRIS.all_passes) or ["(none yet)"]
+                msg += (
+                    "; TiGrIS passes: "
+                    + ", ".join(ours)
+                    + f"; {len(self.available_passes) - len(TIGRIS.all_passes)} xDSL "
+                    "passes are listed by --help"
+                )
+            raise UsageError(f"bad pass pipeline '{self.args.passes}': {msg}") from None
+        except (Exception, ArgSpecParseError) as e:  # the latter is a BaseException
+            raise UsageError(f"bad pass pipeline '{self.args.passes}': {e}") from None
+
+
+def split_pass_flags(
+    argv: Sequence[str], pass_names: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """Take `--PASS` and `--PASS=opts` out of argv, keeping their order."""
+    rest: list[str] = []
+    flags: list[str] = []
+    names = set(pass_names)
+    for a in argv:
+        if a.startswith("--"):
+            key, eq, val = a[2:].partition("=")
+            if key in names:
+                flags.append(flag_to_spec(key, val if eq else None))
+                continue
+        rest.append(a)
+    return rest, flags
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        rest, flags = split_pass_flags(argv, list(TIGRIS.all_passes))
+        if "-h" in rest or "--help" in rest:
+            TigrisOptMain(rest, [])  # argparse prints help and exits 0
+            return 0
+        input_file = _input_file(rest)
+        if (
+            input_file is not None
+            and input_file != "-"
+            and not Path(input_file).exists()
+        ):
+            raise UsageError(f"cannot open '{input_file}': no such file")
+        driver = TigrisOptMain(rest, flags)
+        driver.run()
+        return 0
+    except SystemExit as e:  # argparse: usage errors exit 2, --help/--version 0
+        code = e.code if isinstance(e.code, int) else 1
+        return 0 if code == 0 else 1
+    except UsageError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
+    except ImportDiagnostic as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    except ParseError as e:
+        print(str(e).rstrip(), file=sys.stderr)
+        return 1
+    except DiagnosticException as e:
+        print(str(e).rstrip(), file=sys.stderr)
+        for note in getattr(e, "__notes__", []):
+            print(note, file=sys.stderr)
+        return 1
+    except (OSError, UnicodeDecodeError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:
+        if os.environ.get("TIGRIS_TRACEBACK"):
+            raise
+        print(
+            f"{PROG}: internal error: {type(e).__name__}: {e} "
+            "(set TIGRIS_TRACEBACK=1 for a traceback)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _input_file(args: Sequence[str]) -> str | None:
+    """The positional input, if any (a cheap pre-check for a clear message)."""
+    takes_value = {
+        "-o",
+        "--output-file",
+        "-p",
+        "--passes",
+        "-t",
+        "--target",
+        "-f",
+        "--frontend",
+        "--input-shape",
+        "--weights-out",
+    }
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a in takes_value:
+            skip = True
+            continue
+        if a.startswith("-") and a != "-":
+            continue
+        return a
+    return None
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -26,6 +26,7 @@ import hashlib
 import os
 import subprocess
 import tempfile
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -115,35 +116,36 @@ class _Tile:
         self.name = f"tile_{self.rows}x{self.vecs}_{self.last}"
 
 
-class _Kind:
+class _Kind(ABC):
     """The C snippets of one element kind at one vector width."""
 
-    vt: str
-    acc: str
+    vt: str  # vector type
+    acc: str  # accumulator element type
     group: int  # k values per packed step (1 for f32, 4 VNNI, 2 pmaddwd)
     bt: str  # packed B element type
     at: str  # packed/broadcast A type
+    vnni: bool = False  # A offset to u8: needs the column-sum correction
 
-    def prelude(self) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def prelude(self) -> str: ...
 
-    def zero(self) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def zero(self) -> str: ...
 
-    def load(self, ptr: str) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def load(self, ptr: str) -> str: ...
 
-    def store(self, ptr: str, v: str) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def store(self, ptr: str, v: str) -> str: ...
 
-    def add(self, x: str, y: str) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def add(self, x: str, y: str) -> str: ...
 
-    def splat(self, x: str) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def splat(self, x: str) -> str: ...
 
-    def mac(self, acc: str, a: str, b: str) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def mac(self, acc: str, a: str, b: str) -> str: ...
 
     def keep(self, v: str) -> str:
         return f"KEEP({v});"
@@ -432,13 +434,13 @@ def _render_vector(g: rt.Geometry, p: Problem, k: _Kind, bl: Blocking, name: str
     it, at = p.in_ctype, p.acc_ctype
     emit(f"void {name}(const {it} *A, const {it} *B, const {at} *bias, {at} *C)\n{{")
     emit(f"  enum {{ M = {p.m}, N = {p.n}, K = {p.k}, KC = {bl.kc}, MC = {bl.mc} }};")
-    needs_row = p.bias or (not is_f32 and getattr(k, "vnni", False))
+    needs_row = p.bias or (not is_f32 and k.vnni)
     if needs_row:
         emit(f"  {at} *rowv = aligned_alloc(64, {-(-npad * 4 // 64) * 64});")
         emit(f"  for (int j = 0; j < {npad}; ++j) rowv[j] = 0;")
         if p.bias:
             emit("  for (int j = 0; j < N; ++j) rowv[j] = bias[j];")
-        if not is_f32 and getattr(k, "vnni", False):
+        if not is_f32 and k.vnni:
             emit("  /* vpdpbusd multiplies u8 by s8: A is offset by 128, so subtract")
             emit("     128 times the column sums of B once. */")
             emit("  for (int kk = 0; kk < K; ++kk)")

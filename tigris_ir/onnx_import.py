@@ -33,10 +33,8 @@ from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    DictionaryAttr,
     ModuleOp,
     StringAttr,
-    TensorType,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -117,6 +115,8 @@ class ImportDiagnostic(Exception):
 class Imported:
     module: ModuleOp
     weights: dict[str, np.ndarray]
+    values: dict[str, tuple[SSAValue, str]] = field(default_factory=dict)
+    """ONNX value name -> (the SSA value holding it, "cl" or "plain" layout)."""
 
 
 @dataclass
@@ -442,7 +442,8 @@ class _Importer:
             raise ImportDiagnostic(
                 self.origin, f"the imported graph does not verify: {e}"
             ) from None
-        return Imported(module, self.weights)
+        values = {k: (v.ssa, v.layout) for k, v in self.env.items()}
+        return Imported(module, self.weights, values)
 
     def constant_value(self, node: onnx.NodeProto) -> np.ndarray:
         a = self.attrs(node)
@@ -1496,15 +1497,12 @@ def module_io(
 
 
 __all__ = [
+    "SUPPORTED_OPS",
     "ImportDiagnostic",
     "Imported",
-    "SUPPORTED_OPS",
     "import_file",
     "import_model",
     "load_model",
     "module_io",
     "parse_shape_spec",
-    "DictionaryAttr",
-    "TensorType",
-    "field",
 ]

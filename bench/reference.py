@@ -63,9 +63,9 @@ def main() -> None:
             x = np.random.default_rng(5).standard_normal(zoo.input_shape(model)).astype(np.float32)
             outs = run_reference(imp.module, imp.weights, [x])
             rep = compare_with_onnxruntime(data, {"input": x}, outs, ["output"]).diffs[0]
-            t_ours = _best(lambda: run_reference(imp.module, imp.weights, [x]))
+            t_ours = _best(lambda imp=imp, x=x: run_reference(imp.module, imp.weights, [x]))
             sess = _session(data, "ORT_ENABLE_ALL")
-            t_ort = _best(lambda: sess.run(None, {"input": x}))
+            t_ort = _best(lambda sess=sess, x=x: sess.run(None, {"input": x}))
             unit = (lambda v: f"{v:.0f} LSB") if int8 else (lambda v: f"{v:.1e}")
             op_worst, op_off = "", ""
             if int8:

@@ -120,9 +120,7 @@ def bench_f32(shape: tuple[int, int, int], rounds: int) -> tuple[str, ...]:
     if dflt is None:
         raise RuntimeError(f"no register tile fits {m}x{n} on {target.name}")
     geoms = [dflt, *rt.alternatives(target, m, n)]
-    contenders: dict[str, Callable[[], object]] = {
-        "numpy": lambda: np.matmul(a, b, out=c_np)
-    }
+    contenders: dict[str, Callable[[], object]] = {"numpy": lambda: np.matmul(a, b, out=c_np)}
     outs: dict[str, np.ndarray] = {}
     for g in geoms:
         kern = gebp_c.build(g, gebp_c.Problem(m, n, k), target)
@@ -137,7 +135,8 @@ def bench_f32(shape: tuple[int, int, int], rounds: int) -> tuple[str, ...]:
     gf = {key: flops / t / 1e9 for key, t in best.items()}
     alt = max((rt.show(g) for g in geoms[1:]), key=lambda s: gf[s], default=None)
     fastest = max((rt.show(g) for g in geoms), key=lambda s: gf[s])
-    note = "" if fastest == rt.show(dflt) else f"faster: {fastest}"
+    gain = gf[fastest] / gf[rt.show(dflt)] - 1.0
+    note = "" if fastest == rt.show(dflt) else f"faster: {fastest} (+{100 * gain:.0f}%)"
     return (
         f"{m}x{n}x{k}",
         f"{gf['numpy']:.1f}",
@@ -158,9 +157,7 @@ def bench_int8(size: int, rounds: int) -> list[str]:
     ref = a.astype(np.int32) @ b.astype(np.int32)
     af, bf = a.astype(np.float32), b.astype(np.float32)
     c_np = np.empty((size, size), np.float32)
-    contenders: dict[str, Callable[[], object]] = {
-        "numpy f32": lambda: np.matmul(af, bf, out=c_np)
-    }
+    contenders: dict[str, Callable[[], object]] = {"numpy f32": lambda: np.matmul(af, bf, out=c_np)}
     outs: dict[str, np.ndarray] = {}
     dflt = rt.default(target, size, size)
     assert dflt is not None
@@ -197,8 +194,7 @@ def main() -> None:
     shapes = SHAPES
     if args.shapes:
         shapes = [
-            (int(m), int(n), int(k))
-            for m, n, k in (s.split("x") for s in args.shapes.split(","))
+            (int(m), int(n), int(k)) for m, n, k in (s.split("x") for s in args.shapes.split(","))
         ]
     target = host_target()
     print(

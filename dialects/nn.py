@@ -84,9 +84,14 @@ class QuantAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
-            scale = parser.parse_float()
+            start = parser.pos
+            scale = float(parser.parse_number(context_msg=" as the #nn.q scale"))
+            end = parser.pos
+            problem = scale_problem(scale)
+            if problem is not None:
+                parser.raise_error(f"#nn.q: {problem}", start, end)
             parser.parse_punctuation(":")
-            zp = parser.parse_integer()
+            zp = parser.parse_integer(allow_boolean=False)
         return (
             FloatAttr(float(np.float32(scale)), Float32Type()),
             IntegerAttr(zp, i64),
@@ -100,10 +105,24 @@ class QuantAttr(ParametrizedAttribute):
         printer.print_string(f"{self.zero_point.value.data}>")
 
     def verify(self) -> None:
-        if not (self.scale.value.data > 0 and math.isfinite(self.scale.value.data)):
-            raise VerifyException(
-                f"quantization scale must be positive and finite, got {self.scale.value.data}"
-            )
+        problem = scale_problem(self.scale.value.data)
+        if problem is not None:
+            raise VerifyException(f"#nn.q: {problem}")
+
+
+def scale_problem(scale: float) -> str | None:
+    """Why a quantization scale is unusable (None when it is fine).
+
+    The scale is stored as float32, so a value that is positive as a double but
+    rounds to 0 or to infinity in float32 is as unusable as a negative one.
+    """
+    if not (scale > 0 and math.isfinite(scale)):
+        return f"the scale must be positive and finite, got {scale}"
+    with np.errstate(over="ignore", under="ignore"):
+        s32 = np.float32(scale)
+    if s32 == 0 or not np.isfinite(s32):
+        return f"the scale {scale} is not representable as a positive finite float32"
+    return None
 
 
 # numpy dtypes of the element types the dialect accepts
@@ -257,10 +276,9 @@ class NNOp(IRDLOperation):
         """Ranks, channel counts and element types; raise VerifyException."""
 
     def verify_(self) -> None:
-        for v in (*self.operands, *self.results):
-            if not isinstance(v.type, TensorType):
-                raise VerifyException(f"{self.name}: every operand and result must be a tensor")
-            element_dtype(v.type.element_type)
+        for kind, values in (("operand", self.operands), ("result", self.results)):
+            for i, v in enumerate(values):
+                _check_tensor_type(self, v, f"{kind} #{i}")
         self.check_operands()
         expected = self.infer_shapes()
         got = [shape_of(r) for r in self.results]
@@ -321,6 +339,39 @@ def _require(cond: bool, msg: str) -> None:
         raise VerifyException(msg)
 
 
+def _check_tensor_type(op: NNOp, v: SSAValue, what: str) -> None:
+    """Element type and encoding rules every operand and result obeys."""
+    t = v.type
+    _require(
+        isinstance(t, TensorType),
+        f"{op.name}: {what} must be a tensor, got {t}",
+    )
+    assert isinstance(t, TensorType)
+    try:
+        dt = element_dtype(t.element_type)
+    except VerifyException as e:
+        raise VerifyException(f"{op.name}: {what} has an {e}") from None
+    enc = t.encoding
+    if isinstance(enc, NoneAttr):
+        return
+    _require(
+        isinstance(enc, QuantAttr),
+        f"{op.name}: {what} has the encoding {enc}; only #nn.q is supported",
+    )
+    assert isinstance(enc, QuantAttr)
+    _require(
+        dt in (np.int8, np.uint8),
+        f"{op.name}: {what} carries #nn.q on {t.element_type}; quantized tensors are "
+        "i8 or ui8",
+    )
+    info = np.iinfo(dt)
+    _require(
+        info.min <= enc.zp_value <= info.max,
+        f"{op.name}: {what} has zero point {enc.zp_value}, outside the {t.element_type} "
+        f"range [{info.min}, {info.max}]",
+    )
+
+
 def _check_float_or_quant(op: NNOp, v: SSAValue, what: str) -> None:
     dt = dtype_of(v)
     if dt == np.float32:
@@ -330,6 +381,14 @@ def _check_float_or_quant(op: NNOp, v: SSAValue, what: str) -> None:
         f"{op.name}: {what} must be f32, or i8/ui8 with a #nn.q quantization, got "
         f"{v.type}",
     )
+
+
+def _check_values(op: NNOp) -> None:
+    """Every operand and result is f32 or a quantized i8/ui8 activation."""
+    for i, v in enumerate(op.operands):
+        _check_float_or_quant(op, v, f"operand #{i}")
+    for i, v in enumerate(op.results):
+        _check_float_or_quant(op, v, f"result #{i}")
 
 
 # ------------------------------------------------------------------------- weights
@@ -515,13 +574,19 @@ class IdentityOp(UnaryOp):
         return x.copy()
 
 
-def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+def _dims(shape: Sequence[int]) -> str:
+    return "x".join(map(str, shape)) if len(shape) else "scalar"
+
+
+def broadcast_shapes(*shapes: Sequence[int], op: str = "") -> tuple[int, ...]:
+    """numpy (ONNX multidirectional) broadcasting; `op` prefixes the message."""
     try:
         return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
     except ValueError as e:
         raise VerifyException(
-            "operand shapes "
-            + " and ".join("x".join(map(str, s)) for s in shapes)
+            (f"{op}: " if op else "")
+            + "operand shapes "
+            + " and ".join(_dims(s) for s in shapes)
             + " do not broadcast"
         ) from e
 
@@ -540,7 +605,7 @@ class BinaryOp(NNOp):
             _check_float_or_quant(self, v, f"the {what}")
 
     def infer_shapes(self) -> list[tuple[int, ...]]:
-        return [broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))]
+        return [broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs), op=self.name)]
 
     def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -606,7 +671,7 @@ class PReluOp(BinaryOp):
     name = "nn.prelu"
 
     def infer_shapes(self) -> list[tuple[int, ...]]:
-        out = broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
+        out = broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs), op=self.name)
         _require(
             out == shape_of(self.lhs),
             f"{self.name}: the slope must broadcast to the input shape",
@@ -677,14 +742,23 @@ class WindowOp(NNOp):
             f"{self.name}: strides and dilations must be >= 1",
         )
         _require(all(p >= 0 for p in self.pads()), f"{self.name}: pads must be >= 0")
+        _require(
+            all(k >= 1 for k in self.kernel()),
+            f"{self.name}: kernel sizes must be >= 1, got {list(self.kernel())}",
+        )
 
     def window_shape(self, spatial_in: Sequence[int], ceil_mode: bool = False) -> list[int]:
         k, s, d, p = self.kernel(), self.strides(), self.dilations(), self.pads()
         n = len(spatial_in)
-        return [
-            _window_out(spatial_in[i], k[i], s[i], d[i], p[i], p[n + i], ceil_mode)
-            for i in range(n)
-        ]
+        out: list[int] = []
+        for i in range(n):
+            try:
+                out.append(
+                    _window_out(spatial_in[i], k[i], s[i], d[i], p[i], p[n + i], ceil_mode)
+                )
+            except VerifyException as e:
+                raise VerifyException(f"{self.name}: spatial axis {i}: {e}") from None
+        return out
 
 
 @irdl_op_definition
@@ -727,35 +801,17 @@ class ConvOp(WindowOp):
             f"{self.name}: weight kernel {ws[1:-1]} does not match kernel {self.kernel()}",
         )
         g = self.groups()
-        _require(g >= 1 and ws[0] % g == 0, f"{self.name}: Cout {ws[0]} not divisible by group {g}")
+        _require(g >= 1, f"{self.name}: group must be >= 1, got {g}")
+        _require(ws[0] % g == 0, f"{self.name}: Cout {ws[0]} is not divisible by group {g}")
         _require(
             xs[-1] == ws[-1] * g,
             f"{self.name}: input has {xs[-1]} channels but the weight expects "
             f"{ws[-1]} x group {g} = {ws[-1] * g}",
         )
-        _require(bs == (ws[0],), f"{self.name}: bias must have shape ({ws[0]},), got {bs}")
-        if self.is_quantized():
-            _require(
-                quant_of(self.input) is not None and quant_of(self.output) is not None,
-                f"{self.name}: a quantized conv needs quantized input and result",
-            )
-            _require(
-                dtype_of(self.weight) == np.int8 and dtype_of(self.bias) == np.int32,
-                f"{self.name}: a quantized conv needs i8 weights and an i32 bias",
-            )
-            _require(
-                self.weight_scale is not None
-                and shape_of(self.weight_scale) in ((ws[0],), (1,), ()),
-                f"{self.name}: a quantized conv needs per-channel weight scales "
-                f"of shape ({ws[0]},)",
-            )
-        else:
-            for v, what in ((self.input, "input"), (self.weight, "weight"), (self.bias, "bias")):
-                _require(
-                    dtype_of(v) == np.float32,
-                    f"{self.name}: the {what} must be f32 in a float conv, got {v.type}",
-                )
-            _require(self.weight_scale is None, f"{self.name}: weight scales need a quantized conv")
+        _require(
+            bs == (ws[0],), f"{self.name}: bias must have shape ({ws[0]},), got {bs}"
+        )
+        _check_conv_types(self, ws[0])
 
     def infer_shapes(self) -> list[tuple[int, ...]]:
         xs, ws = shape_of(self.input), shape_of(self.weight)
@@ -787,6 +843,38 @@ class ConvOp(WindowOp):
             dilations=self.dilations(), group=self.groups(),
         )
         return [requantize_acc(acc, qx.scale_value, ws, qy, dtype_of(self.output))]
+
+
+def _check_conv_types(
+    op: ConvOp | ConvTransposeOp, cout: int
+) -> None:
+    """Element types of a float or a quantized (transposed) convolution."""
+    what = "conv" if isinstance(op, ConvOp) else "transposed conv"
+    if op.is_quantized():
+        _require(
+            quant_of(op.input) is not None and quant_of(op.output) is not None,
+            f"{op.name}: a quantized {what} needs quantized input and result",
+        )
+        _require(
+            dtype_of(op.weight) == np.int8 and dtype_of(op.bias) == np.int32,
+            f"{op.name}: a quantized {what} needs i8 weights and an i32 bias",
+        )
+        _require(
+            op.weight_scale is not None
+            and shape_of(op.weight_scale) in ((cout,), (1,), ())
+            and dtype_of(op.weight_scale) == np.float32,
+            f"{op.name}: a quantized {what} needs f32 per-channel weight scales "
+            f"of shape ({cout},)",
+        )
+        return
+    for v, role in ((op.input, "input"), (op.weight, "weight"), (op.bias, "bias")):
+        _require(
+            dtype_of(v) == np.float32,
+            f"{op.name}: the {role} must be f32 in a float {what}, got {v.type}",
+        )
+    _require(
+        op.weight_scale is None, f"{op.name}: weight scales need a quantized {what}"
+    )
 
 
 def requantize_acc(
@@ -830,18 +918,41 @@ class ConvTransposeOp(WindowOp):
         self.check_window()
         xs, ws, bs = shape_of(self.input), shape_of(self.weight), shape_of(self.bias)
         g = self.groups()
-        _require(len(ws) == len(xs), f"{self.name}: weight rank must be {len(xs)}")
+        r = len(xs)
+        _require(
+            len(ws) == r,
+            f"{self.name}: the weight must have rank {r} (Cin, *kernel, Cout/group), "
+            f"got {len(ws)}",
+        )
         _require(
             ws[0] == xs[-1],
             f"{self.name}: input has {xs[-1]} channels but the weight expects {ws[0]}",
         )
-        _require(tuple(ws[1:-1]) == self.kernel(), f"{self.name}: weight kernel mismatch")
-        _require(bs == (ws[-1] * g,), f"{self.name}: bias must have shape ({ws[-1] * g},)")
-        if self.is_quantized():
-            _require(
-                dtype_of(self.weight) == np.int8 and self.weight_scale is not None,
-                f"{self.name}: a quantized transposed conv needs i8 weights and scales",
-            )
+        _require(
+            tuple(ws[1:-1]) == self.kernel(),
+            f"{self.name}: weight kernel {ws[1:-1]} does not match kernel {self.kernel()}",
+        )
+        _require(g >= 1, f"{self.name}: group must be >= 1, got {g}")
+        _require(xs[-1] % g == 0, f"{self.name}: Cin {xs[-1]} is not divisible by group {g}")
+        op_ = self.ints("output_padding")
+        _require(
+            len(op_) in (0, r - 2),
+            f"{self.name}: output_padding needs {r - 2} values for a rank-{r} input, "
+            f"got {len(op_)}",
+        )
+        _require(
+            all(
+                0 <= p < max(s, d)
+                for p, s, d in zip(self.out_padding(), self.strides(), self.dilations())
+            ),
+            f"{self.name}: output_padding {list(self.out_padding())} must be >= 0 and "
+            "smaller than the stride or the dilation",
+        )
+        _require(
+            bs == (ws[-1] * g,),
+            f"{self.name}: bias must have shape ({ws[-1] * g},), got {bs}",
+        )
+        _check_conv_types(self, ws[-1] * g)
 
     def infer_shapes(self) -> list[tuple[int, ...]]:
         xs, ws = shape_of(self.input), shape_of(self.weight)
@@ -891,9 +1002,11 @@ class PoolOp(WindowOp):
         self.check_window()
         _require(
             len(self.kernel()) == self.spatial_rank(),
-            f"{self.name}: kernel needs {self.spatial_rank()} values",
+            f"{self.name}: kernel needs {self.spatial_rank()} values for a rank-"
+            f"{self.spatial_rank() + 2} input, got {len(self.kernel())}",
         )
         _check_float_or_quant(self, self.input, "the input")
+        _check_float_or_quant(self, self.output, "the result")
 
     def infer_shapes(self) -> list[tuple[int, ...]]:
         xs = shape_of(self.input)
@@ -939,8 +1052,14 @@ class GlobalAveragePoolOp(NNOp):
     traits = traits_def(Pure())
 
     def check_operands(self) -> None:
-        _require(_rank(self.input) in (3, 4), f"{self.name}: input must be rank 3 or 4")
+        r = _rank(self.input)
+        _require(
+            r in (3, 4),
+            f"{self.name}: the input must be a rank-3 (N, W, C) or rank-4 (N, H, W, C) "
+            f"feature map, got rank {r}",
+        )
         _check_float_or_quant(self, self.input, "the input")
+        _check_float_or_quant(self, self.output, "the result")
 
     def infer_shapes(self) -> list[tuple[int, ...]]:
         xs = shape_of(self.input)
@@ -966,9 +1085,15 @@ class BatchNormOp(NNOp):
     traits = traits_def(Pure())
 
     def check_operands(self) -> None:
+        _require(_rank(self.input) >= 2, f"{self.name}: the input needs rank >= 2")
+        _check_float_or_quant(self, self.input, "the input")
+        _check_float_or_quant(self, self.output, "the result")
         c = shape_of(self.input)[-1]
         for v in (self.scale, self.bias, self.mean, self.var):
-            _require(shape_of(v) == (c,), f"{self.name}: parameters must have shape ({c},)")
+            _require(
+                shape_of(v) == (c,) and dtype_of(v) == np.float32,
+                f"{self.name}: parameters must be f32 of shape ({c},), got {v.type}",
+            )
 
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         x, g, b, m, v = args
@@ -1010,17 +1135,40 @@ class GemmOp(NNOp):
             f"{self.name}: A and B must be matrices (rank 2)",
         )
         m, n, _ = self.dims()
-        broadcast_shapes(shape_of(self.c), (m, n))
+        cs = shape_of(self.c)
+        _require(
+            len(cs) <= 2 and broadcast_shapes(cs, (m, n), op=self.name) == (m, n),
+            f"{self.name}: C of shape {_dims(cs)} does not broadcast to the {m}x{n} result",
+        )
         if self.is_quantized():
             _require(
-                dtype_of(self.b) == np.int8 and self.weight_scale is not None
-                and dtype_of(self.c) == np.int32,
-                f"{self.name}: a quantized gemm needs i8 B with scales and an i32 C",
+                quant_of(self.a) is not None and quant_of(self.y) is not None,
+                f"{self.name}: a quantized gemm needs a quantized A and result",
+            )
+            _require(
+                dtype_of(self.b) == np.int8 and dtype_of(self.c) == np.int32,
+                f"{self.name}: a quantized gemm needs an i8 B and an i32 C",
+            )
+            _require(
+                self.weight_scale is not None
+                and shape_of(self.weight_scale) in ((n,), (1,), ())
+                and dtype_of(self.weight_scale) == np.float32,
+                f"{self.name}: a quantized gemm needs f32 per-column weight scales of "
+                f"shape ({n},)",
             )
             _require(
                 not self.int_("trans_a") and self.float_("alpha", 1.0) == 1.0
                 and self.float_("beta", 1.0) == 1.0,
                 f"{self.name}: a quantized gemm takes alpha = beta = 1 and no trans_a",
+            )
+        else:
+            for v, role in ((self.a, "A"), (self.b, "B"), (self.c, "C")):
+                _require(
+                    dtype_of(v) == np.float32,
+                    f"{self.name}: {role} must be f32 in a float gemm, got {v.type}",
+                )
+            _require(
+                self.weight_scale is None, f"{self.name}: weight scales need a quantized gemm"
             )
 
     def infer_shapes(self) -> list[tuple[int, ...]]:
@@ -1080,9 +1228,27 @@ class MatMulOp(NNOp):
                 f"{self.name}: a quantized matmul needs a quantized A and result",
             )
             _require(
-                quant_of(self.b) is not None or self.weight_scale is not None,
+                quant_of(self.b) is not None
+                or (dtype_of(self.b) == np.int8 and self.weight_scale is not None),
                 f"{self.name}: a quantized matmul needs a quantized B or i8 weights "
                 "with scales",
+            )
+            if quant_of(self.b) is None:
+                ws, n = self.weight_scale, (shape_of(self.b) or (1,))[-1]
+                assert ws is not None
+                _require(
+                    shape_of(ws) in ((n,), (1,), ()) and dtype_of(ws) == np.float32,
+                    f"{self.name}: weight scales must be f32 of shape ({n},)",
+                )
+        else:
+            for v, role in ((self.a, "A"), (self.b, "B")):
+                _require(
+                    dtype_of(v) == np.float32,
+                    f"{self.name}: {role} must be f32 in a float matmul, got {v.type}",
+                )
+            _require(
+                self.weight_scale is None,
+                f"{self.name}: weight scales need a quantized matmul",
             )
 
     def macs(self) -> int:
@@ -1120,6 +1286,8 @@ class ConcatOp(NNOp):
     """Concatenation; along the last (channel) axis it tiles with the band."""
 
     name = "nn.concat"
+    TILING: ClassVar[TilingClass] = TilingClass.INDEPENDENT_AXIS
+    """The general case; `tiling()` refines a channel concat to POINTWISE."""
     QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
     inputs = var_operand_def(TensorType)
     output = result_def(TensorType)
@@ -1149,6 +1317,9 @@ class ConcatOp(NNOp):
         out[ax] = sum(s[ax] for s in shapes)
         return [tuple(out)]
 
+    def check_operands(self) -> None:
+        _check_values(self)
+
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         return [np.concatenate(args, axis=self.int_("axis"))]
 
@@ -1174,6 +1345,9 @@ class SplitOp(NNOp):
         )
         return [tuple(xs[:ax]) + (s,) + tuple(xs[ax + 1 :]) for s in sizes]
 
+    def check_operands(self) -> None:
+        _check_values(self)
+
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         cuts = np.cumsum(self.ints("sizes"))[:-1]
         return list(np.split(args[0], cuts, axis=self.int_("axis")))
@@ -1197,10 +1371,12 @@ class ReshapeLikeOp(NNOp):
             math.prod(a) == math.prod(b),
             f"{self.name}: cannot reshape {math.prod(a)} elements into {b}",
         )
+        _check_values(self)
         _require(
             dtype_of(self.input) == dtype_of(self.output)
             and quant_of(self.input) == quant_of(self.output),
-            f"{self.name}: input and result element types must agree",
+            f"{self.name}: input and result element types must agree, got "
+            f"{self.input.type} and {self.output.type}",
         )
 
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -1219,7 +1395,12 @@ class FlattenOp(ReshapeLikeOp):
 
     def infer_shapes(self) -> list[tuple[int, ...]]:
         xs = shape_of(self.input)
-        ax = self.int_("axis") % (len(xs) + 1) if self.int_("axis") < 0 else self.int_("axis")
+        r, axis = len(xs), self.int_("axis")
+        _require(
+            -r <= axis <= r,
+            f"{self.name}: axis {axis} is out of range [{-r}, {r}] for rank {r}",
+        )
+        ax = axis + r if axis < 0 else axis  # ONNX: a negative axis counts from the back
         return [(math.prod(xs[:ax]), math.prod(xs[ax:]))]
 
 
@@ -1244,7 +1425,12 @@ class UnsqueezeOp(ReshapeLikeOp):
     def infer_shapes(self) -> list[tuple[int, ...]]:
         xs = list(shape_of(self.input))
         r = len(xs) + len(self.ints("axes"))
-        for a in sorted(_norm_axis(a, r, self.name) for a in self.ints("axes")):
+        axes = sorted(_norm_axis(a, r, self.name) for a in self.ints("axes"))
+        _require(
+            len(set(axes)) == len(axes),
+            f"{self.name}: axes {list(self.ints('axes'))} name an output axis twice",
+        )
+        for a in axes:
             xs.insert(a, 1)
         return [tuple(xs)]
 
@@ -1268,6 +1454,9 @@ class TransposeOp(NNOp):
         )
         return [tuple(xs[i] for i in p)]
 
+    def check_operands(self) -> None:
+        _check_values(self)
+
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         return [np.ascontiguousarray(np.transpose(args[0], self.ints("perm")))]
 
@@ -1287,8 +1476,13 @@ class PadOp(NNOp):
     traits = traits_def(Pure())
 
     def check_operands(self) -> None:
+        _check_values(self)
         r = _rank(self.input)
-        _require(len(self.ints("pads")) == 2 * r, f"{self.name}: pads needs {2 * r} values")
+        _require(
+            len(self.ints("pads")) == 2 * r,
+            f"{self.name}: pads needs {2 * r} values for a rank-{r} input, got "
+            f"{len(self.ints('pads'))}",
+        )
         _require(
             self.str_("mode") in ("constant", "reflect", "edge"),
             f"{self.name}: mode must be constant, reflect or edge",
@@ -1314,6 +1508,12 @@ class PadOp(NNOp):
         return [K.pad(x, pads=self.ints("pads"), mode=self.str_("mode"), value=value)]
 
 
+_RESIZE_COORDINATES = (
+    "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"
+)
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
 @irdl_op_definition
 class ResizeOp(NNOp):
     """Resize of the spatial axes to the result's size (nearest or linear)."""
@@ -1337,9 +1537,21 @@ class ResizeOp(NNOp):
             len(ys) == len(xs) and xs[0] == ys[0] and xs[-1] == ys[-1],
             f"{self.name}: only the spatial axes may change size",
         )
+        _check_values(self)
         _require(
             self.str_("mode") in ("nearest", "linear"),
             f"{self.name}: mode must be nearest or linear, got {self.str_('mode')}",
+        )
+        ctm = self.str_("coordinate_transformation_mode")
+        _require(
+            ctm in _RESIZE_COORDINATES,
+            f"{self.name}: coordinate_transformation_mode must be one of "
+            f"{', '.join(_RESIZE_COORDINATES)}, got {ctm}",
+        )
+        nm = self.str_("nearest_mode", "round_prefer_floor")
+        _require(
+            nm in _NEAREST_MODES,
+            f"{self.name}: nearest_mode must be one of {', '.join(_NEAREST_MODES)}, got {nm}",
         )
 
     def infer_shapes(self) -> list[tuple[int, ...]]:
@@ -1365,6 +1577,7 @@ class AxisOp(NNOp):
     traits = traits_def(Pure())
 
     def check_operands(self) -> None:
+        _check_values(self)
         _norm_axis(self.int_("axis"), _rank(self.input), self.name)
 
 
@@ -1393,11 +1606,21 @@ class ReduceOp(NNOp):
     traits = traits_def(Pure())
     KIND: ClassVar[str] = ""
 
+    def check_operands(self) -> None:
+        _check_values(self)
+        _require(
+            self.int_("keepdims") in (0, 1),
+            f"{self.name}: keepdims must be 0 or 1, got {self.int_('keepdims')}",
+        )
+
     def infer_shapes(self) -> list[tuple[int, ...]]:
         xs = shape_of(self.input)
-        axes = {_norm_axis(a, len(xs), self.name) for a in self.ints("axes")} or set(
-            range(len(xs))
+        listed = [_norm_axis(a, len(xs), self.name) for a in self.ints("axes")]
+        _require(
+            len(set(listed)) == len(listed),
+            f"{self.name}: axes {list(self.ints('axes'))} name an axis twice",
         )
+        axes = set(listed) or set(range(len(xs)))
         if self.int_("keepdims"):
             return [tuple(1 if i in axes else d for i, d in enumerate(xs))]
         return [tuple(d for i, d in enumerate(xs) if i not in axes)]
@@ -1485,6 +1708,6 @@ NN_OPS: list[type[IRDLOperation]] = [
     QuantizeOp, DequantizeOp,
 ]
 
-NN = Dialect("nn", NN_OPS, [QuantAttr])
+NN = Dialect("nn", [*NN_OPS], [QuantAttr])
 
 __all__ = ["NN", "NN_OPS", "NNOp", "QuantAttr", "ArrayAttr"]

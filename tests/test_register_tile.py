@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tigris_ir import register_tile as rt
 from tigris_ir.register_tile import Geometry as G
-from tigris_ir.targets import Target, avx2, avx512, neon, sse
+from tigris_ir.targets import Target, avx2, avx512, detect_target, get_target, neon, sse
 
 PRESETS = (avx512, avx2, sse, neon)
 few_regs = dataclasses.replace(sse, name="tiny", vector_registers=5)
@@ -358,9 +358,39 @@ def test_check_agrees_with_its_rules(target: Target, m: int, n: int, rm: int, rn
     for lanes in rt.renderable_lanes(target.vector_bytes, target.elt_bytes):
         g = G(rm, rn, lanes)
         ok = (
-            lanes <= n
-            and rm <= m
-            and rn * lanes <= n
-            and rt.live_registers(g) <= rt.budget(target)
+            lanes <= n and rm <= m and rn * lanes <= n and rt.live_registers(g) <= rt.budget(target)
         )
         assert (rt.check(target, m, n, g) is None) == ok
+
+
+# ---------------------------------------------------------------- targets
+
+
+def test_target_presets():
+    assert (avx512.vector_bytes, avx512.vector_registers) == (64, 32)
+    assert (avx2.vector_bytes, avx2.vector_registers) == (32, 16)
+    assert (sse.vector_bytes, sse.vector_registers) == (16, 16)
+    assert (neon.vector_bytes, neon.vector_registers) == (16, 32)
+    assert get_target("avx2") is avx2
+    assert get_target("host").name == "host"
+
+
+def test_unknown_target_lists_the_known_names():
+    with pytest.raises(ValueError, match="avx512, avx512-vnni, avx2, sse, neon, host"):
+        get_target("avx1024")
+
+
+@pytest.mark.parametrize(
+    ("flags", "machine", "isa", "vnni"),
+    [
+        ("fpu sse sse2 avx avx2 fma avx512f avx512bw avx512_vnni", "x86_64", "avx512", True),
+        ("fpu sse sse2 avx avx2 fma avx512f avx512bw", "x86_64", "avx512", False),
+        ("fpu sse sse2 avx avx2 fma", "x86_64", "avx2", False),
+        ("fpu sse sse2", "x86_64", "sse", False),
+        ("", "aarch64", "neon", False),
+    ],
+)
+def test_detect_target_from_cpuinfo(flags: str, machine: str, isa: str, vnni: bool):
+    t = detect_target(f"processor\t: 0\nflags\t\t: {flags}\n", machine)
+    assert (t.name, t.isa, t.vnni) == ("host", isa, vnni)
+    assert rt.rn_cap(t) == (6 if t.vector_registers == 32 else 3)

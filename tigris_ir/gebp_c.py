@@ -21,9 +21,11 @@ register of the other).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import os
+import shutil
 import subprocess
 import tempfile
 from abc import ABC, abstractmethod
@@ -622,6 +624,9 @@ def _build_dir() -> Path:
     global _BUILD_DIR
     if _BUILD_DIR is None:
         _BUILD_DIR = Path(tempfile.mkdtemp(prefix="tigris-gebp-"))
+        # Loaded objects stay mapped after their files go, so the directory
+        # can be removed at exit whatever is still loaded.
+        atexit.register(shutil.rmtree, _BUILD_DIR, True)
     return _BUILD_DIR
 
 

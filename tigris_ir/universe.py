@@ -27,7 +27,13 @@ def _rtile() -> Dialect:
     return RTile
 
 
-DIALECTS: dict[str, Callable[[], Dialect]] = {"nn": _nn, "rtile": _rtile}
+def _tile() -> Dialect:
+    from tigris_ir.dialects.tile import Tile
+
+    return Tile
+
+
+DIALECTS: dict[str, Callable[[], Dialect]] = {"nn": _nn, "rtile": _rtile, "tile": _tile}
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {}
 

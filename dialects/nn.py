@@ -69,6 +69,9 @@ class QuantAttr(ParametrizedAttribute):
     zero_point: IntegerAttr
 
     def __init__(self, scale: float, zero_point: int):
+        problem = scale_problem(float(scale))  # before float32 rounding hides it
+        if problem is not None:
+            raise VerifyException(f"#nn.q: {problem}")
         super().__init__(
             FloatAttr(float(np.float32(scale)), Float32Type()), IntegerAttr(zero_point, i64)
         )
@@ -91,7 +94,7 @@ class QuantAttr(ParametrizedAttribute):
             if problem is not None:
                 parser.raise_error(f"#nn.q: {problem}", start, end)
             parser.parse_punctuation(":")
-            zp = parser.parse_integer(allow_boolean=False)
+            zp = parser.parse_integer(allow_boolean=False, context_msg=" as the #nn.q zero point")
         return (
             FloatAttr(float(np.float32(scale)), Float32Type()),
             IntegerAttr(zp, i64),
@@ -312,13 +315,8 @@ class NNOp(IRDLOperation):
         else:
             real = [dequantize_array(a, quant_of(v)) for a, v in zip(args, self.operands)]
             outs = self.compute(real)
-            outs = [
-                quantize_array(o, cast(TensorType, r.type))
-                for o, r in zip(outs, self.results)
-            ]
-        return [
-            np.asarray(o).astype(dtype_of(r), copy=False) for o, r in zip(outs, self.results)
-        ]
+            outs = [quantize_array(o, cast(TensorType, r.type)) for o, r in zip(outs, self.results)]
+        return [np.asarray(o).astype(dtype_of(r), copy=False) for o, r in zip(outs, self.results)]
 
     def _same_quantization(self) -> bool:
         qs = {
@@ -361,8 +359,7 @@ def _check_tensor_type(op: NNOp, v: SSAValue, what: str) -> None:
     assert isinstance(enc, QuantAttr)
     _require(
         dt in (np.int8, np.uint8),
-        f"{op.name}: {what} carries #nn.q on {t.element_type}; quantized tensors are "
-        "i8 or ui8",
+        f"{op.name}: {what} carries #nn.q on {t.element_type}; quantized tensors are i8 or ui8",
     )
     info = np.iinfo(dt)
     _require(
@@ -378,8 +375,7 @@ def _check_float_or_quant(op: NNOp, v: SSAValue, what: str) -> None:
         return
     _require(
         dt in (np.int8, np.uint8) and quant_of(v) is not None,
-        f"{op.name}: {what} must be f32, or i8/ui8 with a #nn.q quantization, got "
-        f"{v.type}",
+        f"{op.name}: {what} must be f32, or i8/ui8 with a #nn.q quantization, got {v.type}",
     )
 
 
@@ -499,7 +495,8 @@ class GeluOp(UnaryOp):
         super().check_operands()
         _require(
             self.str_("approximate", "none") in ("none", "tanh"),
-            f"{self.name}: approximate must be \"none\" or \"tanh\"",
+            f'{self.name}: approximate must be "none" or "tanh", got '
+            f'"{self.str_("approximate", "none")}"',
         )
 
     def fn(self, x: np.ndarray) -> np.ndarray:
@@ -674,7 +671,8 @@ class PReluOp(BinaryOp):
         out = broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs), op=self.name)
         _require(
             out == shape_of(self.lhs),
-            f"{self.name}: the slope must broadcast to the input shape",
+            f"{self.name}: the slope {_dims(shape_of(self.rhs))} must broadcast to the "
+            f"input shape {_dims(shape_of(self.lhs))}",
         )
         return [out]
 
@@ -753,9 +751,7 @@ class WindowOp(NNOp):
         out: list[int] = []
         for i in range(n):
             try:
-                out.append(
-                    _window_out(spatial_in[i], k[i], s[i], d[i], p[i], p[n + i], ceil_mode)
-                )
+                out.append(_window_out(spatial_in[i], k[i], s[i], d[i], p[i], p[n + i], ceil_mode))
             except VerifyException as e:
                 raise VerifyException(f"{self.name}: spatial axis {i}: {e}") from None
         return out
@@ -793,8 +789,7 @@ class ConvOp(WindowOp):
         r = len(xs)
         _require(
             len(ws) == r,
-            f"{self.name}: the weight must have rank {r} (Cout, *kernel, Cin/group), "
-            f"got {len(ws)}",
+            f"{self.name}: the weight must have rank {r} (Cout, *kernel, Cin/group), got {len(ws)}",
         )
         _require(
             tuple(ws[1:-1]) == self.kernel(),
@@ -808,9 +803,7 @@ class ConvOp(WindowOp):
             f"{self.name}: input has {xs[-1]} channels but the weight expects "
             f"{ws[-1]} x group {g} = {ws[-1] * g}",
         )
-        _require(
-            bs == (ws[0],), f"{self.name}: bias must have shape ({ws[0]},), got {bs}"
-        )
+        _require(bs == (ws[0],), f"{self.name}: bias must have shape ({ws[0]},), got {bs}")
         _check_conv_types(self, ws[0])
 
     def infer_shapes(self) -> list[tuple[int, ...]]:
@@ -828,8 +821,13 @@ class ConvOp(WindowOp):
         x, w, b = args[:3]
         return [
             K.conv(
-                x, w, b, strides=self.strides(), pads=self.pads(),
-                dilations=self.dilations(), group=self.groups(),
+                x,
+                w,
+                b,
+                strides=self.strides(),
+                pads=self.pads(),
+                dilations=self.dilations(),
+                group=self.groups(),
             )
         ]
 
@@ -838,16 +836,18 @@ class ConvOp(WindowOp):
         qx, qy = quant_of(self.input), quant_of(self.output)
         assert qx is not None and qy is not None
         acc = K.conv(
-            x.astype(np.int32) - np.int32(qx.zp_value), w.astype(np.int32),
-            b.astype(np.int32), strides=self.strides(), pads=self.pads(),
-            dilations=self.dilations(), group=self.groups(),
+            x.astype(np.int32) - np.int32(qx.zp_value),
+            w.astype(np.int32),
+            b.astype(np.int32),
+            strides=self.strides(),
+            pads=self.pads(),
+            dilations=self.dilations(),
+            group=self.groups(),
         )
         return [requantize_acc(acc, qx.scale_value, ws, qy, dtype_of(self.output))]
 
 
-def _check_conv_types(
-    op: ConvOp | ConvTransposeOp, cout: int
-) -> None:
+def _check_conv_types(op: ConvOp | ConvTransposeOp, cout: int) -> None:
     """Element types of a float or a quantized (transposed) convolution."""
     what = "conv" if isinstance(op, ConvOp) else "transposed conv"
     if op.is_quantized():
@@ -864,7 +864,8 @@ def _check_conv_types(
             and shape_of(op.weight_scale) in ((cout,), (1,), ())
             and dtype_of(op.weight_scale) == np.float32,
             f"{op.name}: a quantized {what} needs f32 per-channel weight scales "
-            f"of shape ({cout},)",
+            f"of shape ({cout},), got "
+            + (str(op.weight_scale.type) if op.weight_scale is not None else "none"),
         )
         return
     for v, role in ((op.input, "input"), (op.weight, "weight"), (op.bias, "bias")):
@@ -872,13 +873,14 @@ def _check_conv_types(
             dtype_of(v) == np.float32,
             f"{op.name}: the {role} must be f32 in a float {what}, got {v.type}",
         )
-    _require(
-        op.weight_scale is None, f"{op.name}: weight scales need a quantized {what}"
-    )
+    _require(op.weight_scale is None, f"{op.name}: weight scales need a quantized {what}")
 
 
 def requantize_acc(
-    acc: np.ndarray, in_scale: np.float32, w_scale: np.ndarray, qy: QuantAttr,
+    acc: np.ndarray,
+    in_scale: np.float32,
+    w_scale: np.ndarray,
+    qy: QuantAttr,
     dtype: np.dtype,
 ) -> np.ndarray:
     """int32 accumulators to the output type: M = float32(s_x * s_w / s_y)."""
@@ -921,8 +923,7 @@ class ConvTransposeOp(WindowOp):
         r = len(xs)
         _require(
             len(ws) == r,
-            f"{self.name}: the weight must have rank {r} (Cin, *kernel, Cout/group), "
-            f"got {len(ws)}",
+            f"{self.name}: the weight must have rank {r} (Cin, *kernel, Cout/group), got {len(ws)}",
         )
         _require(
             ws[0] == xs[-1],
@@ -934,11 +935,11 @@ class ConvTransposeOp(WindowOp):
         )
         _require(g >= 1, f"{self.name}: group must be >= 1, got {g}")
         _require(xs[-1] % g == 0, f"{self.name}: Cin {xs[-1]} is not divisible by group {g}")
-        op_ = self.ints("output_padding")
+        out_pad = self.ints("output_padding")
         _require(
-            len(op_) in (0, r - 2),
+            len(out_pad) in (0, r - 2),
             f"{self.name}: output_padding needs {r - 2} values for a rank-{r} input, "
-            f"got {len(op_)}",
+            f"got {len(out_pad)}",
         )
         _require(
             all(
@@ -957,7 +958,11 @@ class ConvTransposeOp(WindowOp):
     def infer_shapes(self) -> list[tuple[int, ...]]:
         xs, ws = shape_of(self.input), shape_of(self.weight)
         k, s, d, p, op = (
-            self.kernel(), self.strides(), self.dilations(), self.pads(), self.out_padding()
+            self.kernel(),
+            self.strides(),
+            self.dilations(),
+            self.pads(),
+            self.out_padding(),
         )
         n = len(xs) - 2
         sp = [
@@ -970,8 +975,13 @@ class ConvTransposeOp(WindowOp):
         x, w, b = args[:3]
         return [
             K.conv_transpose(
-                x, w, b, strides=self.strides(), pads=self.pads(),
-                dilations=self.dilations(), group=self.groups(),
+                x,
+                w,
+                b,
+                strides=self.strides(),
+                pads=self.pads(),
+                dilations=self.dilations(),
+                group=self.groups(),
                 output_padding=self.out_padding(),
             )
         ]
@@ -981,9 +991,13 @@ class ConvTransposeOp(WindowOp):
         qx, qy = quant_of(self.input), quant_of(self.output)
         assert qx is not None and qy is not None
         acc = K.conv_transpose(
-            x.astype(np.int32) - np.int32(qx.zp_value), w.astype(np.int32),
-            b.astype(np.int32), strides=self.strides(), pads=self.pads(),
-            dilations=self.dilations(), group=self.groups(),
+            x.astype(np.int32) - np.int32(qx.zp_value),
+            w.astype(np.int32),
+            b.astype(np.int32),
+            strides=self.strides(),
+            pads=self.pads(),
+            dilations=self.dilations(),
+            group=self.groups(),
             output_padding=self.out_padding(),
         )
         return [requantize_acc(acc, qx.scale_value, ws, qy, dtype_of(self.output))]
@@ -1022,8 +1036,12 @@ class MaxPoolOp(PoolOp):
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         return [
             K.max_pool(
-                args[0], kernel=self.kernel(), strides=self.strides(), pads=self.pads(),
-                dilations=self.dilations(), ceil_mode=bool(self.int_("ceil_mode")),
+                args[0],
+                kernel=self.kernel(),
+                strides=self.strides(),
+                pads=self.pads(),
+                dilations=self.dilations(),
+                ceil_mode=bool(self.int_("ceil_mode")),
             )
         ]
 
@@ -1036,7 +1054,10 @@ class AveragePoolOp(PoolOp):
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         return [
             K.avg_pool(
-                args[0], kernel=self.kernel(), strides=self.strides(), pads=self.pads(),
+                args[0],
+                kernel=self.kernel(),
+                strides=self.strides(),
+                pads=self.pads(),
                 ceil_mode=bool(self.int_("ceil_mode")),
                 count_include_pad=bool(self.int_("count_include_pad")),
             )
@@ -1124,16 +1145,19 @@ class GemmOp(NNOp):
 
     def dims(self) -> tuple[int, int, int]:
         sa, sb = shape_of(self.a), shape_of(self.b)
+        _require(
+            len(sa) == 2 and len(sb) == 2,
+            f"{self.name}: A and B must be matrices (rank 2), got {_dims(sa)} and {_dims(sb)}",
+        )
         m, k = (sa[1], sa[0]) if self.int_("trans_a") else sa
         k2, n = (sb[1], sb[0]) if self.int_("trans_b") else sb
-        _require(k == k2, f"{self.name}: inner dimensions differ ({k} vs {k2})")
+        _require(
+            k == k2,
+            f"{self.name}: inner dimensions differ: op(A) is {m}x{k}, op(B) is {k2}x{n}",
+        )
         return m, n, k
 
     def check_operands(self) -> None:
-        _require(
-            _rank(self.a) == 2 and _rank(self.b) == 2,
-            f"{self.name}: A and B must be matrices (rank 2)",
-        )
         m, n, _ = self.dims()
         cs = shape_of(self.c)
         _require(
@@ -1154,10 +1178,12 @@ class GemmOp(NNOp):
                 and shape_of(self.weight_scale) in ((n,), (1,), ())
                 and dtype_of(self.weight_scale) == np.float32,
                 f"{self.name}: a quantized gemm needs f32 per-column weight scales of "
-                f"shape ({n},)",
+                f"shape ({n},), got "
+                + (str(self.weight_scale.type) if self.weight_scale is not None else "none"),
             )
             _require(
-                not self.int_("trans_a") and self.float_("alpha", 1.0) == 1.0
+                not self.int_("trans_a")
+                and self.float_("alpha", 1.0) == 1.0
                 and self.float_("beta", 1.0) == 1.0,
                 f"{self.name}: a quantized gemm takes alpha = beta = 1 and no trans_a",
             )
@@ -1167,9 +1193,7 @@ class GemmOp(NNOp):
                     dtype_of(v) == np.float32,
                     f"{self.name}: {role} must be f32 in a float gemm, got {v.type}",
                 )
-            _require(
-                self.weight_scale is None, f"{self.name}: weight scales need a quantized gemm"
-            )
+            _require(self.weight_scale is None, f"{self.name}: weight scales need a quantized gemm")
 
     def infer_shapes(self) -> list[tuple[int, ...]]:
         m, n, _ = self.dims()
@@ -1183,8 +1207,13 @@ class GemmOp(NNOp):
         a, b, c = args[:3]
         return [
             K.gemm(
-                a, b, c, alpha=self.float_("alpha", 1.0), beta=self.float_("beta", 1.0),
-                trans_a=bool(self.int_("trans_a")), trans_b=bool(self.int_("trans_b")),
+                a,
+                b,
+                c,
+                alpha=self.float_("alpha", 1.0),
+                beta=self.float_("beta", 1.0),
+                trans_a=bool(self.int_("trans_a")),
+                trans_b=bool(self.int_("trans_b")),
             )
         ]
 
@@ -1215,11 +1244,21 @@ class MatMulOp(NNOp):
     def infer_shapes(self) -> list[tuple[int, ...]]:
         sa, sb = shape_of(self.a), shape_of(self.b)
         _require(len(sa) >= 1 and len(sb) >= 1, f"{self.name}: operands must have rank >= 1")
-        try:
-            out = np.matmul(np.empty(sa, np.float32), np.empty(sb, np.float32)).shape
-        except ValueError as e:
-            raise VerifyException(f"{self.name}: shapes {sa} and {sb} do not multiply") from e
-        return [tuple(out)]
+        # numpy matmul's shape rule, without multiplying anything
+        a2, b2 = list(sa), list(sb)
+        if len(sa) == 1:
+            a2.insert(0, 1)
+        if len(sb) == 1:
+            b2.append(1)
+        _require(
+            a2[-1] == b2[-2],
+            f"{self.name}: shapes {_dims(sa)} and {_dims(sb)} do not multiply "
+            f"({a2[-1]} columns against {b2[-2]} rows)",
+        )
+        batch = broadcast_shapes(a2[:-2], b2[:-2], op=self.name)
+        rows = (a2[-2],) if len(sa) > 1 else ()
+        cols = (b2[-1],) if len(sb) > 1 else ()
+        return [(*batch, *rows, *cols)]
 
     def check_operands(self) -> None:
         if self.is_quantized():
@@ -1230,15 +1269,14 @@ class MatMulOp(NNOp):
             _require(
                 quant_of(self.b) is not None
                 or (dtype_of(self.b) == np.int8 and self.weight_scale is not None),
-                f"{self.name}: a quantized matmul needs a quantized B or i8 weights "
-                "with scales",
+                f"{self.name}: a quantized matmul needs a quantized B or i8 weights with scales",
             )
             if quant_of(self.b) is None:
                 ws, n = self.weight_scale, (shape_of(self.b) or (1,))[-1]
                 assert ws is not None
                 _require(
                     shape_of(ws) in ((n,), (1,), ()) and dtype_of(ws) == np.float32,
-                    f"{self.name}: weight scales must be f32 of shape ({n},)",
+                    f"{self.name}: weight scales must be f32 of shape ({n},), got {ws.type}",
                 )
         else:
             for v, role in ((self.a, "A"), (self.b, "B")):
@@ -1277,7 +1315,9 @@ class MatMulOp(NNOp):
 
 def _norm_axis(axis: int, rank: int, op: str) -> int:
     if not -rank <= axis < rank:
-        raise VerifyException(f"{op}: axis {axis} is out of range for rank {rank}")
+        raise VerifyException(
+            f"{op}: axis {axis} is out of range [{-rank}, {rank - 1}] for rank {rank}"
+        )
     return axis % rank
 
 
@@ -1366,10 +1406,12 @@ class ReshapeLikeOp(NNOp):
         return [shape_of(self.output)]
 
     def check_operands(self) -> None:
+        self.infer_shapes()  # the axis rules of the op come before the element count
         a, b = shape_of(self.input), shape_of(self.output)
         _require(
             math.prod(a) == math.prod(b),
-            f"{self.name}: cannot reshape {math.prod(a)} elements into {b}",
+            f"{self.name}: cannot reshape {_dims(a)} ({math.prod(a)} elements) into "
+            f"{_dims(b)} ({math.prod(b)} elements)",
         )
         _check_values(self)
         _require(
@@ -1485,7 +1527,7 @@ class PadOp(NNOp):
         )
         _require(
             self.str_("mode") in ("constant", "reflect", "edge"),
-            f"{self.name}: mode must be constant, reflect or edge",
+            f"{self.name}: mode must be constant, reflect or edge, got {self.str_('mode')}",
         )
 
     def infer_shapes(self) -> list[tuple[int, ...]]:
@@ -1509,7 +1551,11 @@ class PadOp(NNOp):
 
 
 _RESIZE_COORDINATES = (
-    "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"
+    "half_pixel",
+    "pytorch_half_pixel",
+    "align_corners",
+    "asymmetric",
+    "tf_half_pixel_for_nn",
 )
 _NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
@@ -1532,10 +1578,14 @@ class ResizeOp(NNOp):
 
     def check_operands(self) -> None:
         xs, ys = shape_of(self.input), shape_of(self.output)
-        _require(len(xs) in (3, 4), f"{self.name}: input must be a rank-3 or rank-4 feature map")
+        _require(
+            len(xs) in (3, 4),
+            f"{self.name}: the input must be a rank-3 (N, W, C) or rank-4 (N, H, W, C) "
+            f"feature map, got rank {len(xs)}",
+        )
         _require(
             len(ys) == len(xs) and xs[0] == ys[0] and xs[-1] == ys[-1],
-            f"{self.name}: only the spatial axes may change size",
+            f"{self.name}: only the spatial axes may change size, got {_dims(xs)} -> {_dims(ys)}",
         )
         _check_values(self)
         _require(
@@ -1560,7 +1610,9 @@ class ResizeOp(NNOp):
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         return [
             K.resize(
-                args[0], out_spatial=shape_of(self.output)[1:-1], mode=self.str_("mode"),
+                args[0],
+                out_spatial=shape_of(self.output)[1:-1],
+                mode=self.str_("mode"),
                 coordinate_transformation_mode=self.str_("coordinate_transformation_mode"),
                 nearest_mode=self.str_("nearest_mode", "round_prefer_floor"),
             )
@@ -1627,9 +1679,7 @@ class ReduceOp(NNOp):
 
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         axes = self.ints("axes") or tuple(range(args[0].ndim))
-        return [
-            K.reduce(args[0], kind=self.KIND, axes=axes, keepdims=bool(self.int_("keepdims")))
-        ]
+        return [K.reduce(args[0], kind=self.KIND, axes=axes, keepdims=bool(self.int_("keepdims")))]
 
 
 @irdl_op_definition
@@ -1698,14 +1748,52 @@ class DequantizeOp(NNOp):
 
 NN_OPS: list[type[IRDLOperation]] = [
     WeightOp,
-    ReluOp, SigmoidOp, TanhOp, HardSwishOp, HardSigmoidOp, LeakyReluOp, EluOp, GeluOp,
-    ExpOp, LogOp, SqrtOp, AbsOp, FloorOp, ClipOp, IdentityOp,
-    AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PReluOp,
-    ConvOp, ConvTransposeOp, MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp, BatchNormOp,
-    GemmOp, MatMulOp,
-    ConcatOp, SplitOp, ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, TransposeOp, PadOp,
-    ResizeOp, SoftmaxOp, LogSoftmaxOp, ReduceMeanOp, ReduceMaxOp, ReduceSumOp,
-    QuantizeOp, DequantizeOp,
+    ReluOp,
+    SigmoidOp,
+    TanhOp,
+    HardSwishOp,
+    HardSigmoidOp,
+    LeakyReluOp,
+    EluOp,
+    GeluOp,
+    ExpOp,
+    LogOp,
+    SqrtOp,
+    AbsOp,
+    FloorOp,
+    ClipOp,
+    IdentityOp,
+    AddOp,
+    SubOp,
+    MulOp,
+    DivOp,
+    MaxOp,
+    MinOp,
+    PReluOp,
+    ConvOp,
+    ConvTransposeOp,
+    MaxPoolOp,
+    AveragePoolOp,
+    GlobalAveragePoolOp,
+    BatchNormOp,
+    GemmOp,
+    MatMulOp,
+    ConcatOp,
+    SplitOp,
+    ReshapeOp,
+    FlattenOp,
+    SqueezeOp,
+    UnsqueezeOp,
+    TransposeOp,
+    PadOp,
+    ResizeOp,
+    SoftmaxOp,
+    LogSoftmaxOp,
+    ReduceMeanOp,
+    ReduceMaxOp,
+    ReduceSumOp,
+    QuantizeOp,
+    DequantizeOp,
 ]
 
 NN = Dialect("nn", [*NN_OPS], [QuantAttr])

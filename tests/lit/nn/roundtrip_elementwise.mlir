@@ -14,7 +14,8 @@
 // GENERIC: "nn.weight"() <{ref = "layer.0/weight:0"}> : () -> tensor<2x3xf32>
 
 // Every unary op, with and without properties; gelu's approximate is optional.
-// CHECK-LABEL: func.func @unary
+// CHECK-LABEL: func.func @unary(
+// CHECK-SAME: %x: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
 // CHECK-NEXT: %0 = nn.relu %x : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
 // CHECK-NEXT: %1 = nn.sigmoid %0 : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
 // CHECK-NEXT: %2 = nn.tanh %1 : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
@@ -53,7 +54,8 @@ func.func @unary(%x: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
 }
 
 // Every binary op; broadcasting of a per-channel vector and of a unit-axis tensor.
-// CHECK-LABEL: func.func @binary
+// CHECK-LABEL: func.func @binary(
+// CHECK-SAME: %x: tensor<1x4x4x8xf32>, %y: tensor<1x4x4x8xf32>, %c: tensor<8xf32>, %r: tensor<1x4x1x1xf32>) -> tensor<1x4x4x8xf32> {
 // CHECK-NEXT: %0 = nn.add %x, %y : (tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
 // CHECK-NEXT: %1 = nn.sub %0, %c : (tensor<1x4x4x8xf32>, tensor<8xf32>) -> tensor<1x4x4x8xf32>
 // CHECK-NEXT: %2 = nn.mul %r, %1 : (tensor<1x4x1x1xf32>, tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
@@ -74,7 +76,8 @@ func.func @binary(%x: tensor<1x4x4x8xf32>, %y: tensor<1x4x4x8xf32>, %c: tensor<8
 }
 
 // Broadcasting in both directions: neither operand has the result's shape.
-// CHECK-LABEL: func.func @outer
+// CHECK-LABEL: func.func @outer(
+// CHECK-SAME: %a: tensor<1x4x1x8xf32>, %b: tensor<1x1x4x1xf32>) -> tensor<1x4x4x8xf32> {
 // CHECK-NEXT: %0 = nn.add %a, %b : (tensor<1x4x1x8xf32>, tensor<1x1x4x1xf32>) -> tensor<1x4x4x8xf32>
 // CHECK-NEXT: func.return %0 : tensor<1x4x4x8xf32>
 func.func @outer(%a: tensor<1x4x1x8xf32>, %b: tensor<1x1x4x1xf32>) -> tensor<1x4x4x8xf32> {
@@ -82,8 +85,9 @@ func.func @outer(%a: tensor<1x4x1x8xf32>, %b: tensor<1x1x4x1xf32>) -> tensor<1x4
   func.return %0 : tensor<1x4x4x8xf32>
 }
 
-// A weight is referenced by name; the name may hold any character ONNX allows.
-// CHECK-LABEL: func.func @weights
+// A weight is referenced by name; dots, slashes and colons of ONNX names survive.
+// CHECK-LABEL: func.func @weights(
+// CHECK-SAME: ) -> tensor<2x3xf32> {
 // CHECK-NEXT: %w = nn.weight "layer.0/weight:0" : tensor<2x3xf32>
 // CHECK-NEXT: %i = nn.weight "table" : tensor<5xi32>
 // CHECK-NEXT: func.return %w : tensor<2x3xf32>
@@ -94,7 +98,8 @@ func.func @weights() -> tensor<2x3xf32> {
 }
 
 // The generic form parses to the custom form; a tiny f32 property keeps its value.
-// CHECK-LABEL: func.func @generic_input
+// CHECK-LABEL: func.func @generic_input(
+// CHECK-SAME: %x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // CHECK-NEXT: %0 = nn.clip %x {min = -1.000000e+00 : f32, max = 1.000000e+00 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
 // CHECK-NEXT: %1 = nn.leaky_relu %0 {alpha = 1.000000e-10 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
 // CHECK-NEXT: func.return %1 : tensor<2x3xf32>

@@ -4,10 +4,11 @@
 
 For every shape: GFLOP/s of numpy (OpenBLAS, one thread), of the kernel the model
 picks by default for this CPU, and of the fastest alternative the seeding
-proposes; then the ratios to numpy. Timings alternate between contenders round
-after round and keep each one's best, so machine noise hits all alike. Then
-int8 x int8 -> int32 at 512^3 in GOP/s, and the model's default on avx512 and
-avx2 for every shape.
+proposes; then the ratios to numpy, and the geometry `gebp_autotune` keeps when
+it times the same candidates itself (in a fresh cache). Timings alternate
+between contenders round after round and keep each one's best, so machine noise
+hits all alike. Then int8 x int8 -> int32 at 512^3 in GOP/s, and the model's
+default on avx512 and avx2 for every shape.
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ for _var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
 import argparse  # noqa: E402
 import ctypes  # noqa: E402
 import glob  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from tigris_ir import gebp_c  # noqa: E402
+from tigris_ir import gebp_autotune, gebp_c  # noqa: E402
 from tigris_ir import register_tile as rt  # noqa: E402
 from tigris_ir.targets import avx2, avx512, host_target  # noqa: E402
 
@@ -108,7 +111,18 @@ def raw_call(kernel: gebp_c.GebpKernel, a: np.ndarray, b: np.ndarray, c: np.ndar
     return lambda: fn(pa, pb, None, pc)
 
 
-def bench_f32(shape: tuple[int, int, int], rounds: int) -> tuple[str, ...]:
+def autotune_pick(shape: tuple[int, int, int], cache: gebp_autotune.TuneCache) -> str:
+    """What the autotune of gebp-tile keeps for the site, timed by itself."""
+    m, n, k = shape
+    choice = gebp_autotune.autotune(host_target(), m, n, k, "float32", cache=cache)
+    if choice is None:
+        return "-"
+    return rt.show(choice.geometry) + ("" if choice.source == "timed" else f" ({choice.source})")
+
+
+def bench_f32(
+    shape: tuple[int, int, int], rounds: int, cache: gebp_autotune.TuneCache
+) -> tuple[str, ...]:
     m, n, k = shape
     target = host_target()
     rng = np.random.default_rng(0)
@@ -137,6 +151,7 @@ def bench_f32(shape: tuple[int, int, int], rounds: int) -> tuple[str, ...]:
     fastest = max((rt.show(g) for g in geoms), key=lambda s: gf[s])
     gain = gf[fastest] / gf[rt.show(dflt)] - 1.0
     note = "" if fastest == rt.show(dflt) else f"faster: {fastest} (+{100 * gain:.0f}%)"
+    pick = autotune_pick(shape, cache)
     return (
         f"{m}x{n}x{k}",
         f"{gf['numpy']:.1f}",
@@ -145,6 +160,7 @@ def bench_f32(shape: tuple[int, int, int], rounds: int) -> tuple[str, ...]:
         f"{gf[rt.show(dflt)] / gf['numpy']:.2f}",
         f"{alt} {gf[alt]:.1f}" if alt else "-",
         f"{max(gf[alt] if alt else 0.0, gf[rt.show(dflt)]) / gf['numpy']:.2f}",
+        pick,
         note,
     )
 
@@ -210,9 +226,12 @@ def main() -> None:
         "x np",
         "best alternative",
         "best x np",
+        "autotune",
         "note",
     )
-    rows = [bench_f32(s, args.rounds) for s in shapes]
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = gebp_autotune.TuneCache(Path(tmp) / "tune.json")
+        rows = [bench_f32(s, args.rounds, cache) for s in shapes]
     print(table(rows, head))
     if not args.no_int8:
         print("\n".join(bench_int8(512, args.rounds)))

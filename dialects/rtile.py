@@ -2,13 +2,16 @@
 
 `#rtile.geom<rm4 rn2 lanes8>` is a `register_tile.Geometry` in the spec's display
 form; `#rtile.cover<...>` is its decomposition of an m x n site; `rtile.gebp` is a
-matrix product on tensors carrying both, as the `gebp-tile` pass builds it from
-`register_tile.default` / `register_tile.check`.
+matrix product on tensors carrying both (the `gebp-tile` pass attaches the same
+pair to `nn` matrix products as discardable attributes). `rtile.dot_acc` is the
+one loop-level op the `lower-gebp` lowering adds to xDSL's `vector` dialect: an
+int8 multiply-accumulate widened to int32, which `vector` cannot express.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -16,18 +19,24 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerType,
     TensorType,
+    VectorType,
 )
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
+    VarConstraint,
+    base,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
     prop_def,
     result_def,
+    traits_def,
+    var_operand_def,
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from tigris_ir import register_tile as rt
@@ -280,4 +289,70 @@ class GebpOp(IRDLOperation):
             )
 
 
-RTile = Dialect("rtile", [GebpOp], [GeomAttr, CoverAttr])
+def _int_vector(ty: Attribute, width: int) -> VectorType | None:
+    """ty as a rank-1 vector of `width`-bit integers, else None."""
+    if not isinstance(ty, VectorType) or ty.get_num_dims() != 1:
+        return None
+    elt = ty.get_element_type()
+    if not isinstance(elt, IntegerType) or elt.width.data != width:
+        return None
+    return ty
+
+
+@irdl_op_definition
+class DotAccOp(IRDLOperation):
+    """acc[l] + sum over g of sext(a[g]) * sext(b_g[l]), exactly, in int32.
+
+    G = len(b) consecutive k steps of an int8 product at once: `a` holds one A
+    row's G values, each `b_g` one B row's L columns. The vector dialect has no
+    widening multiply-accumulate; G = 2 is the int16 pair that pmaddwd and
+    AVX512-VNNI vpdpwssd consume, G = 1 a last odd k step.
+    """
+
+    name = "rtile.dot_acc"
+
+    T: ClassVar = VarConstraint("T", base(VectorType))
+
+    acc = operand_def(T)
+    a = operand_def(VectorType)
+    b = var_operand_def(VectorType)
+    result = result_def(T)
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$acc `,` $a `,` $b attr-dict `:` type($a) `,` type($b) `into` type($result)"
+    )
+
+    def __init__(self, acc: SSAValue, a: SSAValue, b: Sequence[SSAValue]):
+        super().__init__(operands=[acc, a, b], result_types=[acc.type])
+
+    def verify_(self) -> None:
+        acc = _int_vector(self.acc.type, 32)
+        if acc is None:
+            raise VerifyException(
+                f"rtile.dot_acc: the accumulator must be a vector of i32, got "
+                f"{self.acc.type}"
+            )
+        lanes = acc.get_shape()[0]
+        groups = len(self.b)
+        if not 1 <= groups <= 4:
+            raise VerifyException(
+                f"rtile.dot_acc: takes 1 to 4 B rows (k steps), got {groups}"
+            )
+        a = _int_vector(self.a.type, 8)
+        if a is None or a.get_shape()[0] != groups:
+            raise VerifyException(
+                f"rtile.dot_acc: a must be vector<{groups}xi8> (one i8 per B row), "
+                f"got {self.a.type}"
+            )
+        for i, b in enumerate(self.b):
+            bt = _int_vector(b.type, 8)
+            if bt is None or bt.get_shape()[0] != lanes:
+                raise VerifyException(
+                    f"rtile.dot_acc: B row #{i} must be vector<{lanes}xi8> like the "
+                    f"accumulator's {lanes} lanes, got {b.type}"
+                )
+
+
+RTile = Dialect("rtile", [GebpOp, DotAccOp], [GeomAttr, CoverAttr])

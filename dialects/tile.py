@@ -143,8 +143,7 @@ class BandAttr(ParametrizedAttribute):
         halo = max(self.halo_values)
         if self.tile_w.data:
             return (
-                f"{self.tiles.data} tiles of {self.tile_h.data} x {self.tile_w.data}, "
-                f"halo {halo}"
+                f"{self.tiles.data} tiles of {self.tile_h.data} x {self.tile_w.data}, halo {halo}"
             )
         return f"{self.tiles.data} tiles of {self.tile_h.data} rows, halo {halo}"
 
@@ -168,40 +167,50 @@ class StageOp(IRDLOperation):
 
     name = "tile.stage"
     sym_name = prop_def(StringAttr)
-    strategy = prop_def(StringAttr)
+    strategy = opt_prop_def(StringAttr)
     band = opt_prop_def(BandAttr)
     outputs = var_result_def()
     body = region_def("single_block")
     assembly_format = (
-        "$sym_name `strategy` $strategy (`band` qualified($band)^)? attr-dict-with-keyword "
+        "$sym_name (`strategy` $strategy^)? (`band` qualified($band)^)? attr-dict-with-keyword "
         "$body (`:` type($outputs)^)?"
     )
 
     def __init__(
         self,
         name: str,
-        strategy: str,
+        strategy: str | None,
         body: Region,
         result_types: Sequence[Attribute],
         band: BandAttr | None = None,
     ):
-        props: dict[str, Attribute] = {
-            "sym_name": StringAttr(name),
-            "strategy": StringAttr(strategy),
-        }
+        props: dict[str, Attribute] = {"sym_name": StringAttr(name)}
+        if strategy is not None:
+            props["strategy"] = StringAttr(strategy)
         if band is not None:
             props["band"] = band
         super().__init__(properties=props, regions=[body], result_types=[list(result_types)])
 
+    @property
+    def strategy_name(self) -> str | None:
+        """None until `tile-stages` has chosen how the stage runs."""
+        return self.strategy.data if self.strategy is not None else None
+
     def verify_(self) -> None:
+        term = self.body.block.last_op
+        if not isinstance(term, YieldOp):
+            raise VerifyException(f"tile.stage '{self.sym_name.data}' must end in tile.yield")
+        if self.strategy is None:
+            if self.band is not None:
+                raise VerifyException(
+                    f"tile.stage '{self.sym_name.data}': a band record needs a strategy"
+                )
+            return
         if self.strategy.data not in STRATEGIES:
             raise VerifyException(
                 f"tile.stage '{self.sym_name.data}': unknown strategy "
                 f"'{self.strategy.data}'; expected one of {', '.join(STRATEGIES)}"
             )
-        term = self.body.block.last_op
-        if not isinstance(term, YieldOp):
-            raise VerifyException(f"tile.stage '{self.sym_name.data}' must end in tile.yield")
         got = [v.type for v in term.values]
         want = [r.type for r in self.outputs]
         if got != want:
@@ -262,9 +271,7 @@ class ChainOp(IRDLOperation):
         term = self.body.block.last_op
         if not isinstance(term, YieldOp):
             raise VerifyException(f"tile.chain '{name}' must end in tile.yield")
-        others = [
-            op for op in self.body.block.ops if not isinstance(op, StageOp | YieldOp)
-        ]
+        others = [op for op in self.body.block.ops if not isinstance(op, StageOp | YieldOp)]
         if others:
             raise VerifyException(
                 f"tile.chain '{name}' may hold only tile.stage ops, found {others[0].name}"

@@ -82,8 +82,7 @@ def check_rates(
         for r in op.results:
             if r in rate and rate[r] != out_rate:
                 raise VerifyException(
-                    f"{code}: in {where}, '{_label(op)}' hands out results at different "
-                    "row rates"
+                    f"{code}: in {where}, '{_label(op)}' hands out results at different row rates"
                 )
         step = out_rate * _row_stride(op)
         for v in op.operands:
@@ -106,7 +105,7 @@ def check_rates(
 
 def check_stage_band(stage: StageOp) -> None:
     """TIGRIS_ERR_TILE_BAND: a strip- or grid-tiled stage whose ops leave its band."""
-    if stage.strategy.data not in HEIGHT_TILED:
+    if stage.strategy_name not in HEIGHT_TILED:
         return
     where = f"tile.stage '{stage.sym_name.data}'"
     ops = _compute_ops(stage.body.block.ops)
@@ -117,7 +116,7 @@ def check_stage_band(stage: StageOp) -> None:
         if op.tiling() not in _HEIGHT_CLASSES:
             raise VerifyException(
                 f"{TILE_BAND}: in {where}, '{op.name}' ({op.tiling().value}) cannot be cut "
-                f"into height bands; strategy '{stage.strategy.data}' needs every op to "
+                f"into height bands; strategy '{stage.strategy_name}' needs every op to "
                 "tile along the height"
             )
     term = stage.body.block.last_op
@@ -138,10 +137,10 @@ def check_chain_band(chain: ChainOp) -> None:
     stages = chain.stages()
     produced: set[SSAValue] = set()
     for i, st in enumerate(stages):
-        if st.strategy.data not in HEIGHT_TILED and st.strategy.data != "normal":
+        if st.strategy_name not in HEIGHT_TILED:
             raise VerifyException(
                 f"{CHAIN_BAND}: in {where}, stage '{st.sym_name.data}' has strategy "
-                f"'{st.strategy.data}', which does not tile along the height"
+                f"'{st.strategy_name}', which does not tile along the height"
             )
         inner = set()
         for op in st.body.walk():

@@ -89,11 +89,11 @@ def build_view(fn: func.FuncOp) -> GraphView:
     tensors: dict[str, TensorInfo] = {}
     counter = 0
 
-    def name_of(v: SSAValue, kind: TensorKind) -> str:
+    def name_of(v: SSAValue, kind: TensorKind, base: str | None = None) -> str:
         nonlocal counter
         if v in view.names:
             return view.names[v]
-        base = v.name_hint or f"v{counter}"
+        base = v.name_hint or base or f"v{counter}"
         counter += 1
         name = base if base not in tensors else f"{base}_{counter}"
         view.names[v] = name
@@ -128,10 +128,18 @@ def build_view(fn: func.FuncOp) -> GraphView:
         for v in op.operands:
             v = resolve(v)
             if isinstance(v.owner, nn.WeightOp):
-                ins.append(name_of(v, "const"))
+                ins.append(name_of(v, "const", v.owner.ref.data))
             else:
                 ins.append(name_of(v, "activation"))
-        outs = [name_of(r, "output" if r in out_values else "activation") for r in op.results]
+        name = f"{op.name.removeprefix('nn.')}_{i}"
+        outs = [
+            name_of(
+                r,
+                "output" if r in out_values else "activation",
+                name if len(op.results) == 1 else f"{name}.{j}",
+            )
+            for j, r in enumerate(op.results)
+        ]
         tiling = op.tiling()
         attrs: dict[str, object] = {}
         kernel: tuple[int, ...] = ()
@@ -147,10 +155,13 @@ def build_view(fn: func.FuncOp) -> GraphView:
             attrs[CHANNEL_CONCAT] = True
         if tiling is TilingClass.INDEPENDENT_AXIS:
             attrs.update(_band_attrs(op))
-        name = f"{op.name.removeprefix('nn.')}_{i}"
         nodes.append(
             NodeInfo(
-                name, op.name, tiling, tuple(ins), tuple(outs),
+                name,
+                op.name,
+                tiling,
+                tuple(ins),
+                tuple(outs),
                 kernel=kernel if tiling in (TilingClass.HALO, TilingClass.EXPANDED) else (),
                 strides=strides if tiling in (TilingClass.HALO, TilingClass.EXPANDED) else (),
                 dilations=dilations if tiling in (TilingClass.HALO, TilingClass.EXPANDED) else (),

@@ -35,8 +35,61 @@ def _tile() -> Dialect:
 
 DIALECTS: dict[str, Callable[[], Dialect]] = {"nn": _nn, "rtile": _rtile, "tile": _tile}
 
-PASSES: dict[str, Callable[[], type[ModulePass]]] = {}
 
-TARGETS: dict[str, Callable[[], type[Target]]] = {}
+def _gebp_tile() -> type[ModulePass]:
+    from tigris_ir.passes.gebp_tile import GebpTilePass
+
+    return GebpTilePass
+
+
+def _lower_gebp() -> type[ModulePass]:
+    from tigris_ir.passes.lower_gebp import LowerGebpPass
+
+    return LowerGebpPass
+
+
+def _form_stages() -> type[ModulePass]:
+    from tigris_ir.passes.form_stages import FormStagesPass
+
+    return FormStagesPass
+
+
+def _tile_stages() -> type[ModulePass]:
+    from tigris_ir.passes.tile_stages import TileStagesPass
+
+    return TileStagesPass
+
+
+def _fuse_chains() -> type[ModulePass]:
+    from tigris_ir.passes.fuse_chains import FuseChainsPass
+
+    return FuseChainsPass
+
+
+def _backprop_heights() -> type[ModulePass]:
+    from tigris_ir.passes.backprop_heights import BackpropHeightsPass
+
+    return BackpropHeightsPass
+
+
+PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "form-stages": _form_stages,
+    "tile-stages": _tile_stages,
+    "fuse-chains": _fuse_chains,
+    "backprop-heights": _backprop_heights,
+    "gebp-tile": _gebp_tile,
+    "lower-gebp": _lower_gebp,
+}
+
+
+def _c_target() -> type[Target]:
+    from tigris_ir.c_target import CTarget
+
+    return CTarget
+
+
+TARGETS: dict[str, Callable[[], type[Target]]] = {
+    "c": _c_target,
+}
 
 TIGRIS = Universe(all_dialects=DIALECTS, all_passes=PASSES, all_targets=TARGETS)

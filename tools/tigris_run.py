@@ -69,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def load_module(path: Path, input_shapes: dict[str, tuple[int, ...]]):
+def load_module(path: Path, input_shapes: dict[str, tuple[int, ...]], need_weights: bool = True):
     """An (imported or parsed) module and its weight table."""
     from xdsl.context import Context
     from xdsl.dialects.builtin import Builtin
@@ -92,7 +92,7 @@ def load_module(path: Path, input_shapes: dict[str, tuple[int, ...]]):
         ctx.register_dialect(name, factory)
     module = Parser(ctx, path.read_text(), str(path)).parse_module()
     module.verify()
-    return module, load_weights(module, path.parent)
+    return module, (load_weights(module, path.parent) if need_weights else {})
 
 
 def run(argv: Sequence[str] | None = None) -> int:

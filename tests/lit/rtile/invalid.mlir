@@ -75,3 +75,27 @@ func.func @mixed(%a: tensor<8x4xf32>, %b: tensor<4x16xi8>) -> tensor<8x16xf32> {
   %c = rtile.gebp %a, %b geom <rm4 rn2 lanes8> cover <m_full 8 n_full 16 tail [] band 0> : tensor<8x4xf32>, tensor<4x16xi8> -> tensor<8x16xf32>
   func.return %c : tensor<8x16xf32>
 }
+
+// -----
+
+// CHECK: rtile.dot_acc: a must be vector<1xi8> (one i8 per B row), got vector<2xi8>
+func.func @dot_a(%acc: vector<8xi32>, %a: vector<2xi8>, %b0: vector<8xi8>) -> vector<8xi32> {
+  %r = rtile.dot_acc %acc, %a, %b0 : vector<2xi8>, vector<8xi8> into vector<8xi32>
+  func.return %r : vector<8xi32>
+}
+
+// -----
+
+// CHECK: rtile.dot_acc: B row #1 must be vector<8xi8> like the accumulator's 8 lanes, got vector<4xi8>
+func.func @dot_b(%acc: vector<8xi32>, %a: vector<2xi8>, %b0: vector<8xi8>, %b1: vector<4xi8>) -> vector<8xi32> {
+  %r = rtile.dot_acc %acc, %a, %b0, %b1 : vector<2xi8>, vector<8xi8>, vector<4xi8> into vector<8xi32>
+  func.return %r : vector<8xi32>
+}
+
+// -----
+
+// CHECK: rtile.dot_acc: the accumulator must be a vector of i32, got vector<8xf32>
+func.func @dot_acc_f32(%acc: vector<8xf32>, %a: vector<1xi8>, %b0: vector<8xi8>) -> vector<8xf32> {
+  %r = rtile.dot_acc %acc, %a, %b0 : vector<1xi8>, vector<8xi8> into vector<8xf32>
+  func.return %r : vector<8xf32>
+}

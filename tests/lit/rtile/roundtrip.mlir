@@ -35,3 +35,14 @@ func.func @gebp_i8(%a: tensor<784x192xi8>, %b: tensor<192x32xi8>) -> tensor<784x
 func.func @attrs() attributes {rtile.geom = #rtile.geom<rm1 rn6 lanes16>, rtile.cover = #rtile.cover<m_full 1 n_full 960 tail [16, 16, 8] band 0>} {
   func.return
 }
+
+// The int8 multiply-accumulate of the lowered kernels: two k steps (an int16
+// pair) or one, widened to i32.
+// CHECK-LABEL: func.func @dot_acc
+// CHECK: %r = rtile.dot_acc %acc, %a, %b0, %b1 : vector<2xi8>, vector<8xi8>, vector<8xi8> into vector<8xi32>
+// CHECK: %s = rtile.dot_acc %r, %a1, %b0 : vector<1xi8>, vector<8xi8> into vector<8xi32>
+func.func @dot_acc(%acc: vector<8xi32>, %a: vector<2xi8>, %a1: vector<1xi8>, %b0: vector<8xi8>, %b1: vector<8xi8>) -> vector<8xi32> {
+  %r = rtile.dot_acc %acc, %a, %b0, %b1 : vector<2xi8>, vector<8xi8>, vector<8xi8> into vector<8xi32>
+  %s = "rtile.dot_acc"(%r, %a1, %b0) : (vector<8xi32>, vector<1xi8>, vector<8xi8>) -> vector<8xi32>
+  func.return %s : vector<8xi32>
+}

@@ -1,0 +1,53 @@
+"""`tile-stages`: choose how each stage runs and record its band."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.passes import ModulePass
+
+from tigris_ir.plan_ir import (
+    band_record,
+    budget_of,
+    form_stage_ops,
+    main_func,
+    match_stages,
+    plan_of,
+    require_fit,
+    stages_in,
+)
+
+
+@dataclass(frozen=True)
+class TileStagesPass(ModulePass):
+    """Give every stage its strategy: normal, strips, a 2D grid or another band kind.
+
+    A stage that fits runs normally (a plan of one stage in place); one that
+    does not is cut into horizontal strips with the receptive field's halo,
+    the tile height found by binary search on band_bytes and evened out, or
+    into a grid of 2D tiles when no strip fits or the grid loads fewer input
+    bytes; matrix products, GlobalAveragePool, Resize, softmax-like,
+    independent-axis, reshape and transposed-convolution stages get the band
+    kinds of spec/tiling.md. Stages are formed first if there are none.
+    """
+
+    name = "tile-stages"
+
+    budget: int | str = 0
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        budget = budget_of(op, self.budget)
+        fn = main_func(op)
+        view, plan = plan_of(fn, budget)
+        require_fit(view, plan)
+        if not stages_in(fn):
+            form_stage_ops(fn, view, plan)
+        for st, sp in match_stages(fn, view, plan):
+            # a stage the plan chains is recorded with the chain's band already
+            st.properties["strategy"] = StringAttr(sp.strategy)
+            if sp.tiled:
+                st.properties["band"] = band_record(sp)
+            else:
+                st.properties.pop("band", None)

@@ -1,0 +1,17 @@
+// RUN: not tigris-opt %s --gebp-tile=target=z80 2>&1 | filecheck %s --check-prefix=UNKNOWN
+// RUN: not tigris-opt %s --gebp-tile=target=sse,registers=5 2>&1 | filecheck %s --check-prefix=FEW
+// RUN: not tigris-opt %s -p 'gebp-tile{target=neon registers=4}' 2>&1 | filecheck %s --check-prefix=FEW4
+
+// An unknown target, and a register file too small for any rm_cap-row tile
+// (resident_floor(rm4 rn1) = 4 + 1 + 1 = 6 registers), fail the pass: exit 1,
+// one diagnostic, no traceback.
+
+// UNKNOWN: gebp-tile: unknown target 'z80'; known targets: avx512, avx512-vnni, avx2, sse, neon, host
+// UNKNOWN-NOT: Traceback
+// FEW: gebp-tile: target 'sse' has 5 vector registers, too few for any register tile: a 4-row tile of one vector column keeps 6 resident
+// FEW-NOT: Traceback
+// FEW4: gebp-tile: target 'neon' has 4 vector registers, too few for any register tile
+func.func @f(%a: tensor<8x4xf32>, %b: tensor<4x16xf32>, %c: tensor<16xf32>) -> tensor<8x16xf32> {
+  %y = nn.gemm %a, %b, %c : (tensor<8x4xf32>, tensor<4x16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+  func.return %y : tensor<8x16xf32>
+}

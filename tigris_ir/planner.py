@@ -1,0 +1,1207 @@
+"""The memory plan of a PlanGraph under a fast-memory budget (spec/tiling.md).
+
+Three steps. `form_stages` cuts the topological order into stages by dynamic
+programming: each stage fits the budget or tiles under it, and the cuts
+minimise slow-memory traffic. Each stage then gets its strategy (normal,
+strips, a 2D grid or another band kind of the spec's table). Runs of
+consecutive stages that tile along the height become chains.
+
+The runtime's cost model, as planned here:
+  * normal stage: its inputs are loaded at the start, each op allocates its
+    outputs, a tensor is freed after its last use in the stage, the stage's
+    outputs stay until the end and are spilled to slow memory. The peak is
+    the largest sum of live buffers (each `align`ed) while an op runs.
+  * a plan that is one normal stage runs in place: inputs are allocated in
+    the fast arena by the caller and outputs stay there; no slow memory.
+  * tiled stage and chain: nothing is freed within a tile; the peak is the
+    sum of every buffer of the band (`BandModel`, allocated once at its
+    largest tile). A strip tile reloads its whole input range (halo
+    included) from slow memory; a grid tile its rows x columns.
+  * line-buffered chain (a member has a halo): every buffer keeps the rows
+    the next tile needs again. Tile i loads from slow memory, and every op
+    computes, only the rows of its range not in tile i-1's range; so the
+    chain's inputs are read once, and only ops of a member stage holding a
+    channel Concat recompute their overlap rows. Memory is the same buffers.
+  * slow memory holds the model inputs and every tensor that crosses a unit
+    (stage or chain) boundary, from its producer to its last reader (model
+    outputs to the end); the slow peak sums `align`ed sizes.
+  * traffic counts raw bytes: reads as loaded per tile, writes once.
+  * recomputed MACs of an op = macs * (rows computed over all tiles - distinct
+    rows) // output rows (cells for a grid).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tigris_ir.memory import align, format_bytes
+from tigris_ir.plan_graph import PlanGraph
+from tigris_ir.tiling import (
+    BandBuilder,
+    BandModel,
+    GraphTables,
+    even_tile_h,
+    largest_fitting,
+    new_rows,
+    num_tiles,
+    union_length,
+)
+from tigris_ir.tiling_class import TilingClass
+
+STRATEGIES = (
+    "normal", "inplace", "strips", "grid", "rows", "accumulate", "resize", "axis",
+    "whole_rows", "reshape", "expanded", "whole",
+)
+"""Stage strategies, named like the `tile` dialect's."""
+
+CHAIN_KINDS = ("strips", "whole_rows")
+"""Band kinds that tile along the height (chain rule 1)."""
+
+_INF = 1 << 62
+
+GRID_MAX_WINDOWS = 1
+"""Stage formation tries 2D tiles only on stages with at most this many
+window ops: each one widens every tile by its halo in both directions, so
+the recomputation of longer 2D stages outweighs the loads they save."""
+
+
+# ---------------------------------------------------------------------------
+# Plan records
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TileRows:
+    """One tile: its output rows (and columns for a grid) and the exact row
+    (and column) range [lo, hi) of every tensor of the band, clipped to it."""
+
+    index: int
+    out: tuple[int, int]
+    cols: tuple[int, int] | None
+    rows: Mapping[str, tuple[int, int]]
+    col_ranges: Mapping[str, tuple[int, int]] | None = None
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """One stage: ops [start, stop) of the topological order and how they run.
+
+    For a tiled stage `band_rows` gives every tensor's allocated rows (the
+    height back-propagation) and `op_rows` every op's output rows. Members of
+    a chain carry `chain`; their band figures are the chain's.
+    """
+
+    index: int
+    start: int
+    stop: int
+    nodes: tuple[str, ...]
+    strategy: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    fits: bool
+    peak: int
+    tile_h: int = 0
+    tile_w: int = 0
+    num_tiles: int = 1
+    channel_group: int = 0
+    halo: int = 0
+    halo_sides: tuple[int, int, int, int] = (0, 0, 0, 0)
+    band_rows: Mapping[str, int] = field(default_factory=dict[str, int])
+    band_cols: Mapping[str, int] = field(default_factory=dict[str, int])
+    op_rows: Mapping[str, int] = field(default_factory=dict[str, int])
+    tiles: tuple[TileRows, ...] = ()
+    chain: int | None = None
+    slow_reads: int = 0
+    slow_writes: int = 0
+    recomputed_macs: int = 0
+    error: str | None = None
+
+    @property
+    def tiled(self) -> bool:
+        return self.strategy not in ("normal", "inplace", "whole")
+
+    def describe(self) -> str:
+        """The spec's words: `48 tiles of 7 x 52, halo 2`."""
+        if not self.tiled:
+            return self.strategy
+        if self.channel_group:
+            return (f"{self.num_tiles} bands of {self.tile_w} positions x "
+                    f"{self.channel_group} channels")
+        if self.tile_w:
+            return (f"{self.num_tiles} tiles of {self.tile_h} x {self.tile_w}, "
+                    f"halo {self.halo}")
+        return f"{self.num_tiles} tiles of {self.tile_h} rows, halo {self.halo}"
+
+
+@dataclass(frozen=True)
+class ChainPlan:
+    """Consecutive stages with one fused tile loop; intermediates stay in the
+    arena. `history_rows` is, per tensor, the rows a line buffer keeps from
+    one tile to the next (the longest overlap of consecutive ranges)."""
+
+    index: int
+    stages: tuple[int, ...]
+    start: int
+    stop: int
+    tile_h: int
+    num_tiles: int
+    line_buffered: bool
+    recompute: bool
+    peak: int
+    halo: int
+    halo_sides: tuple[int, int, int, int]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    band_rows: Mapping[str, int]
+    op_rows: Mapping[str, int]
+    history_rows: Mapping[str, int]
+    tiles: tuple[TileRows, ...]
+    slow_reads: int
+    slow_writes: int
+    recomputed_macs: int
+
+    def describe(self) -> str:
+        lb = ", line-buffered" if self.line_buffered else ""
+        return (f"chain of {len(self.stages)} stages: {self.num_tiles} tiles of "
+                f"{self.tile_h} rows, halo {self.halo}{lb}")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The whole plan and its figures (bytes and MACs)."""
+
+    budget: int
+    fits: bool
+    stages: tuple[StagePlan, ...]
+    chains: tuple[ChainPlan, ...]
+    peak: int
+    slow_peak: int
+    slow_reads: int
+    slow_writes: int
+    macs: int
+    recomputed_macs: int
+    in_place: bool
+    failed_node: str | None = None
+    failed_min_budget: int | None = None
+
+    @property
+    def message(self) -> str:
+        if self.fits:
+            return (f"fits {format_bytes(self.budget)}: peak {format_bytes(self.peak)}, "
+                    f"{len(self.stages)} stages, {len(self.chains)} chains")
+        assert self.failed_node is not None and self.failed_min_budget is not None
+        return (f"'{self.failed_node}' does not fit {format_bytes(self.budget)} even with "
+                f"one-row bands or 2D tiles; it needs at least "
+                f"{self.failed_min_budget} bytes ({format_bytes(self.failed_min_budget)})")
+
+    def describe(self) -> str:
+        """One line per stage, like `tigris analyze -v`."""
+        lines = [self.message]
+        for s in self.stages:
+            where = f" (chain {s.chain})" if s.chain is not None else ""
+            lines.append(f"  stage {s.index}: {', '.join(s.nodes)}: {s.describe()}{where}, "
+                         f"peak {s.peak}")
+        for c in self.chains:
+            lines.append(f"  chain {c.index}: stages {c.stages[0]}..{c.stages[-1]}: "
+                         f"{c.describe()}, peak {c.peak}")
+        lines.append(f"  slow memory {self.slow_peak}, reads {self.slow_reads}, "
+                     f"writes {self.slow_writes}, MACs {self.macs} "
+                     f"+ {self.recomputed_macs} recomputed")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# Normal stages
+# ---------------------------------------------------------------------------
+
+
+def normal_peak(graph: PlanGraph, start: int, stop: int,
+                tables: GraphTables | None = None) -> int:
+    """Peak of ops [start, stop) run as a normal stage (see the module doc)."""
+    scan = _NormalScan(graph, tables or GraphTables(graph), stop)
+    while scan.start > start:
+        scan.prepend()
+    return scan.peak
+
+
+class _NormalScan:
+    """The normal-stage peak of [start, stop) for every start, one op upstream
+    at a time. Adding an op upstream never shrinks a live set, so the peak only
+    grows as the start moves up."""
+
+    def __init__(self, graph: PlanGraph, tables: GraphTables, stop: int):
+        self.graph = graph
+        self.tables = tables
+        self.stop = stop
+        self.start = stop
+        self.live: dict[int, int] = {}
+        self.peak = 0
+        self.in_bytes = 0  # aligned, the stage inputs
+        self.inputs: dict[str, int] = {}  # stage input -> last use in the stage
+        self.reads = 0  # raw bytes of the stage inputs
+        self.writes = 0  # raw bytes of the stage outputs
+
+    def _add(self, lo: int, hi: int, nbytes: int) -> None:
+        live = self.live
+        for k in range(lo, hi + 1):
+            v = live.get(k, 0) + nbytes
+            live[k] = v
+            if v > self.peak:
+                self.peak = v
+
+    def prepend(self) -> None:
+        k = self.start - 1
+        self.start = k
+        graph = self.graph
+        node = graph.nodes[k]
+        now = 0
+        for name in node.outputs:
+            info = graph.tensors[name]
+            size = align(info.nbytes)
+            last = self.tables.last_use[name]
+            is_out = last >= self.stop
+            if is_out:
+                self.writes += info.nbytes
+            if name in self.inputs:
+                lu = self.inputs.pop(name)
+                self.in_bytes -= size
+                self.reads -= info.nbytes
+                if is_out:
+                    self._add(lu + 1, self.stop - 1, size)
+            elif is_out:
+                self._add(k + 1, self.stop - 1, size)
+            now += size
+        for name in node.inputs:
+            info = graph.tensors[name]
+            if info.is_const or name in self.inputs:
+                continue
+            self.inputs[name] = k
+            self.in_bytes += align(info.nbytes)
+            self.reads += info.nbytes
+        now += self.in_bytes
+        self.live[k] = now
+        if now > self.peak:
+            self.peak = now
+
+
+# ---------------------------------------------------------------------------
+# Tiled stages
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Tiling:
+    """How a band runs: its strategy, tiles and figures. Exact tilings carry
+    the per-tile ranges; estimates (stage formation) do not."""
+
+    strategy: str
+    tile_h: int
+    tile_w: int
+    tiles: int
+    peak: int
+    rows: tuple[int, ...]
+    reads: int
+    recomputed: int
+    row_ranges: tuple[Sequence[tuple[int, int]], ...] = ()
+    col_ranges: tuple[Sequence[tuple[int, int]], ...] = ()
+    channel_group: int = 0
+    cols: tuple[int, ...] = ()
+
+
+_Ranges = list[list[tuple[int, int]]]
+_Stats = list[tuple[int, int, int]]
+
+
+def _exact_stats(ranges: Sequence[Sequence[tuple[int, int]]]) -> _Stats:
+    """Per tensor (sum of lengths, longest, rows covered) of per-tile ranges."""
+    out = []
+    for t in range(len(ranges[0])):
+        seq = [r[t] for r in ranges]
+        lens = [y - x for x, y in seq]
+        out.append((sum(lens), max(lens), union_length(seq)))
+    return out
+
+
+def _band_stats(model: BandModel, tile: int, exact: bool,
+                cols: bool = False) -> tuple[_Stats, _Ranges | None]:
+    if not exact:
+        est = model.stats(tile, cols)
+        if est is not None:
+            return est, None
+    ranges = model.tile_col_ranges(tile) if cols else model.tile_ranges(tile)
+    return _exact_stats(ranges), ranges
+
+
+def _strip_search(model: BandModel, budget: int, exact: bool = True,
+                  ) -> tuple[int, list[int], _Stats, _Ranges | None] | None:
+    """The spec's tile height search, then every buffer widened to the longest
+    range a tile reads if that is longer (tiling.allocation_rows); a smaller
+    band if that breaks the budget. Estimates use the affine ranges."""
+    inputs = [t for t in model.inputs if not model.whole[t]]
+
+    def read(r: int) -> int:
+        rows = model.rows(r)
+        return sum(rows[t] for t in inputs)
+
+    limit = model.height
+    while limit >= 1:
+        best = largest_fitting(model.band_bytes, limit, budget, model.granule)
+        if best == 0:
+            return None
+        tile_h = even_tile_h(model.height, best, read, model.granule)
+        stats, ranges = _band_stats(model, tile_h, exact)
+        rows = [max(r, s[1]) for r, s in zip(model.rows(tile_h), stats)]
+        if model.bytes_of_rows(rows) <= budget:
+            return tile_h, rows, stats, ranges
+        limit = tile_h - 1
+    return None
+
+
+def _recomputed(model: BandModel, stats: _Stats, only: set[int] | frozenset[int] | None = None,
+                line_buffered: bool = False, col_stats: _Stats | None = None) -> int:
+    """Recomputed MACs: macs * (rows computed - distinct rows) // rows of each
+    op's output (cells for a grid); a line-buffered chain recomputes only the
+    ops in `only`."""
+    graph = model.graph
+    total = 0
+    for k, outs, _ in model.ops:
+        node = graph.nodes[k]
+        if not node.macs or not outs:
+            continue
+        if line_buffered and (only is None or k not in only):
+            continue
+        o = outs[0]
+        done, _, distinct = stats[o]
+        if col_stats is None:
+            total += node.macs * (done - distinct) // model.heights[o]
+        else:
+            cdone, _, cdistinct = col_stats[o]
+            area = model.heights[o] * model.widths[o]
+            total += node.macs * (done * cdone - distinct * cdistinct) // area
+    return total
+
+
+def _strips(model: BandModel, budget: int, exact: bool = True) -> _Tiling | None:
+    found = _strip_search(model, budget, exact)
+    if found is None:
+        return None
+    tile_h, rows, stats, ranges = found
+    reads = sum(stats[t][0] * model.row_bytes[t] for t in model.inputs)
+    return _Tiling(
+        model.kind, tile_h, 0, num_tiles(model.height, tile_h), model.bytes_of_rows(rows),
+        tuple(rows), reads, _recomputed(model, stats), tuple(ranges or ()),
+    )
+
+
+def _square_tile(model: BandModel, budget: int) -> tuple[int, int] | None:
+    """The largest square tile (output rows x columns) that fits, evened out:
+    the one 2D tile stage formation estimates."""
+    def square(side: int) -> int:
+        return model.bytes_of_cells(model.rows(min(side, model.height)),
+                                    model.cols(min(side, model.width)))
+
+    side = largest_fitting(square, max(model.height, model.width), budget)
+    if side < 1:
+        return None
+    tile_h = even_tile_h(model.height, min(side, model.height))
+    tile_w = even_tile_h(model.width, min(side, model.width - 1))
+    return tile_h, tile_w
+
+
+def _grid(model: BandModel, budget: int, exact: bool = True) -> _Tiling | None:
+    """The 2D tile loading the fewest input bytes (ties: fewest tiles) over
+    every evened tile width, compared on the affine estimates; the exact
+    ranges of the chosen tile then give the figures. An estimate (stage
+    formation) only looks at the largest square tile."""
+    if not model.grid_ok or model.width < 2:
+        return None
+    best: tuple[tuple[int, int], int, int] | None = None
+    if not exact:
+        sq = _square_tile(model, budget)
+        if sq is not None:
+            best = ((0, 0), *sq)
+    worse = 0
+    widths = sorted({-(-model.width // n) for n in range(2, model.width + 1)}, reverse=True)
+    for tile_w in widths if exact else ():
+        cstats, _ = _band_stats(model, tile_w, False, cols=True)
+        cols = [max(c, s[1]) for c, s in zip(model.cols(tile_w), cstats)]
+
+        def cost(r: int, cols: list[int] = cols) -> int:
+            return model.bytes_of_cells(model.rows(r), cols)
+
+        tile_h = largest_fitting(cost, model.height, budget)
+        while tile_h >= 1:
+            tile_h = even_tile_h(model.height, tile_h)
+            rstats, _ = _band_stats(model, tile_h, False)
+            rows = [max(r, s[1]) for r, s in zip(model.rows(tile_h), rstats)]
+            if model.bytes_of_cells(rows, cols) <= budget:
+                break
+            tile_h -= 1
+        if tile_h < 1:
+            continue
+        reads = sum(rstats[t][0] * cstats[t][0] * model.cells[t] for t in model.inputs)
+        tiles = num_tiles(model.height, tile_h) * num_tiles(model.width, tile_w)
+        if best is None or (reads, tiles) < best[0]:
+            best = ((reads, tiles), tile_h, tile_w)
+            worse = 0
+        else:
+            worse += 1
+            if worse == 3:  # the loads only grow from here on
+                break
+    if best is None:
+        return None
+    _, tile_h, tile_w = best
+    rstats, rr = _band_stats(model, tile_h, exact)
+    cstats, cr = _band_stats(model, tile_w, exact, cols=True)
+    rows = [max(r, s[1]) for r, s in zip(model.rows(tile_h), rstats)]
+    cols = [max(c, s[1]) for c, s in zip(model.cols(tile_w), cstats)]
+    if model.bytes_of_cells(rows, cols) > budget:  # an estimate's square, widened
+        return None
+    reads = sum(rstats[t][0] * cstats[t][0] * model.cells[t] for t in model.inputs)
+    tiles = num_tiles(model.height, tile_h) * num_tiles(model.width, tile_w)
+    return _Tiling(
+        "grid", tile_h, tile_w, tiles, model.bytes_of_cells(rows, cols), tuple(rows), reads,
+        _recomputed(model, rstats, col_stats=cstats), tuple(rr or ()), tuple(cr or ()),
+        cols=tuple(cols),
+    )
+
+
+def _positions(model: BandModel, t: int) -> int:
+    shape = model.graph.tensors[model.names[t]].shape
+    return math.prod(shape[2:-1]) if len(shape) >= 3 else 1
+
+
+def _subrow(model: BandModel, budget: int) -> _Tiling | None:
+    """GlobalAveragePool below one row: runs of positions of all channels, or
+    one position in groups of channels; the partial sums carry over."""
+    units = _subrow_units(model)
+    if units is None:
+        return None
+    fixed, per_pos, p_all, per_ch = units
+    graph = model.graph
+    reads = sum(graph.tensors[model.names[t]].nbytes for t in model.inputs)
+    ones = tuple(1 for _ in model.names)
+
+    def by_pos(p: int) -> int:
+        return fixed + sum(align(p * b) for b in per_pos)
+
+    p = largest_fitting(by_pos, p_all, budget)
+    if p >= 1:
+        p = even_tile_h(p_all, p)
+        tiles = model.height * num_tiles(p_all, p)
+        return _Tiling("accumulate", 1, p, tiles, by_pos(p), ones, reads, 0, ())
+    if per_ch is None:
+        return None
+    c_all = graph.tensors[model.names[model.roots[0]]].shape[-1]
+
+    def by_ch(g: int) -> int:
+        return fixed + sum(align(g * b) for b in per_ch)
+
+    g = largest_fitting(by_ch, c_all, budget)
+    if g < 1:
+        return None
+    g = even_tile_h(c_all, g)
+    tiles = model.height * p_all * num_tiles(c_all, g)
+    return _Tiling("accumulate", 1, 1, tiles, by_ch(g), ones, reads, 0, (), (), g)
+
+
+def _windows(model: BandModel) -> int:
+    graph = model.graph
+    return sum(
+        1 for k, _, _ in model.ops
+        if graph.nodes[k].tiling is TilingClass.HALO
+        and graph.nodes[k].window(0)[0] * graph.nodes[k].window(1)[0] > 1
+    )
+
+
+def tile_band(model: BandModel, budget: int, exact: bool = True) -> _Tiling | None:
+    """The strategy of a band that does not run normally: strips (or the
+    band kind), a 2D grid when no strip fits or it loads fewer input bytes,
+    sub-row bands for an accumulation. None when nothing fits. `exact=False`
+    gives the estimates stage formation compares (a grid only where no strip
+    fits)."""
+    strips = _strips(model, budget, exact)
+    if strips is not None and (strips.tiles == 1 or not exact):
+        return strips
+    if not exact and _windows(model) > GRID_MAX_WINDOWS:
+        return None
+    grid = _grid(model, budget, exact)
+    if grid is not None and (strips is None or grid.reads < strips.reads):
+        return grid
+    if strips is None and model.kind == "accumulate":
+        return _subrow(model, budget)
+    return strips
+
+
+def _subrow_units(model: BandModel) -> tuple[int, list[int], int, list[int] | None] | None:
+    """(fixed bytes, bytes per position per buffer, positions per row, bytes per
+    channel per buffer or None) of an accumulation's sub-row bands."""
+    graph = model.graph
+    banded = [t for t in range(len(model.names)) if not model.whole[t]]
+    if model.kind != "accumulate" or not banded:
+        return None
+    pos = {_positions(model, t) for t in banded}
+    if len(pos) != 1:
+        return None
+    (p_all,) = pos
+    fixed = model.extra + sum(
+        align(graph.tensors[model.names[t]].nbytes)
+        for t in range(len(model.names)) if model.whole[t]
+    )
+    per_pos = [model.row_bytes[t] // p_all for t in banded]
+    concat = any(graph.nodes[k].is_channel_concat for k, _, _ in model.ops)
+    chans = {graph.tensors[model.names[t]].shape[-1] for t in banded}
+    per_ch = None
+    if not concat and len(chans) == 1:
+        per_ch = [graph.tensors[model.names[t]].elem_bytes for t in banded]
+    return fixed, per_pos, p_all, per_ch
+
+
+def min_band_bytes(model: BandModel) -> int:
+    """The smallest budget some band of the model fits: one row, a 1 x 1 tile,
+    or for an accumulation one position (or one channel)."""
+    best = model.band_bytes(1)
+    if model.grid_ok and model.width >= 2:
+        best = min(best, model.grid_bytes(1, 1))
+    units = _subrow_units(model)
+    if units is not None:
+        fixed, per_pos, _, per_ch = units
+        best = min(best, fixed + sum(align(b) for b in per_pos))
+        if per_ch is not None:
+            best = min(best, fixed + sum(align(b) for b in per_ch))
+    return best
+
+
+# ---------------------------------------------------------------------------
+# Stage formation
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Chain:
+    """A chain found for ops [start, stop): member stages, the merged band and
+    its tile height, allocated rows and per-tile ranges."""
+
+    members: tuple[tuple[int, int], ...]
+    model: BandModel
+    tile_h: int
+    rows: list[int]
+    stats: _Stats
+    ranges: _Ranges | None
+    recompute_ops: frozenset[int]
+    recomputed: int
+
+
+@dataclass
+class _Ctx:
+    """One planning run: the graph, its tables, the budget and caches."""
+
+    graph: PlanGraph
+    tables: GraphTables
+    budget: int
+    ranks: tuple[int, ...] = (4,)
+    mac_weight: int = 1
+    _bands: dict[tuple[int, int], BandModel | str] = field(
+        default_factory=dict[tuple[int, int], "BandModel | str"])
+    _tilings: dict[tuple[int, int, bool], _Tiling | None] = field(
+        default_factory=dict[tuple[int, int, bool], "_Tiling | None"])
+    _chains: dict[tuple[tuple[tuple[int, int], ...], bool], _Chain | None] = field(
+        default_factory=dict[tuple[tuple[tuple[int, int], ...], bool], "_Chain | None"])
+    _io: dict[tuple[int, int], tuple[tuple[str, ...], tuple[str, ...]]] = field(
+        default_factory=dict[tuple[int, int], tuple[tuple[str, ...], tuple[str, ...]]])
+
+    def band(self, start: int, stop: int) -> BandModel | str:
+        """The band of ops [start, stop), or why they form none."""
+        key = (start, stop)
+        if key not in self._bands:
+            b = BandBuilder(self.tables, stop)
+            while b.start > start and b.prepend():
+                pass
+            self._bands[key] = b.error if b.error is not None else b.model()
+        return self._bands[key]
+
+    def tiling(self, start: int, stop: int, exact: bool = True) -> _Tiling | None:
+        """How ops [start, stop) tile as one stage; `exact=False`: the
+        estimate stage formation compares."""
+        key = (start, stop, exact)
+        if key not in self._tilings:
+            model = self.band(start, stop)
+            t = None if isinstance(model, str) else tile_band(model, self.budget, exact)
+            self._tilings[key] = t
+        return self._tilings[key]
+
+    def io(self, start: int, stop: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        key = (start, stop)
+        if key not in self._io:
+            self._io[key] = _stage_io(self.graph, self.tables.last_use, start, stop)
+        return self._io[key]
+
+    def traffic(self, start: int, stop: int) -> int:
+        """Inputs read once plus outputs written once (raw bytes)."""
+        ins, outs = self.io(start, stop)
+        t = self.graph.tensors
+        return sum(t[x].nbytes for x in ins) + sum(t[x].nbytes for x in outs)
+
+    def chainable(self, start: int, stop: int) -> bool:
+        """Chain rules 1 and 2 for one stage: it tiles along the height and
+        reads its band (no resize), and its inputs and outputs are feature
+        maps of the chainable ranks."""
+        ins, outs = self.io(start, stop)
+        if any(self.graph.tensors[x].rank not in self.ranks for x in (*ins, *outs)):
+            return False
+        model = self.band(start, stop)
+        return not isinstance(model, str) and model.kind in CHAIN_KINDS
+
+    def chain(self, members: Sequence[tuple[int, int]], exact: bool = True) -> _Chain | None:
+        """The chain of these consecutive stages if it keeps every rule and
+        fits the budget (split chains are tried by the callers)."""
+        key = (tuple(members), exact)
+        if key not in self._chains:
+            self._chains[key] = self._chain(key[0], exact)
+        return self._chains[key]
+
+    def _chain(self, members: tuple[tuple[int, int], ...], exact: bool) -> _Chain | None:
+        if len(members) < 2 or not chain_rules_hold(self, members):
+            return None
+        model = self.band(members[0][0], members[-1][1])
+        if isinstance(model, str) or model.kind not in CHAIN_KINDS:
+            return None  # the band rule across the chain (residual exception)
+        if model.band_bytes(1) > self.budget:
+            return None
+        found = _strip_search(model, self.budget, exact)
+        if found is None:
+            return None
+        graph = self.graph
+        concat_ops: set[int] = set()
+        for a, b in members:
+            if any(graph.nodes[q].is_channel_concat for q in range(a, b)):
+                concat_ops.update(range(a, b))
+        recomputed = _recomputed(model, found[2], concat_ops, _has_halo(model))
+        return _Chain(members, model, *found, frozenset(concat_ops), recomputed)
+
+
+def _has_halo(model: BandModel) -> bool:
+    """A member has a halo (a window op reading more than one row): the chain
+    is line-buffered."""
+    graph = model.graph
+    return any(
+        graph.nodes[k].tiling is TilingClass.HALO and graph.nodes[k].window(0)[0] > 1
+        for k, _, _ in model.ops
+    )
+
+
+def chain_rules_hold(ctx: _Ctx, members: Sequence[tuple[int, int]]) -> bool:
+    """The spec's chain detection rules over consecutive stages [start, stop):
+
+    1. every stage tiles along the height (convolutions, pools, shape-preserving
+       ops reading the band the stage holds, no resize);
+    2. every input and output of every stage is a rank-4 feature map;
+    3. each stage but the last has exactly one output tensor, the next stage
+       reads it, and no stage but the first reads anything from outside the
+       chain (a later stage may read what an earlier one produced: the
+       residual Add);
+    4. no tensor a stage before the last produces is read outside the chain or
+       is a model output.
+    The band rule over the whole chain is the merged band's (`_Ctx.chain`).
+    """
+    graph = ctx.graph
+    produced: set[str] = set()
+    stop = members[-1][1]
+    for pos, (a, b) in enumerate(members):
+        if not ctx.chainable(a, b):
+            return False
+        ins, outs = ctx.io(a, b)
+        if pos > 0:
+            _, prev_outs = ctx.io(*members[pos - 1])
+            if len(prev_outs) != 1 or prev_outs[0] not in ins:
+                return False
+            if any(x not in produced for x in ins):
+                return False
+        if pos < len(members) - 1:
+            for name in outs:
+                if name in graph.outputs or ctx.tables.last_use[name] >= stop:
+                    return False
+        for k in range(a, b):
+            produced.update(graph.nodes[k].outputs)
+    return True
+
+
+def chain_members(ctx: _Ctx, start: int, stop: int) -> tuple[tuple[int, int], ...] | None:
+    """Cut ops [start, stop) into the chain's member stages, as early as the
+    rules allow: the first member holds every reader of the chain's inputs,
+    the last holds every producer of its outputs, and a member ends where
+    exactly one of its tensors is needed later and the next op reads it.
+    None when fewer than two members come out."""
+    graph = ctx.graph
+    last_use = ctx.tables.last_use
+    ins, outs = ctx.io(start, stop)
+    inset = set(ins)
+    first = start + 1
+    for k in range(start, stop):
+        if any(x in inset for x in graph.nodes[k].inputs):
+            first = k + 1
+    last = min((p for p in (graph.producer(x) for x in outs) if p is not None), default=stop)
+    members: list[tuple[int, int]] = []
+    s = start
+    live: dict[str, int] = {}
+    for c in range(start + 1, min(last, stop - 1) + 1):
+        for name in graph.nodes[c - 1].outputs:
+            live[name] = last_use[name]
+        for name in [x for x, lu in live.items() if lu < c]:
+            del live[name]
+        if c < first or len(live) != 1:
+            continue
+        (name,) = live
+        if name in graph.nodes[c].inputs:
+            members.append((s, c))
+            s = c
+            live = {}
+    members.append((s, stop))
+    return tuple(members) if len(members) >= 2 else None
+
+
+def _feasible_band(b: BandBuilder, budget: int) -> bool:
+    """Some band of the builder's ops fits: one row, a 1 x 1 tile, or a
+    sub-row band of an accumulation."""
+    if b.error is not None:
+        return False
+    if b.bytes1 <= budget:
+        return True
+    if (b.grid and b.kind == "strips" and b.root_width >= 2
+            and b.windows <= GRID_MAX_WINDOWS and b.bytes11 <= budget):
+        return True
+    if b.kind != "accumulate":
+        return False
+    return min_band_bytes(b.model()) <= budget
+
+
+def form_stages(graph: PlanGraph, budget: int, *, chain_1d: bool = False,
+                mac_weight: int = 1) -> tuple[tuple[int, int], ...]:
+    """Cut the topological order into stages [start, stop).
+
+    Dynamic programming over cut points: best[j] is the least slow-memory
+    traffic of ops [0, j). A segment may be a stage that fits normally (its
+    inputs read once, its outputs written once; nothing for a whole-graph
+    stage run in place), a chain (the spec's rules over its member stages;
+    line-buffered, so also read once), or a stage that tiles (traffic as its
+    tiles load it). Chains come back as their member stages, which
+    `find_chains` fuses again. A node that fits in no way becomes a stage of
+    its own that does not fit. Recomputed MACs count `mac_weight` bytes each.
+    """
+    ctx = _Ctx(graph, GraphTables(graph), budget, (3, 4) if chain_1d else (4,), mac_weight)
+    return _form(ctx)[0]
+
+
+def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
+    """(the cuts, their cost) of the dynamic programme of `form_stages`."""
+    graph, tables, budget = ctx.graph, ctx.tables, ctx.budget
+    n = len(graph.nodes)
+    best: list[tuple[int, int]] = [(0, 0)] + [(_INF, 0)] * n
+    back: list[tuple[tuple[int, int], ...]] = [()] * (n + 1)
+    for j in range(1, n + 1):
+        normal = _NormalScan(graph, tables, j)
+        band = BandBuilder(tables, j)
+        band_ok = True
+        tiled: list[tuple[int, int, int, bool]] = []  # (bound, i, writes, strips fit)
+        for i in range(j - 1, -1, -1):
+            normal.prepend()
+            fits = normal.peak <= budget
+            if not fits and band_ok:
+                while band.start > i and band.prepend():
+                    pass
+                band_ok = band.start == i and _feasible_band(band, budget)
+            if not fits and not band_ok:
+                break
+            lb = normal.reads + normal.writes
+            if fits:
+                cost = 0 if (i == 0 and j == n) else lb
+                cand = (best[i][0] + cost, best[i][1] + 1)
+                if cand < best[j]:
+                    best[j], back[j] = cand, ((i, j),)
+            elif best[i][0] < _INF:
+                strips = band.error is None and band.bytes1 <= budget
+                tiled.append((best[i][0] + lb, i, normal.writes, strips))
+        for bound, i, writes, strips in sorted(tiled):
+            if (bound, best[i][1] + 1) >= best[j]:
+                break
+            members = chain_members(ctx, i, j) if strips else None
+            chain = None if members is None else ctx.chain(members, exact=False)
+            if members is not None and chain is not None:
+                cand = (bound + ctx.mac_weight * chain.recomputed, best[i][1] + len(members))
+                if cand < best[j]:
+                    best[j], back[j] = cand, members
+                if not chain.recomputed:
+                    continue
+            t = ctx.tiling(i, j, exact=False)
+            if t is None:
+                continue
+            cost = t.reads + writes + ctx.mac_weight * t.recomputed
+            cand = (best[i][0] + cost, best[i][1] + 1)
+            if cand < best[j]:
+                best[j], back[j] = cand, ((i, j),)
+        if best[j][0] >= _INF:  # node j - 1 fits in no way: a stage that does not fit
+            best[j] = (best[j - 1][0] + _INF // (n + 1), best[j - 1][1] + 1)
+            back[j] = ((j - 1, j),)
+    cuts: list[tuple[int, int]] = []
+    j = n
+    while j > 0:
+        cuts.extend(reversed(back[j]))
+        j = back[j][0][0]
+    return tuple(reversed(cuts)), best[n][0]
+
+
+def _stage_cost(ctx: _Ctx, start: int, stop: int) -> int:
+    """Slow traffic of one stage alone: normal, or as its tiles load it."""
+    if normal_peak(ctx.graph, start, stop, ctx.tables) <= ctx.budget:
+        return ctx.traffic(start, stop)
+    t = ctx.tiling(start, stop, exact=False)
+    if t is None:
+        return _INF
+    _, outs = ctx.io(start, stop)
+    writes = sum(ctx.graph.tensors[x].nbytes for x in outs)
+    return t.reads + writes + ctx.mac_weight * t.recomputed
+
+
+def find_chains(graph: PlanGraph, stages: Sequence[tuple[int, int]], budget: int, *,
+                chain_1d: bool = False, mac_weight: int = 1) -> tuple[tuple[int, ...], ...]:
+    """Chains over consecutive stages (indices into `stages`).
+
+    Runs are extended greedily while the next stage keeps rules 1 to 3 with
+    the run; a run that does not fit (or breaks rule 4 or the band rule) as a
+    whole is split into consecutive chains that do, choosing the split with
+    the least slow traffic (chains read their inputs once).
+    """
+    ctx = _Ctx(graph, GraphTables(graph), budget, (3, 4) if chain_1d else (4,), mac_weight)
+    return _find_chains(ctx, stages)
+
+
+def _find_chains(ctx: _Ctx, stages: Sequence[tuple[int, int]]) -> tuple[tuple[int, ...], ...]:
+    graph = ctx.graph
+    found: list[tuple[int, ...]] = []
+    m = len(stages)
+    i = 0
+    while i < m:
+        if not ctx.chainable(*stages[i]):
+            i += 1
+            continue
+        run = [i]
+        produced = {o for k in range(*stages[i]) for o in graph.nodes[k].outputs}
+        j = i + 1
+        while j < m and ctx.chainable(*stages[j]):
+            ins, _ = ctx.io(*stages[j])
+            _, prev_outs = ctx.io(*stages[run[-1]])
+            if len(prev_outs) != 1 or prev_outs[0] not in ins:
+                break
+            if any(x not in produced for x in ins):
+                break
+            run.append(j)
+            produced.update(o for k in range(*stages[j]) for o in graph.nodes[k].outputs)
+            j += 1
+        found.extend(_split_run(ctx, [stages[r] for r in run], run[0]))
+        i = run[-1] + 1
+    return tuple(found)
+
+
+def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tuple[int, ...]]:
+    """The least-traffic split of a run into chains and lone stages."""
+    n = len(run)
+    best = [0] + [_INF] * n
+    back = list(range(-1, n))  # a lone stage by default
+    for b in range(1, n + 1):
+        best[b] = best[b - 1] + _stage_cost(ctx, *run[b - 1])
+        builder = BandBuilder(ctx.tables, run[b - 1][1])
+        for a in range(b - 2, -1, -1):
+            while builder.start > run[a][0] and builder.prepend():
+                pass
+            if builder.error is not None or builder.bytes1 > ctx.budget:
+                break
+            cost = ctx.traffic(run[a][0], run[b - 1][1])
+            if best[a] + cost >= best[b]:
+                continue
+            chain = ctx.chain(run[a:b], exact=False)
+            if chain is not None:
+                cost += ctx.mac_weight * chain.recomputed
+                if best[a] + cost < best[b]:
+                    best[b], back[b] = best[a] + cost, a
+    pieces: list[tuple[int, ...]] = []
+    b = n
+    while b > 0:
+        a = back[b]
+        if b - a >= 2:
+            pieces.append(tuple(range(base + a, base + b)))
+        b = a
+    return list(reversed(pieces))
+
+
+def _stage_io(graph: PlanGraph, last_use: Mapping[str, int], start: int,
+              stop: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(inputs, outputs) of ops [start, stop): non-constant tensors read but not
+    produced there; tensors produced there and needed later or model outputs."""
+    produced: set[str] = set()
+    ins: list[str] = []
+    outs: list[str] = []
+    for k in range(start, stop):
+        node = graph.nodes[k]
+        for name in node.inputs:
+            if not graph.tensors[name].is_const and name not in produced and name not in ins:
+                ins.append(name)
+        for name in node.outputs:
+            produced.add(name)
+            if last_use[name] >= stop:
+                outs.append(name)
+    return tuple(ins), tuple(outs)
+
+
+# ---------------------------------------------------------------------------
+# The plan
+# ---------------------------------------------------------------------------
+
+
+def _named_ranges(model: BandModel, t: _Tiling) -> tuple[TileRows, ...]:
+    """Per-tile ranges by tensor name; a grid lists its tiles row by row."""
+    out: list[TileRows] = []
+    root = model.roots[0]
+    names = model.names
+    for rr in t.row_ranges:
+        rows = {name: rr[i] for i, name in enumerate(names)}
+        if not t.col_ranges:
+            out.append(TileRows(len(out), rr[root], None, rows))
+            continue
+        for cr in t.col_ranges:
+            cols = {name: cr[i] for i, name in enumerate(names)}
+            out.append(TileRows(len(out), rr[root], cr[root], rows, cols))
+    return tuple(out)
+
+
+def _op_rows(model: BandModel, rows: Sequence[int]) -> dict[str, int]:
+    graph = model.graph
+    return {graph.nodes[k].name: rows[outs[0]] for k, outs, _ in model.ops if outs}
+
+
+def _node_min(ctx: _Ctx, k: int) -> int:
+    """The smallest budget node k fits alone: run whole, or its smallest band."""
+    best = normal_peak(ctx.graph, k, k + 1, ctx.tables)
+    model = ctx.band(k, k + 1)
+    if not isinstance(model, str):
+        best = min(best, min_band_bytes(model))
+    return best
+
+
+def _stage_plan(ctx: _Ctx, index: int, start: int, stop: int, single: bool) -> StagePlan:
+    graph = ctx.graph
+    ins, outs = _stage_io(graph, ctx.tables.last_use, start, stop)
+    names = tuple(graph.nodes[k].name for k in range(start, stop))
+    peak = normal_peak(graph, start, stop, ctx.tables)
+    reads = sum(graph.tensors[x].nbytes for x in ins)
+    writes = sum(graph.tensors[x].nbytes for x in outs)
+    whole = any(graph.nodes[k].tiling is TilingClass.WHOLE for k in range(start, stop))
+    if peak <= ctx.budget:
+        if single:
+            return StagePlan(index, start, stop, names, "inplace", ins, outs, True, peak)
+        strategy = "whole" if whole else "normal"
+        return StagePlan(index, start, stop, names, strategy, ins, outs, True, peak,
+                         slow_reads=reads, slow_writes=writes)
+    model = ctx.band(start, stop)
+    t = None if isinstance(model, str) else ctx.tiling(start, stop)
+    if t is None or isinstance(model, str):
+        need = max(_node_min(ctx, k) for k in range(start, stop))
+        why = model if isinstance(model, str) else "no band fits"
+        return StagePlan(
+            index, start, stop, names, "whole" if whole or isinstance(model, str)
+            else model.kind, ins, outs, False, peak,
+            error=f"{why}; it needs at least {need} bytes ({format_bytes(need)})",
+        )
+    return StagePlan(
+        index, start, stop, names, t.strategy, ins, outs, True, t.peak,
+        tile_h=t.tile_h, tile_w=t.tile_w, num_tiles=t.tiles,
+        channel_group=t.channel_group, halo=model.halo(),
+        halo_sides=model.halo_sides(t.tile_h, t.tile_w),
+        band_rows=dict(zip(model.names, t.rows)), band_cols=dict(zip(model.names, t.cols)),
+        op_rows=_op_rows(model, t.rows),
+        tiles=_named_ranges(model, t), slow_reads=t.reads, slow_writes=writes,
+        recomputed_macs=t.recomputed,
+    )
+
+
+def _chain_plan(ctx: _Ctx, index: int, members: Sequence[int], found: _Chain,
+                stages: Sequence[StagePlan]) -> ChainPlan:
+    """The chain's figures: tile height from the binary search over the sum of
+    every buffer of the chain (found by `_Ctx.chain`), then line buffering
+    (module doc): loads and computes only the rows a tile adds."""
+    graph = ctx.graph
+    model, tile_h, rows, ranges = found.model, found.tile_h, found.rows, found.ranges
+    assert ranges is not None
+    line_buffered = _has_halo(model)
+    concat_ops = found.recompute_ops
+    reads = 0
+    history: dict[str, int] = {}
+    for t, name in enumerate(model.names):
+        seq = [r[t] for r in ranges]
+        fresh = new_rows(seq) if line_buffered else [y - x for x, y in seq]
+        if t in model.inputs:
+            reads += sum(fresh) * model.row_bytes[t]
+        history[name] = max((y - x) - f for (x, y), f in zip(seq, fresh))
+    recomputed = found.recomputed
+    writes = sum(graph.tensors[model.names[t]].nbytes for t in model.spilled)
+    whole = _Tiling("strips", tile_h, 0, len(ranges), model.bytes_of_rows(rows),
+                    tuple(rows), reads, recomputed, tuple(ranges))
+    first, last = stages[members[0]], stages[members[-1]]
+    return ChainPlan(
+        index, tuple(members), first.start, last.stop, tile_h, len(ranges),
+        line_buffered, bool(concat_ops) and line_buffered, whole.peak, model.halo(),
+        model.halo_sides(tile_h), first.inputs, last.outputs,
+        dict(zip(model.names, rows)), _op_rows(model, rows), history,
+        _named_ranges(model, whole), reads, writes, recomputed,
+    )
+
+
+def plan(graph: PlanGraph, budget: int, *, chain_1d: bool = False,
+         mac_weight: int = 1) -> Plan:
+    """The memory plan of `graph` under a fast budget of `budget` bytes.
+
+    `chain_1d` lets rank-3 (1D) feature maps chain too; the spec's rule 2
+    asks for rank 4, so it is off by default. `mac_weight` is what one
+    recomputed MAC costs in bytes of slow traffic when choosing cuts (a
+    PSRAM byte and a MAC take about a cycle each on the targets).
+    """
+    if budget <= 0:
+        raise ValueError(f"budget must be positive, got {budget}")
+    ctx = _Ctx(graph, GraphTables(graph), budget, (3, 4) if chain_1d else (4,), mac_weight)
+    cuts, _ = _form(ctx)
+    single = len(cuts) == 1
+    stages = [_stage_plan(ctx, i, a, b, single) for i, (a, b) in enumerate(cuts)]
+    chains: list[ChainPlan] = []
+    for members in _find_chains(ctx, cuts):
+        found = ctx.chain([cuts[s] for s in members])
+        assert found is not None
+        c = _chain_plan(ctx, len(chains), members, found, stages)
+        chains.append(c)
+        for pos, s in enumerate(members):
+            st = stages[s]
+            touched = _touched(graph, st.start, st.stop)
+            stages[s] = StagePlan(
+                st.index, st.start, st.stop, st.nodes, "strips", st.inputs, st.outputs,
+                True, c.peak, tile_h=c.tile_h, num_tiles=c.num_tiles, halo=c.halo,
+                halo_sides=c.halo_sides,
+                band_rows={x: r for x, r in c.band_rows.items() if x in touched},
+                op_rows={x: c.op_rows[x] for x in st.nodes if x in c.op_rows},
+                chain=c.index,
+                slow_reads=c.slow_reads if pos == 0 else 0,
+                slow_writes=c.slow_writes if pos == len(members) - 1 else 0,
+                recomputed_macs=_stage_share(graph, c, st),
+            )
+    in_place = single and stages[0].strategy == "inplace"
+    return _figures(ctx, tuple(stages), tuple(chains), in_place)
+
+
+def _touched(graph: PlanGraph, start: int, stop: int) -> set[str]:
+    names: set[str] = set()
+    for k in range(start, stop):
+        names.update(graph.nodes[k].inputs)
+        names.update(graph.nodes[k].outputs)
+    return names
+
+
+def _stage_share(graph: PlanGraph, c: ChainPlan, st: StagePlan) -> int:
+    """A member's part of the chain's recomputed MACs (its own ops)."""
+    if not c.recomputed_macs:
+        return 0
+    total = 0
+    for k in range(st.start, st.stop):
+        node = graph.nodes[k]
+        if not node.macs or not node.outputs or not c.recompute:
+            continue
+        o = node.outputs[0]
+        seq = [tile.rows[o] for tile in c.tiles if o in tile.rows]
+        extra = sum(b - a for a, b in seq) - union_length(seq)
+        total += node.macs * extra // graph.tensors[o].height
+    return total
+
+
+def _figures(ctx: _Ctx, stages: tuple[StagePlan, ...], chains: tuple[ChainPlan, ...],
+             in_place: bool) -> Plan:
+    graph = ctx.graph
+    # units: chains and unchained stages, in order
+    unit_of_node: list[int] = [0] * len(graph.nodes)
+    units = 0
+    seen_chain: dict[int, int] = {}
+    for s in stages:
+        if s.chain is not None:
+            if s.chain not in seen_chain:
+                seen_chain[s.chain] = units
+                units += 1
+            u = seen_chain[s.chain]
+        else:
+            u = units
+            units += 1
+        for k in range(s.start, s.stop):
+            unit_of_node[k] = u
+    slow_live = [0] * max(units, 1)
+    if not in_place:
+        for name, info in graph.tensors.items():
+            if info.is_const:
+                continue
+            p = graph.producer(name)
+            readers = {unit_of_node[k] for k in graph.consumers(name)}
+            birth = 0 if p is None else unit_of_node[p]
+            in_slow = (p is None and (readers or name in graph.outputs)) or (
+                p is not None and (name in graph.outputs or any(r != birth for r in readers))
+            )
+            if not in_slow:
+                continue
+            death = units - 1 if name in graph.outputs else max(readers)
+            for u in range(birth, death + 1):
+                slow_live[u] += align(info.nbytes)
+    fits = all(s.fits for s in stages)
+    failed = next((s for s in stages if not s.fits), None)
+    failed_node = failed_min = None
+    if failed is not None:
+        node_mins = [(_node_min(ctx, k), k) for k in range(failed.start, failed.stop)]
+        need, k = max(node_mins)
+        if need <= ctx.budget:  # a multi-op stage: name its largest node anyway
+            need = max(need, ctx.budget + 1)
+        failed_node, failed_min = graph.nodes[k].name, need
+    peak = max([s.peak for s in stages] + [c.peak for c in chains] + [0])
+    reads = sum(s.slow_reads for s in stages if s.chain is None) + sum(
+        c.slow_reads for c in chains)
+    writes = sum(s.slow_writes for s in stages if s.chain is None) + sum(
+        c.slow_writes for c in chains)
+    recomputed = sum(s.recomputed_macs for s in stages if s.chain is None) + sum(
+        c.recomputed_macs for c in chains)
+    return Plan(
+        ctx.budget, fits, stages, chains, peak, max(slow_live), reads, writes,
+        graph.total_macs, recomputed, in_place, failed_node, failed_min,
+    )
+
+
+def min_budget(graph: PlanGraph) -> int:
+    """The smallest budget under which `plan(graph, budget).fits`.
+
+    A partition into one-node stages exists whenever every node fits alone,
+    and a node that fits in no way alone fits in no larger stage either, so
+    the search over budgets tests every node alone.
+    """
+    tables = GraphTables(graph)
+    hi = max(1, sum(align(t.nbytes) for t in graph.tensors.values() if not t.is_const))
+
+    def ok(budget: int) -> bool:
+        ctx = _Ctx(graph, tables, budget)
+        for k in range(len(graph.nodes)):
+            if normal_peak(graph, k, k + 1, tables) <= budget:
+                continue
+            model = ctx.band(k, k + 1)
+            if isinstance(model, str) or min_band_bytes(model) > budget:
+                return False
+        return True
+
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+

@@ -1,0 +1,1017 @@
+"""The formulas of spec/tiling.md as small pure functions, and the band model.
+
+Part 1 holds the spec's formulas one by one (receptive field, halo, height
+back-propagation, tile height search, evening out, overhead). Part 2 is the
+band model of a set of consecutive ops (a stage or a chain): for an output band
+of `rows` rows it gives every tensor's rows (the back-propagated heights), the
+bytes the runtime allocates (`band_bytes`) and the exact row range of every
+tensor in every tile.
+
+Band accounting, exactly (a loop-level interpreter reproduces it):
+  * A band holds every non-constant tensor the ops touch: each stage input
+    over the rows the band reads, each op output over its rows; nothing is
+    freed within a tile. Each buffer is `align(rows * row_bytes)`.
+  * `rows` of a tensor is the spec's back-propagation: a window op maps
+    `r` output rows to `input_rows(r, kernel, stride, dilation)`, a pointwise
+    op to `r`, a broadcast or second matrix operand to its whole height; a
+    tensor read by several ops takes the largest; every value is capped at
+    the tensor's height.
+  * The planner then widens a buffer to the longest row range any tile really
+    reads if that is longer (it only happens for branches whose paddings
+    disagree), so every tile fits its buffers: `allocation_rows`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cache, cached_property
+from typing import Any
+
+from tigris_ir.memory import ALIGN, align
+from tigris_ir.plan_graph import BAND_AXIS, INPUT_BAND_AXES, PlanGraph
+from tigris_ir.tiling_class import TilingClass
+
+# ---------------------------------------------------------------------------
+# Part 1: the spec's formulas
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Window:
+    """A sliding window along one axis (kernel, stride, dilation, pads)."""
+
+    kernel: int
+    stride: int = 1
+    dilation: int = 1
+    pad_begin: int = 0
+    pad_end: int = 0
+
+    @property
+    def eff_kernel(self) -> int:
+        """`kernel + (kernel - 1) * (dilation - 1)`: the rows one output reads."""
+        return self.kernel + (self.kernel - 1) * (self.dilation - 1)
+
+
+def _as_window(op: Window | Sequence[int]) -> Window:
+    return op if isinstance(op, Window) else Window(*op)
+
+
+def receptive_field(ops: Iterable[Window | Sequence[int]]) -> int:
+    """The spec's walk over spatial ops in execution order: input rows behind
+    one output row. `ops` are Windows or (kernel, stride, dilation) tuples."""
+    rf, cumulative_stride = 1, 1
+    for op in map(_as_window, ops):
+        rf += (op.eff_kernel - 1) * cumulative_stride
+        cumulative_stride *= op.stride
+    return rf
+
+
+def halo(ops: Iterable[Window | Sequence[int]]) -> int:
+    """`RF - 1`: input rows a tile reads beyond its own."""
+    return receptive_field(ops) - 1
+
+
+def input_rows(out_rows: int, kernel: int, stride: int = 1, dilation: int = 1) -> int:
+    """The spec's back-propagation:
+    `output_tile_h * stride + max((kernel - 1) * dilation + 1 - stride, 0)`."""
+    return out_rows * stride + max((kernel - 1) * dilation + 1 - stride, 0)
+
+
+def output_size(size: int, w: Window) -> int:
+    """Output extent of a window op over `size` input positions."""
+    return (size + w.pad_begin + w.pad_end - w.eff_kernel) // w.stride + 1
+
+
+def window_input_range(
+    start: int, stop: int, w: Window, size: int | None = None
+) -> tuple[int, int]:
+    """Input rows [lo, hi) behind output rows [start, stop):
+    `[start * stride - pad_begin, (stop - 1) * stride - pad_begin + eff_kernel)`,
+    clipped to the image `[0, size)` when size is given."""
+    lo = start * w.stride - w.pad_begin
+    hi = (stop - 1) * w.stride - w.pad_begin + w.eff_kernel
+    if size is not None:
+        lo, hi = max(lo, 0), min(hi, size)
+        hi = max(hi, lo)
+    return lo, hi
+
+
+def num_tiles(height: int, tile_h: int) -> int:
+    return -(-height // tile_h)
+
+
+def even_tile_h(
+    height: int,
+    tile_h: int,
+    rows_read: Callable[[int], int] | None = None,
+    granule: int = 1,
+) -> int:
+    """The spec's second step: keep `num_tiles = ceil(H / tile_h)` and take the
+    smallest rows >= ceil(H / num_tiles) that reads no more input rows.
+
+    `rows_read(rows)` is the stage's input rows for a band (default: rows).
+    The input rows grow with the band, so this is ceil(H / num_tiles) unless
+    `rows_read` is flat there; the last tile is then no short remainder.
+    With a granule (a reshape's whole rows) the rows round up to a multiple.
+    """
+    n = num_tiles(height, tile_h)
+    low = -(-height // n)
+    if granule > 1:
+        return min(-(-low // granule) * granule, tile_h)
+    read = rows_read or (lambda r: r)
+    target = read(low)
+    for rows in range(low, tile_h + 1):
+        if read(rows) <= target:
+            return rows
+    return low
+
+
+def tile_bounds(height: int, tile_h: int) -> tuple[tuple[int, int], ...]:
+    """Output rows [start, stop) of each tile: they cover [0, height) exactly."""
+    return tuple((a, min(a + tile_h, height)) for a in range(0, height, tile_h))
+
+
+def overhead_bytes(halo_rows: int, input_row_bytes: int, tiles: int) -> int:
+    """Redundant input reads of a strip-tiled stage:
+    `halo * input_row_bytes * (num_tiles - 1)`."""
+    return halo_rows * input_row_bytes * max(tiles - 1, 0)
+
+
+def largest_fitting(
+    cost: Callable[[int], int], hi: int, budget: int, granule: int = 1
+) -> int:
+    """Largest `rows` in {granule, 2 granule, ..., hi} (and hi itself) with
+    `cost(rows) <= budget` by binary search (cost grows with rows); 0 if none."""
+    if hi <= 0:
+        return 0
+    if cost(hi) <= budget:
+        return hi
+    lo_k, hi_k = 0, (hi - 1) // granule  # candidates k * granule, k >= 1
+    while lo_k < hi_k:
+        mid = (lo_k + hi_k + 1) // 2
+        if cost(mid * granule) <= budget:
+            lo_k = mid
+        else:
+            hi_k = mid - 1
+    return lo_k * granule
+
+
+@dataclass(frozen=True)
+class TileChoice:
+    """The spec's tile height selection for a band of `height` output rows."""
+
+    tile_h: int
+    num_tiles: int
+    peak: int
+
+
+def choose_tile_h(
+    height: int,
+    band_bytes: Callable[[int], int],
+    budget: int,
+    rows_read: Callable[[int], int] | None = None,
+    granule: int = 1,
+) -> TileChoice | None:
+    """tile_h = largest rows <= H with band_bytes(rows) <= budget (binary
+    search); num_tiles = ceil(H / tile_h); even the bands out;
+    tiled_peak = band_bytes(tile_h). None when one band does not fit."""
+    best = largest_fitting(band_bytes, height, budget, granule)
+    if best == 0:
+        return None
+    tile_h = even_tile_h(height, best, rows_read, granule)
+    return TileChoice(tile_h, num_tiles(height, tile_h), band_bytes(tile_h))
+
+
+# ---------------------------------------------------------------------------
+# Part 2: row maps and the band model
+# ---------------------------------------------------------------------------
+
+IDENT, WINDOW, WHOLE, RATIO, BYTES, TRANSPOSED = range(6)
+RowMap = tuple[int, int, int, int, int]
+"""(code, a, b, c, d): how an op's output band maps to one input's band.
+
+IDENT: same rows. WINDOW (k, s, d, pad_begin): a conv or pool. WHOLE: the
+input is read whole. RATIO (in, out): a resize; the source band follows the
+coordinates, widened by one row each side (covers every coordinate mode).
+BYTES (out_row_bytes, in_row_bytes): a reshape over one contiguous buffer.
+TRANSPOSED (k, s, d, pad_begin): a ConvTranspose's input rows."""
+
+IDENT_MAP: RowMap = (IDENT, 0, 0, 0, 0)
+WHOLE_MAP: RowMap = (WHOLE, 0, 0, 0, 0)
+
+
+def map_rows(m: RowMap, rows: int, size: int) -> int:
+    """Rows of the input a band of `rows` output rows needs (an upper bound
+    over band positions), capped at the input's `size`."""
+    code = m[0]
+    if code == IDENT:
+        v = rows
+    elif code == WINDOW:
+        v = input_rows(rows, m[1], m[2], m[3])
+    elif code == WHOLE:
+        return size
+    elif code == RATIO:
+        v = -(-rows * m[1] // m[2]) + 3
+    elif code == BYTES:
+        v = -(-rows * m[1] // m[2]) + (0 if m[1] % m[2] == 0 else 1)
+    else:  # TRANSPOSED
+        v = (rows - 1 + (m[1] - 1) * m[3]) // m[2] + 1
+    return v if v < size else size
+
+
+def map_range(m: RowMap, lo: int, hi: int, size: int, clip: bool = True) -> tuple[int, int]:
+    """Exact input rows [lo', hi') behind output rows [lo, hi)."""
+    code = m[0]
+    if code == IDENT:
+        a, b = lo, hi
+    elif code == WINDOW:
+        a = lo * m[2] - m[4]
+        b = (hi - 1) * m[2] - m[4] + (m[1] - 1) * m[3] + 1
+    elif code == WHOLE:
+        return 0, size
+    elif code == RATIO:
+        a = lo * m[1] // m[2] - 1
+        b = -(-hi * m[1] // m[2]) + 1
+    elif code == BYTES:
+        a = lo * m[1] // m[2]
+        b = -(-hi * m[1] // m[2])
+    else:  # TRANSPOSED: output o = i * s - p + j * d
+        a = -(-(lo + m[4] - (m[1] - 1) * m[3]) // m[2])
+        b = (hi - 1 + m[4]) // m[2] + 1
+    if clip:
+        a = a if a > 0 else 0
+        b = b if b < size else size
+        if b < a:
+            b = a
+    return a, b
+
+
+def map_scale(m: RowMap) -> Fraction | None:
+    """Input rows per output row (the row rate); None for a whole read."""
+    code = m[0]
+    if code == IDENT:
+        return Fraction(1)
+    if code == WINDOW:
+        return Fraction(m[2])
+    if code == WHOLE:
+        return None
+    if code in (RATIO, BYTES):
+        return Fraction(m[1], m[2])
+    return Fraction(1, m[2])
+
+
+def window_map(w: tuple[int, int, int, int, int]) -> RowMap:
+    """RowMap of NodeInfo.window(axis)."""
+    k, s, d, pb, _ = w
+    return (WINDOW, k, s, d, pb)
+
+
+@dataclass(frozen=True)
+class NodeBand:
+    """How one node takes part in a band: its output axis and, per
+    non-constant input, (tensor, row map, input axis, column map or None)."""
+
+    out_axis: int
+    ins: tuple[tuple[str, RowMap, int, RowMap | None], ...]
+    error: str | None = None
+
+
+def node_band(graph: PlanGraph, k: int) -> NodeBand:
+    """The row maps of node k (graph-wide, independent of the stage)."""
+    node = graph.nodes[k]
+    cls = node.tiling
+    out = graph.tensors[node.outputs[0]] if node.outputs else None
+    if cls is TilingClass.WHOLE or out is None:
+        return NodeBand(0, (), f"'{node.name}' ({node.op}) has no tiling contract")
+    out_axis = out.rows_axis if out.rows_axis is not None else 0
+    if cls is TilingClass.INDEPENDENT_AXIS:
+        axis = node.attrs.get(BAND_AXIS)
+        if not isinstance(axis, int) or not 0 <= axis < out.rank:
+            return NodeBand(0, (), f"'{node.name}' ({node.op}) names no independent axis")
+        out_axis = axis
+    out_h = out.shape[out_axis] if out.rank else 1
+    ins: list[tuple[str, RowMap, int, RowMap | None]] = []
+    seen: set[str] = set()
+    for pos, name in enumerate(node.inputs):
+        t = graph.tensors[name]
+        if t.is_const or name in seen:
+            continue
+        seen.add(name)
+        axis = t.rows_axis if t.rows_axis is not None else 0
+        col: RowMap | None = None
+        if cls is TilingClass.HALO or cls is TilingClass.EXPANDED:
+            if pos != 0:
+                m = WHOLE_MAP
+                col = WHOLE_MAP
+            elif t.rank < 3 or t.rank != out.rank:
+                return NodeBand(0, (), f"'{node.name}' windows a rank-{t.rank} tensor")
+            elif cls is TilingClass.HALO:
+                m = window_map(node.window(0))
+                col = window_map(node.window(1)) if t.rank == 4 else None
+            else:
+                m = (TRANSPOSED, *window_map(node.window(0))[1:])
+        elif cls in (TilingClass.POINTWISE, TilingClass.WHOLE_ROWS, TilingClass.ACCUMULATE):
+            if cls is TilingClass.ACCUMULATE:
+                m, col = IDENT_MAP, IDENT_MAP
+            elif t.rank == out.rank and t.height == out_h and t.shape[:-1] == out.shape[:-1]:
+                m, col = IDENT_MAP, IDENT_MAP
+            elif t.rank < out.rank or t.height == 1:
+                m, col = WHOLE_MAP, WHOLE_MAP
+            else:
+                return NodeBand(0, (), f"'{node.name}' reads '{name}' of shape {t.shape}")
+        elif cls is TilingClass.RESIZE:
+            m = (RATIO, t.height, out_h, 0, 0) if pos == 0 else WHOLE_MAP
+        elif cls in (TilingClass.MATRIX_ROWS, TilingClass.RESHAPE):
+            base = node.op.rsplit(".", 1)[-1].lower()
+            if cls is TilingClass.RESHAPE or base in ("reshape", "flatten"):
+                m = (BYTES, out.nbytes // out_h, t.row_bytes, 0, 0)
+            elif pos == 0 and t.height == out_h:
+                m = IDENT_MAP
+            elif pos == 0:
+                return NodeBand(0, (), f"'{node.name}' changes the number of matrix rows")
+            else:
+                m = WHOLE_MAP
+        else:  # INDEPENDENT_AXIS
+            axes = node.attrs.get(INPUT_BAND_AXES)
+            in_axis = axes[pos] if isinstance(axes, Sequence) else out_axis
+            if not isinstance(in_axis, int) or in_axis < 0 or in_axis >= t.rank:
+                m = WHOLE_MAP
+            elif t.shape[in_axis] == out_h:
+                m, axis = IDENT_MAP, in_axis
+            else:
+                m = WHOLE_MAP
+        ins.append((name, m, axis, col))
+    return NodeBand(out_axis, tuple(ins))
+
+
+KIND_OF_CLASS = {
+    TilingClass.EXPANDED: "expanded",
+    TilingClass.RESIZE: "resize",
+    TilingClass.ACCUMULATE: "accumulate",
+    TilingClass.MATRIX_ROWS: "rows",
+    TilingClass.RESHAPE: "reshape",
+    TilingClass.INDEPENDENT_AXIS: "axis",
+}
+"""Band kinds named after the spec's table rows (and the `tile` dialect)."""
+_SINGLE = (TilingClass.EXPANDED, TilingClass.RESIZE, TilingClass.ACCUMULATE,
+           TilingClass.RESHAPE)
+_FRIENDS = {
+    TilingClass.HALO: (TilingClass.POINTWISE, TilingClass.WHOLE_ROWS),
+    TilingClass.EXPANDED: (TilingClass.POINTWISE,),
+    TilingClass.RESIZE: (TilingClass.POINTWISE, TilingClass.WHOLE_ROWS),
+    TilingClass.ACCUMULATE: (TilingClass.POINTWISE,),
+    TilingClass.MATRIX_ROWS: (TilingClass.POINTWISE, TilingClass.WHOLE_ROWS),
+    TilingClass.RESHAPE: (TilingClass.POINTWISE,),
+    TilingClass.INDEPENDENT_AXIS: (TilingClass.POINTWISE,),
+}
+
+
+def band_kind(classes: Iterable[TilingClass]) -> str | None:
+    """The band kind a set of op classes supports together; None if none.
+
+    Halo ops go with shape-preserving ops ("strips"); every other kind takes
+    the ops its table row names and nothing else.
+    """
+    return _band_kind(frozenset(classes))
+
+
+@cache
+def _band_kind(present: frozenset[TilingClass]) -> str | None:
+    lead = [c for c in present if c not in (TilingClass.POINTWISE, TilingClass.WHOLE_ROWS)]
+    if TilingClass.WHOLE in present or len(lead) > 1:
+        return None
+    if not lead:
+        return "whole_rows" if TilingClass.WHOLE_ROWS in present else "strips"
+    (c,) = lead
+    if any(o not in _FRIENDS[c] for o in present - {c}):
+        return None
+    return "strips" if c is TilingClass.HALO else KIND_OF_CLASS[c]
+
+
+class GraphTables:
+    """Per-graph tables the band builder reads (node maps, roots)."""
+
+    def __init__(self, graph: PlanGraph):
+        self.graph = graph
+        self.node_bands = tuple(node_band(graph, k) for k in range(len(graph.nodes)))
+        self.last_use = {name: graph.last_use(name) for name in graph.tensors}
+        self._geometry: dict[tuple[str, int], tuple[int, int, int, int]] = {}
+
+    def geometry(self, name: str, axis: int) -> tuple[int, int, int, int]:
+        """(rows, bytes per row, columns, bytes per cell) of a tensor cut
+        along `axis`; columns are W for a rank-4 map cut along H, else 1."""
+        key = (name, axis)
+        g = self._geometry.get(key)
+        if g is None:
+            info = self.graph.tensors[name]
+            h = info.shape[axis] if info.rank else 1
+            rb = info.nbytes // h
+            if info.rank == 4 and axis == 1:
+                g = (h, rb, info.shape[2], rb // info.shape[2])
+            else:
+                g = (h, rb, 1, rb)
+            self._geometry[key] = g
+        return g
+
+    def is_root(self, name: str, stop: int) -> bool:
+        """Produced before `stop` and needed at or after it (or never read)."""
+        last = self.last_use[name]
+        return last >= stop or last < 0
+
+
+@dataclass(eq=False, slots=True)
+class _TState:
+    scale: Fraction | None
+    axis: int
+    rows1: int
+    reader: str
+    whole: bool = False
+    produced: bool = False
+    root: bool = False
+    cols1: int = 0
+
+
+@dataclass
+class BandBuilder:
+    """Grows the band of ops [start, stop) one op upstream at a time.
+
+    It keeps the band rule (one row rate per tensor, the stage outputs at rate
+    1 and of one height), the band kind and `bytes1`, the band bytes of a
+    one-row band, so the planner can scan every stage start for a given end
+    in one pass; `bytes11` is the same for a 1 x 1 tile where `grid` holds;
+    `windows` counts the window ops wider than one position.
+    `error` says why the ops do not form a band.
+    """
+
+    tables: GraphTables
+    stop: int
+    start: int = -1
+    error: str | None = None
+    bytes1: int = 0
+    bytes11: int = 0
+    grid: bool = True
+    windows: int = 0
+    extra: int = 0
+    root_height: int = -1
+    root_width: int = -1
+    counts: dict[TilingClass, int] = field(default_factory=dict[TilingClass, int])
+    t: dict[str, _TState] = field(default_factory=dict[str, _TState])
+
+    def __post_init__(self) -> None:
+        self.start = self.stop
+
+    @property
+    def kind(self) -> str | None:
+        return None if self.error else band_kind(self.counts)
+
+    def _fail(self, msg: str) -> bool:
+        if self.error is None:
+            self.error = msg
+        return False
+
+    def _rb(self, name: str, axis: int) -> tuple[int, int]:
+        g = self.tables.geometry(name, axis)
+        return g[0], g[1]
+
+    def _cell(self, name: str, st: _TState) -> tuple[int, int]:
+        """(width, bytes per row and column) as the grid counts the tensor."""
+        g = self.tables.geometry(name, st.axis)
+        return g[2], g[3]
+
+    def _set_rows(self, name: str, st: _TState, rows: int, cols: int = 1) -> None:
+        _, rb, w, cell = self.tables.geometry(name, st.axis)
+        cols = min(cols, w)
+        if st.whole:
+            cols = w
+        if rows > st.rows1 or cols > st.cols1:
+            if rows > st.rows1:
+                self.bytes1 += align(rows * rb) - align(st.rows1 * rb)
+            new_r, new_c = max(rows, st.rows1), max(cols, st.cols1)
+            self.bytes11 += align(new_r * new_c * cell) - align(st.rows1 * st.cols1 * cell)
+            st.rows1, st.cols1 = new_r, new_c
+
+    def _root(self, name: str, st: _TState | None, axis: int, who: str) -> _TState:
+        h, _ = self._rb(name, axis)
+        if self.root_height < 0:
+            self.root_height = h
+        elif h != self.root_height:
+            self._fail(
+                f"the band's outputs have heights {self.root_height} and {h} "
+                f"('{name}'): one band cannot hold them all"
+            )
+        if st is None:
+            st = _TState(Fraction(1), axis, 0, who)
+            self.t[name] = st
+        elif st.scale != 1 or st.whole:
+            self._fail(
+                f"'{name}' leaves the band and is read at {st.scale} rows per band row by "
+                f"'{st.reader}': one of them reads rows the band does not hold"
+            )
+        st.root = True
+        w, _ = self._cell(name, st)
+        if self.root_width < 0:
+            self.root_width = w
+        elif w != self.root_width:
+            self.grid = False
+        self._set_rows(name, st, 1, 1)
+        return st
+
+    def prepend(self) -> bool:
+        """Adds op `start - 1`; False (with `error` set) once the ops stop
+        forming a band; it stays False for every earlier start."""
+        k = self.start - 1
+        self.start = k
+        if self.error is not None:
+            return False
+        graph = self.tables.graph
+        node = graph.nodes[k]
+        nb = self.tables.node_bands[k]
+        if nb.error:
+            return self._fail(nb.error)
+        cls = node.tiling
+        self.counts[cls] = self.counts.get(cls, 0) + 1
+        if band_kind(self.counts) is None or (
+            cls in _SINGLE and self.counts[cls] > 1
+        ):
+            return self._fail(
+                f"'{node.name}' ({cls.value}) does not tile together with "
+                + ", ".join(sorted(c.value for c in self.counts if c is not cls))
+            )
+        if cls is TilingClass.HALO and node.window(0)[0] * node.window(1)[0] > 1:
+            self.windows += 1
+        if cls is TilingClass.ACCUMULATE:
+            if k != self.stop - 1:
+                return self._fail(f"'{node.name}' must end its stage to accumulate bands")
+            for name in node.outputs:
+                info = graph.tensors[name]
+                extra = align(info.nbytes) + align(math.prod(info.shape) * 4)
+                self.extra += extra
+                self.bytes1 += extra
+                self.bytes11 += extra
+            x = nb.ins[0][0]
+            self._root(x, self.t.get(x), nb.ins[0][2], node.name)
+            self.t[x].reader = node.name
+            return self.error is None
+        out_scale: Fraction | None = None
+        out_rows = out_cols = 0
+        for name in node.outputs:
+            st = self.t.get(name)
+            if self.tables.is_root(name, self.stop):
+                st = self._root(name, st, nb.out_axis, node.name)
+            elif st is None or st.whole or st.scale is None:
+                return self._fail(
+                    f"'{name}' is produced in the band but read whole by "
+                    f"'{st.reader if st else '?'}'"
+                )
+            if st.axis != nb.out_axis:
+                return self._fail(f"'{name}' is cut along two axes")
+            st.produced = True
+            if out_scale is not None and st.scale != out_scale:
+                return self._fail(f"'{node.name}' hands out results at different row rates")
+            out_scale = st.scale
+            out_rows = max(out_rows, st.rows1)
+            out_cols = max(out_cols, st.cols1)
+        assert out_scale is not None
+        for name, m, axis, col in nb.ins:
+            h, _ = self._rb(name, axis)
+            rows = map_rows(m, out_rows, h)
+            code = m[0]
+            if code == WHOLE:
+                rate = None
+            elif code == IDENT:
+                rate = out_scale
+            elif code == WINDOW:
+                rate = out_scale * m[2] if m[2] != 1 else out_scale
+            else:
+                ms = map_scale(m)
+                assert ms is not None
+                rate = out_scale * ms
+            st = self.t.get(name)
+            if st is None:
+                st = _TState(rate, axis, 0, node.name)
+                st.whole = rate is None
+                self.t[name] = st
+            elif rate is None:
+                st.whole = True
+            elif st.scale is None:
+                st.scale, st.reader = rate, node.name
+                if st.axis != axis:
+                    return self._fail(f"'{name}' is cut along two axes")
+            elif st.scale != rate or st.axis != axis:
+                return self._fail(
+                    f"'{node.name}' reads '{name}' at {rate} rows per band row "
+                    f"while '{st.reader}' reads it at {st.scale}: one of them reads rows "
+                    "the band does not hold"
+                )
+            if st.whole:
+                rows = h
+            gw = self.tables.geometry(name, st.axis)[2]
+            if not st.whole and (col is None or gw == 1):
+                self.grid = False
+            cols = 1 if col is None or gw == 1 else map_rows(col, out_cols, gw)
+            self._set_rows(name, st, rows, cols)
+        return self.error is None
+
+    def model(self) -> BandModel:
+        """A frozen snapshot of the band of ops [start, stop)."""
+        if self.error is not None:
+            raise ValueError(f"no band: {self.error}")
+        return BandModel.build(self, self.kind or "strips")
+
+
+@dataclass(frozen=True)
+class BandModel:
+    """The band of ops [start, stop): tensors, maps and per-band figures.
+
+    Tensors are indexed 0..n-1 (`names`); `roots` are the stage outputs (and
+    the accumulated input of a GlobalAveragePool), all of height `height`;
+    `ops` are (node index, output ids, ((input id, row map, col map), ...)).
+    """
+
+    graph: PlanGraph = field(repr=False, compare=False)
+    start: int
+    stop: int
+    kind: str
+    names: tuple[str, ...]
+    heights: tuple[int, ...]
+    row_bytes: tuple[int, ...]
+    widths: tuple[int, ...]
+    cells: tuple[int, ...]
+    scales: tuple[Fraction | None, ...]
+    whole: tuple[bool, ...]
+    inputs: tuple[int, ...]
+    roots: tuple[int, ...]
+    spilled: tuple[int, ...]
+    ops: tuple[tuple[int, tuple[int, ...], tuple[tuple[int, RowMap, RowMap], ...]], ...]
+    extra: int
+    height: int
+    granule: int
+    grid_ok: bool
+    _memo: dict[tuple[str, int], Any] = field(
+        default_factory=dict[tuple[str, int], Any], repr=False, compare=False
+    )
+
+    @staticmethod
+    def build(b: BandBuilder, kind: str) -> BandModel:
+        graph = b.tables.graph
+        names = tuple(b.t)
+        ids = {n: i for i, n in enumerate(names)}
+        heights, rbs, widths, cells = [], [], [], []
+        for n in names:
+            st = b.t[n]
+            info = graph.tensors[n]
+            h = info.shape[st.axis] if info.rank else 1
+            heights.append(h)
+            rbs.append(info.nbytes // h)
+            w = info.width if info.rank == 4 and st.axis == 1 else 1
+            widths.append(w)
+            cells.append(info.nbytes // (h * w))
+        ops = []
+        grid_ok = kind == "strips" and all(
+            b.t[n].whole or (graph.tensors[n].rank == 4 and b.t[n].axis == 1)
+            for n in names
+        )
+        granule = 1
+        for k in range(b.start, b.stop):
+            node = graph.nodes[k]
+            if node.tiling is TilingClass.ACCUMULATE:
+                continue
+            nb = b.tables.node_bands[k]
+            ins = []
+            for name, m, _, col in nb.ins:
+                if col is None and not b.t[name].whole:
+                    grid_ok = False
+                ins.append((ids[name], m, col if col is not None else WHOLE_MAP))
+                if m[0] == BYTES:
+                    granule = math.lcm(granule, math.lcm(m[1], m[2]) // m[1])
+            outs = tuple(ids[o] for o in node.outputs if o in ids)
+            ops.append((k, outs, tuple(ins)))
+        roots = tuple(i for i, n in enumerate(names) if b.t[n].root)
+        spilled = tuple(
+            i for i in roots
+            if b.tables.last_use[names[i]] >= b.stop and b.t[names[i]].produced
+        )
+        inputs = tuple(i for i, n in enumerate(names) if not b.t[n].produced)
+        if grid_ok and len({widths[r] for r in roots}) != 1:
+            grid_ok = False
+        return BandModel(
+            graph, b.start, b.stop, kind, names, tuple(heights), tuple(rbs),
+            tuple(widths), tuple(cells), tuple(b.t[n].scale for n in names),
+            tuple(b.t[n].whole for n in names), inputs, roots, spilled, tuple(ops),
+            b.extra, b.root_height, granule, grid_ok,
+        )
+
+    @property
+    def width(self) -> int:
+        return self.widths[self.roots[0]]
+
+    def index(self, name: str) -> int:
+        return self.names.index(name)
+
+    # ---- rows and bytes --------------------------------------------------
+
+    def rows(self, tile_h: int) -> list[int]:
+        """Back-propagated rows of every tensor for a band of `tile_h` rows."""
+        key = ("r", tile_h)
+        if key not in self._memo:
+            self._memo[key] = self._rows(tile_h)
+        return list(self._memo[key])
+
+    def _rows(self, tile_h: int) -> list[int]:
+        return _back_propagate(self.heights, self.roots, self.ops, 1, tile_h, self.whole)
+
+    def bytes_of_rows(self, rows: Sequence[int]) -> int:
+        a = ALIGN
+        return sum(-(-r * b // a) * a for r, b in zip(rows, self.row_bytes)) + self.extra
+
+    def band_bytes(self, tile_h: int) -> int:
+        """The spec's band_bytes(rows): every buffer of a `tile_h`-row band."""
+        key = ("b", tile_h)
+        if key not in self._memo:
+            self._memo[key] = [self.bytes_of_rows(self.rows(tile_h))]
+        return self._memo[key][0]
+
+    def cols(self, tile_w: int) -> list[int]:
+        """Back-propagated columns of every tensor for `tile_w` output columns."""
+        key = ("c", tile_w)
+        if key not in self._memo:
+            self._memo[key] = self._cols(tile_w)
+        return list(self._memo[key])
+
+    def _cols(self, tile_w: int) -> list[int]:
+        return _back_propagate(self.widths, self.roots, self.ops, 2, tile_w, self.whole)
+
+    def bytes_of_cells(self, rows: Sequence[int], cols: Sequence[int]) -> int:
+        a = ALIGN
+        return (
+            sum(-(-r * c * b // a) * a for r, c, b in zip(rows, cols, self.cells))
+            + self.extra
+        )
+
+    def grid_bytes(self, tile_h: int, tile_w: int) -> int:
+        """Band bytes of a 2D tile of tile_h x tile_w output positions."""
+        return self.bytes_of_cells(self.rows(tile_h), self.cols(tile_w))
+
+    # ---- exact ranges ----------------------------------------------------
+
+    def ranges(self, lo: int, hi: int, clip: bool = True) -> list[tuple[int, int]]:
+        """Exact row range of every tensor for output rows [lo, hi): each op's
+        input range from its output range, the hull over readers."""
+        h = self.heights
+        n = len(h)
+        a = [0] * n
+        b = [0] * n
+        seen = [False] * n
+        for t in self.roots:
+            a[t], b[t] = (lo, min(hi, h[t])) if clip else (lo, hi)
+            seen[t] = True
+        for _, outs, ins in reversed(self.ops):
+            oa = min(a[o] for o in outs if seen[o])
+            ob = max(b[o] for o in outs if seen[o])
+            for t, m, _ in ins:
+                x, y = map_range(m, oa, ob, h[t], clip)
+                if not seen[t]:
+                    a[t], b[t], seen[t] = x, y, True
+                else:
+                    a[t] = x if x < a[t] else a[t]
+                    b[t] = y if y > b[t] else b[t]
+        return list(zip(a, b))
+
+    def col_ranges(self, lo: int, hi: int, clip: bool = True) -> list[tuple[int, int]]:
+        """Exact column range of every tensor for output columns [lo, hi)."""
+        w = self.widths
+        n = len(w)
+        a = [0] * n
+        b = [0] * n
+        seen = [False] * n
+        for t in self.roots:
+            a[t], b[t] = (lo, min(hi, w[t])) if clip else (lo, hi)
+            seen[t] = True
+        for _, outs, ins in reversed(self.ops):
+            oa = min(a[o] for o in outs if seen[o])
+            ob = max(b[o] for o in outs if seen[o])
+            for t, _, col in ins:
+                x, y = map_range(col, oa, ob, w[t], clip)
+                if not seen[t]:
+                    a[t], b[t], seen[t] = x, y, True
+                else:
+                    a[t] = min(a[t], x)
+                    b[t] = max(b[t], y)
+        return list(zip(a, b))
+
+    def tile_ranges(self, tile_h: int) -> list[list[tuple[int, int]]]:
+        """Per tile (output rows [i * tile_h, ...) clipped), every tensor's range."""
+        return [self.ranges(a, b) for a, b in tile_bounds(self.height, tile_h)]
+
+    def tile_col_ranges(self, tile_w: int) -> list[list[tuple[int, int]]]:
+        return [self.col_ranges(a, b) for a, b in tile_bounds(self.width, tile_w)]
+
+    def allocation_rows(self, tile_h: int, tiles: Sequence[Sequence[tuple[int, int]]]) -> list[int]:
+        """Rows each buffer is allocated with: the back-propagated rows, or the
+        longest range a tile reads when that is longer."""
+        r = self.rows(tile_h)
+        for rng in tiles:
+            for t, (x, y) in enumerate(rng):
+                if y - x > r[t]:
+                    r[t] = y - x
+        return r
+
+    # ---- affine estimates --------------------------------------------------
+
+    @cached_property
+    def offsets(self) -> tuple[tuple[int, int], ...] | None:
+        """Per tensor (lo, ext) with the unclipped range of output rows
+        [a, b) = [S a + lo, S b + ext), when every map is a window or the
+        identity (integer rates); None otherwise."""
+        if any(m[0] not in (IDENT, WINDOW, WHOLE) for _, _, ins in self.ops for _, m, _ in ins):
+            return None
+        one = self.ranges(0, 1, clip=False)
+        return tuple(
+            (0, 0) if s is None else (x, y - int(s))
+            for (x, y), s in zip(one, self.scales)
+        )
+
+    @cached_property
+    def col_offsets(self) -> tuple[tuple[int, int], ...] | None:
+        """`offsets` along the columns (grid-capable bands)."""
+        if not self.grid_ok:
+            return None
+        one = self.col_ranges(0, 1, clip=False)
+        return tuple(
+            (0, 0) if s is None else (x, y - int(s))
+            for (x, y), s in zip(one, self.scales)
+        )
+
+    def stats(self, tile: int, cols: bool = False) -> list[tuple[int, int, int]] | None:
+        """Per tensor (sum of range lengths over the tiles, longest range,
+        rows covered) for tiles of `tile` output rows (columns), from the
+        affine offsets: every range clipped once to its tensor. That bounds the
+        exact ranges from above (they clip at every op); None if not affine."""
+        key = ("C" if cols else "R", tile)
+        if key not in self._memo:
+            self._memo[key] = self._stats(tile, cols)
+        return self._memo[key]
+
+    def _stats(self, tile: int, cols: bool) -> list[tuple[int, int, int]] | None:
+        off = self.col_offsets if cols else self.offsets
+        if off is None:
+            return None
+        size = self.width if cols else self.height
+        dims = self.widths if cols else self.heights
+        n = -(-size // tile)
+        out = []
+        for t, (lo, ext) in enumerate(off):
+            s = self.scales[t]
+            ht = dims[t]
+            if self.whole[t] or s is None:
+                out.append((n * ht, ht, ht))
+                continue
+            out.append(_affine_stats(int(s), lo, ext, ht, size, tile, n))
+        return out
+
+    # ---- halo ------------------------------------------------------------
+
+    def halo(self) -> int:
+        """RF - 1 of the band: extra input rows behind one output row (the
+        spec's walk, taken over every path from a stage input)."""
+        one = self.ranges(0, 1, clip=False)
+        best = 0
+        for t in self.inputs:
+            if not self.whole[t]:
+                x, y = one[t]
+                best = max(best, y - x - 1)
+        return best
+
+    def halo_sides(self, tile_h: int, tile_w: int = 0) -> tuple[int, int, int, int]:
+        """Rows (top, bottom) and columns (left, right) a tile reads beyond the
+        rows its outputs map to, on the most demanding stage input."""
+        top = bottom = left = right = 0
+        rng = self.ranges(0, tile_h, clip=False)
+        for t in self.inputs:
+            s = self.scales[t]
+            if self.whole[t] or s is None:
+                continue
+            x, y = rng[t]
+            top = max(top, -x)
+            bottom = max(bottom, y - math.ceil(s * tile_h))
+        if tile_w:
+            cr = self.col_ranges(0, tile_w, clip=False)
+            for t in self.inputs:
+                s = self.scales[t]
+                if self.whole[t] or s is None:
+                    continue
+                x, y = cr[t]
+                left = max(left, -x)
+                right = max(right, y - math.ceil(s * tile_w))
+        return (top, bottom, left, right)
+
+
+def _back_propagate(
+    sizes: Sequence[int],
+    roots: Sequence[int],
+    ops: Sequence[tuple[int, tuple[int, ...], tuple[tuple[int, RowMap, RowMap], ...]]],
+    which: int,
+    tile: int,
+    whole: Sequence[bool],
+) -> list[int]:
+    """The spec's height back-propagation over a band's ops (`which` picks the
+    row maps, 1, or the column maps, 2): every tensor's extent for `tile`
+    output rows or columns, the largest any reader needs, capped at its size."""
+    r = [0] * len(sizes)
+    for t in roots:
+        r[t] = tile if tile < sizes[t] else sizes[t]
+    for _, outs, ins in reversed(ops):
+        ro = r[outs[0]]
+        for o in outs:
+            if r[o] > ro:
+                ro = r[o]
+        for t, row, col in ins:
+            m = row if which == 1 else col
+            code = m[0]
+            if code == IDENT:
+                v = ro
+            elif code == WINDOW:
+                v = ro * m[2] + max((m[1] - 1) * m[3] + 1 - m[2], 0)
+            else:
+                v = map_rows(m, ro, sizes[t])
+            if v > sizes[t]:
+                v = sizes[t]
+            if v > r[t]:
+                r[t] = v
+    for t, w in enumerate(whole):
+        if w:
+            r[t] = sizes[t]
+    return r
+
+
+def _affine_stats(
+    rate: int, lo: int, ext: int, ht: int, size: int, tile: int, n: int
+) -> tuple[int, int, int]:
+    """(sum of lengths, longest, covered) of the ranges [rate a + lo, rate b + ext)
+    clipped to [0, ht), over tiles [a, b) of `tile` rows of [0, size). Interior
+    tiles all have one length; only the clipped ones at either end are walked."""
+    step = rate * tile
+    top = min(n, (step - 1 - lo) // step) if lo < 0 else 0
+    bottom = max(0, (ht - ext) // step) if ht - ext >= 0 else 0
+    bottom = min(bottom, n - 1)
+    edges = sorted(set(range(top)) | set(range(max(bottom, top), n)))
+    inner = n - len(edges)
+    length = max(step + ext - lo, 0)
+    total = inner * length
+    longest = length if inner else 0
+    first = lo if lo > 0 else 0
+    last = 0
+    for i in edges:
+        a = i * tile
+        b = a + tile if a + tile < size else size
+        x = rate * a + lo
+        y = rate * b + ext
+        x = x if x > 0 else 0
+        y = y if y < ht else ht
+        if y < x:
+            y = x
+        total += y - x
+        longest = max(longest, y - x)
+        if i == n - 1:
+            last = y
+    return total, longest, min(max(last - first, 0), total)
+
+
+def build_band(graph: PlanGraph, start: int, stop: int,
+               tables: GraphTables | None = None) -> BandModel:
+    """The band model of ops [start, stop); ValueError naming the rule broken."""
+    b = BandBuilder(tables or GraphTables(graph), stop)
+    while b.start > start:
+        if not b.prepend():
+            break
+    return b.model()
+
+
+def band_bytes(graph: PlanGraph, start: int, stop: int, rows: int) -> int:
+    """band_bytes(rows) of the stage made of ops [start, stop)."""
+    return build_band(graph, start, stop).band_bytes(rows)
+
+
+def union_length(ranges: Iterable[tuple[int, int]]) -> int:
+    """Rows covered by a sequence of ranges (sorted by start)."""
+    total, end = 0, -(1 << 62)
+    for a, b in sorted(ranges):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total
+
+
+def new_rows(ranges: Sequence[tuple[int, int]]) -> list[int]:
+    """Rows of each tile's range not held from the previous tile (line buffer)."""
+    out = []
+    pa, pb = 0, 0
+    for a, b in ranges:
+        keep = max(0, min(b, pb) - max(a, pa))
+        out.append(b - a - keep)
+        pa, pb = a, b
+    return out

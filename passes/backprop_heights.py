@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tigris_ir.dialects import nn
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from tigris_ir.dialects import nn
 from tigris_ir.plan_ir import budget_of, main_func, match_stages, plan_of, require_fit
 
 ROWS_ATTR = "tile.rows"

@@ -185,6 +185,7 @@ class Plan:
     in_place: bool
     failed_node: str | None = None
     failed_min_budget: int | None = None
+    failure: str | None = None
 
     @property
     def message(self) -> str:
@@ -192,16 +193,18 @@ class Plan:
             return (f"fits {format_bytes(self.budget)}: peak {format_bytes(self.peak)}, "
                     f"{len(self.stages)} stages, {len(self.chains)} chains")
         assert self.failed_node is not None and self.failed_min_budget is not None
-        return (f"'{self.failed_node}' does not fit {format_bytes(self.budget)} even with "
-                f"one-row bands or 2D tiles; it needs at least "
-                f"{self.failed_min_budget} bytes ({format_bytes(self.failed_min_budget)})")
+        return (f"'{self.failed_node}' does not fit {format_bytes(self.budget)} ({self.failure}); "
+                f"it needs at least {self.failed_min_budget} bytes "
+                f"({format_bytes(self.failed_min_budget)})")
 
     def describe(self) -> str:
         """One line per stage, like `tigris analyze -v`."""
         lines = [self.message]
         for s in self.stages:
             where = f" (chain {s.chain})" if s.chain is not None else ""
-            lines.append(f"  stage {s.index}: {', '.join(s.nodes)}: {s.describe()}{where}, "
+            how = s.describe() if s.strategy == "strips" or not s.tiled else (
+                f"{s.strategy}, {s.describe()}")
+            lines.append(f"  stage {s.index}: {', '.join(s.nodes)}: {how}{where}, "
                          f"peak {s.peak}")
         for c in self.chains:
             lines.append(f"  chain {c.index}: stages {c.stages[0]}..{c.stages[-1]}: "
@@ -980,6 +983,16 @@ def _op_rows(model: BandModel, rows: Sequence[int]) -> dict[str, int]:
     return {graph.nodes[k].name: rows[outs[0]] for k, outs, _ in model.ops if outs}
 
 
+def _why(ctx: _Ctx, k: int) -> str:
+    """Why node k fits in no way: it has no band, or its smallest band is too big."""
+    model = ctx.band(k, k + 1)
+    if isinstance(model, str):
+        return f"it runs whole: {model}"
+    if model.grid_ok and model.width >= 2:
+        return "not even a one-row band or a 1 x 1 tile fits"
+    return "not even a one-row band fits"
+
+
 def _node_min(ctx: _Ctx, k: int) -> int:
     """The smallest budget node k fits alone: run whole, or its smallest band."""
     best = normal_peak(ctx.graph, k, k + 1, ctx.tables)
@@ -1156,13 +1169,11 @@ def _figures(ctx: _Ctx, stages: tuple[StagePlan, ...], chains: tuple[ChainPlan, 
                 slow_live[u] += align(info.nbytes)
     fits = all(s.fits for s in stages)
     failed = next((s for s in stages if not s.fits), None)
-    failed_node = failed_min = None
+    failed_node = failed_min = failure = None
     if failed is not None:
-        node_mins = [(_node_min(ctx, k), k) for k in range(failed.start, failed.stop)]
-        need, k = max(node_mins)
-        if need <= ctx.budget:  # a multi-op stage: name its largest node anyway
-            need = max(need, ctx.budget + 1)
+        need, k = max((_node_min(ctx, k), k) for k in range(failed.start, failed.stop))
         failed_node, failed_min = graph.nodes[k].name, need
+        failure = _why(ctx, k)
     peak = max([s.peak for s in stages] + [c.peak for c in chains] + [0])
     reads = sum(s.slow_reads for s in stages if s.chain is None) + sum(
         c.slow_reads for c in chains)
@@ -1172,7 +1183,7 @@ def _figures(ctx: _Ctx, stages: tuple[StagePlan, ...], chains: tuple[ChainPlan, 
         c.recomputed_macs for c in chains)
     return Plan(
         ctx.budget, fits, stages, chains, peak, max(slow_live), reads, writes,
-        graph.total_macs, recomputed, in_place, failed_node, failed_min,
+        graph.total_macs, recomputed, in_place, failed_node, failed_min, failure,
     )
 
 

@@ -89,14 +89,30 @@ def window_input_range(
     start: int, stop: int, w: Window, size: int | None = None
 ) -> tuple[int, int]:
     """Input rows [lo, hi) behind output rows [start, stop):
-    `[start * stride - pad_begin, (stop - 1) * stride - pad_begin + eff_kernel)`,
-    clipped to the image `[0, size)` when size is given."""
-    lo = start * w.stride - w.pad_begin
-    hi = (stop - 1) * w.stride - w.pad_begin + w.eff_kernel
-    if size is not None:
-        lo, hi = max(lo, 0), min(hi, size)
-        hi = max(hi, lo)
-    return lo, hi
+    `[start * stride - pad_begin, (stop - 1) * stride - pad_begin + eff_kernel)`.
+    With `size`, the range is clipped to the image `[0, size)`: to the first
+    and last row some output row really reads (a dilated window near a border
+    can skip rows inside the clipped range)."""
+    return map_range((WINDOW, w.kernel, w.stride, w.dilation, w.pad_begin), start, stop,
+                     size if size is not None else 0, size is not None)
+
+
+def _window_hull(lo: int, hi: int, k: int, s: int, d: int, pb: int,
+                 size: int) -> tuple[int, int]:
+    """First and last input row in [0, size) that output rows [lo, hi) read."""
+    first = last = -1
+    for j in range(k):
+        off = j * d - pb
+        r0 = max(lo, -(off // s))
+        r1 = min(hi - 1, (size - 1 - off) // s)
+        if r0 <= r1:
+            x, y = r0 * s + off, r1 * s + off
+            first = x if first < 0 or x < first else first
+            last = y if y > last else last
+    if first < 0:
+        edge = min(max(lo * s - pb, 0), size)
+        return edge, edge
+    return first, last + 1
 
 
 def num_tiles(height: int, tile_h: int) -> int:
@@ -230,6 +246,8 @@ def map_range(m: RowMap, lo: int, hi: int, size: int, clip: bool = True) -> tupl
     elif code == WINDOW:
         a = lo * m[2] - m[4]
         b = (hi - 1) * m[2] - m[4] + (m[1] - 1) * m[3] + 1
+        if clip and (a < 0 or b > size) and hi > lo:
+            return _window_hull(lo, hi, m[1], m[2], m[3], m[4], size)
     elif code == WHOLE:
         return 0, size
     elif code == RATIO:

@@ -55,11 +55,12 @@ def analyze(
     path: Path, budget: int, shapes: dict[str, tuple[int, ...]], with_min: bool
 ) -> dict[str, Any]:
     """Import (or parse), plan, and collect the figures of the report."""
-    from tigris_ir.nn_graph import build_view
-    from tigris_ir.planner import min_budget, normal_peak, plan
-    from tigris_ir.plan_ir import main_func
-    from tigris_ir.tiling import GraphTables
     from tigris_ir.tools.tigris_run import load_module
+
+    from tigris_ir.nn_graph import build_view
+    from tigris_ir.plan_ir import main_func
+    from tigris_ir.planner import min_budget, normal_peak, plan
+    from tigris_ir.tiling import GraphTables
 
     t0 = time.perf_counter()
     module, _ = load_module(path, shapes, need_weights=False)

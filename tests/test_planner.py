@@ -1,0 +1,617 @@
+"""The planner: stage formation, strategies, chains and the plan's figures."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tigris_ir.memory import align
+from tigris_ir.plan_graph import BAND_AXIS, GraphBuilder, PlanGraph
+from tigris_ir.planner import (
+    _INF,
+    Plan,
+    _Ctx,
+    _form,
+    chain_members,
+    chain_rules_hold,
+    find_chains,
+    form_stages,
+    min_band_bytes,
+    min_budget,
+    normal_peak,
+    plan,
+    tile_band,
+)
+from tigris_ir.tiling import GraphTables, build_band, input_rows, tile_bounds
+from tigris_ir.tiling_class import TilingClass
+
+# ---------------------------------------------------------------------------
+# graph helpers
+# ---------------------------------------------------------------------------
+
+
+def chain_graph(specs: list[tuple[str, int, int]], h: int = 32, w: int = 16, c: int = 8,
+                eb: int = 1) -> PlanGraph:
+    """conv / dw / pool / relu layers (kind, kernel, stride) over (1, h, w, c)."""
+    b = GraphBuilder(elem_bytes=eb)
+    x = b.input("x", (1, h, w, c))
+    for kind, k, s in specs:
+        if kind == "conv":
+            x = b.conv(x, c, k, s)
+        elif kind == "dw":
+            x = b.dwconv(x, k, s)
+        elif kind == "pool":
+            x = b.pool(x, k, s)
+        else:
+            x = b.relu(x)
+    b.output(x)
+    return b.build()
+
+
+def block(b: GraphBuilder, x: str, expand: int, stride: int = 1) -> str:
+    """A MobileNetV2 inverted residual block (residual Add when it can)."""
+    cin = b.shape(x)[-1]
+    y = b.relu(b.conv(x, cin * expand, 1))
+    y = b.relu(b.dwconv(y, 3, stride))
+    y = b.conv(y, cin, 1)
+    return b.add(x, y) if stride == 1 else y
+
+
+def mobilenet_like(eb: int = 1, res: int = 96, extra: bool = False) -> PlanGraph:
+    """A MobileNetV2-shaped network; `extra` adds a second pointwise op after
+    every activation (about 150 nodes at res 224)."""
+    b = GraphBuilder(elem_bytes=eb)
+    x = b.input("x", (1, res, res, 3))
+    x = b.relu(b.conv(x, 32, 3, 2))
+    cin = 32
+    table = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+             (6, 160, 3, 2), (6, 320, 1, 1)]
+    for t, c, n, s in table:
+        for i in range(n):
+            stride = s if i == 0 else 1
+            y = x
+            if t != 1:
+                y = b.relu(b.conv(y, cin * t, 1))
+                y = b.pointwise("nn.clip", y) if extra else y
+            y = b.relu(b.dwconv(y, 3, stride))
+            y = b.pointwise("nn.clip", y) if extra else y
+            y = b.conv(y, c, 1)
+            if stride == 1 and cin == c:
+                y = b.add(x, y)
+            x, cin = y, c
+    x = b.relu(b.conv(x, 1280, 1))
+    x = b.gemm(b.flatten(b.global_avg_pool(x)), 1000)
+    b.output(x)
+    return b.build()
+
+
+def singletons(graph: PlanGraph) -> tuple[tuple[int, int], ...]:
+    return tuple((k, k + 1) for k in range(len(graph.nodes)))
+
+
+def check_plan(graph: PlanGraph, p: Plan) -> None:
+    """Invariants of every plan: budget, partition, tiles covering the output."""
+    assert [s.start for s in p.stages] == [0] + [s.stop for s in p.stages[:-1]]
+    assert p.stages[-1].stop == len(graph.nodes)
+    if not p.fits:
+        return
+    assert p.peak <= p.budget
+    for s in p.stages:
+        assert s.peak <= p.budget
+    units = [s for s in p.stages if s.tiled and s.chain is None] + list(p.chains)
+    for u in units:
+        tiles = u.tiles
+        if not tiles:
+            continue  # sub-row bands of an accumulation
+        rows = sorted({t.out for t in tiles})
+        assert rows[0][0] == 0
+        assert all(a[1] == b[0] for a, b in zip(rows, rows[1:]))
+        for t in tiles:
+            for name, (lo, hi) in t.rows.items():
+                assert 0 <= lo <= hi <= graph.tensors[name].shape[1 if graph.tensors[name].rank >= 3 else 0]
+                assert hi - lo <= u.band_rows[name]
+    for c in p.chains:
+        assert [p.stages[s].chain for s in c.stages] == [c.index] * len(c.stages)
+        assert list(c.stages) == list(range(c.stages[0], c.stages[-1] + 1))
+
+
+# ---------------------------------------------------------------------------
+# normal stages
+# ---------------------------------------------------------------------------
+
+
+def test_normal_peak_frees_at_last_use_and_keeps_outputs():
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 4, 4))  # 64 B
+    a = b.relu(x)
+    c = b.relu(a)
+    d = b.add(a, c)
+    b.output(d)
+    g = b.build()
+    # op0: x + a; x freed; op1: a + c; op2: a + c + d
+    assert normal_peak(g, 0, 3) == 192
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 4, 4))
+    a = b.relu(x)
+    c = b.relu(a)
+    d = b.relu(c)
+    b.output(a, d)  # a leaves the stage: it stays until the stage ends
+    g = b.build()
+    assert normal_peak(g, 0, 3) == 192
+    assert normal_peak(g, 1, 3) == 128  # a is an input here: freed after its last use
+
+
+def test_single_stage_runs_in_place():
+    g = chain_graph([("conv", 3, 1), ("relu", 1, 1)], h=8, w=8, c=4)
+    p = plan(g, 1 << 20)
+    assert p.fits and p.in_place
+    assert [s.strategy for s in p.stages] == ["inplace"]
+    assert p.slow_reads == p.slow_writes == p.slow_peak == 0
+    assert p.peak == normal_peak(g, 0, 2) == 3 * 256
+
+
+# ---------------------------------------------------------------------------
+# tiled stages
+# ---------------------------------------------------------------------------
+
+
+def test_strips_stage_figures():
+    g = chain_graph([("conv", 3, 1)], h=40, w=16, c=8)  # rows of 128 B
+    p = plan(g, 2000)
+    check_plan(g, p)
+    (s,) = p.stages
+    assert s.strategy == "strips" and s.halo == 2
+    model = build_band(g, 0, 1)
+    # the largest band under 2000 B: 5 rows (640 + 7 * 128 = 1536); 6 would be 1792 + ...
+    assert model.band_bytes(s.tile_h) <= 2000
+    assert s.num_tiles == math.ceil(40 / s.tile_h)
+    assert s.tile_h == math.ceil(40 / s.num_tiles)  # evened out
+    assert s.band_rows["x"] == input_rows(s.tile_h, 3) and s.band_rows[g.nodes[0].name] == s.tile_h
+    reads = sum(t.rows["x"][1] - t.rows["x"][0] for t in s.tiles) * 128
+    assert p.slow_reads == s.slow_reads == reads
+    assert reads == 40 * 128 + (s.num_tiles - 1) * 2 * 128  # halo re-read: overhead_bytes
+    assert s.recomputed_macs == 0
+
+
+def test_grid_when_no_strip_fits():
+    g = chain_graph([("conv", 3, 1)], h=20, w=200, c=16)  # one output row is 3200 B
+    model = build_band(g, 0, 1)
+    budget = 4000
+    assert model.band_bytes(1) > budget
+    p = plan(g, budget)
+    check_plan(g, p)
+    (s,) = p.stages
+    assert s.strategy == "grid"
+    m = re.fullmatch(r"(\d+) tiles of (\d+) x (\d+), halo (\d+)", s.describe())
+    assert m is not None
+    tiles, th, tw, h = map(int, m.groups())
+    assert (tiles, th, tw, h) == (s.num_tiles, s.tile_h, s.tile_w, 2)
+    assert tiles == math.ceil(20 / th) * math.ceil(200 / tw)
+    cells = {(t.out, t.cols) for t in s.tiles}
+    assert len(cells) == tiles
+    assert sum((a[1] - a[0]) * (c[1] - c[0]) for a, c in cells if c) == 20 * 200
+    assert s.peak == model.grid_bytes(th, tw) <= budget
+
+
+def test_grid_when_it_loads_fewer_bytes_than_strips():
+    g = chain_graph([("conv", 7, 1)], h=64, w=64, c=4)
+    model = build_band(g, 0, 1)
+    budget = 8000
+    from tigris_ir.planner import _strips
+
+    strips = _strips(model, budget)
+    assert strips is not None  # a strip fits ...
+    chosen = tile_band(model, budget)
+    assert chosen is not None and chosen.strategy == "grid"  # ... but the grid loads less
+    assert chosen.reads < strips.reads
+    p = plan(g, budget)
+    assert p.stages[0].strategy == "grid" and p.slow_reads == chosen.reads
+
+
+def test_accumulated_global_average_pool_bands():
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 64))
+    y = b.global_avg_pool(b.relu(x))
+    b.output(y)
+    g = b.build()
+    p = plan(g, 4096)
+    check_plan(g, p)
+    (s,) = p.stages
+    assert s.strategy == "accumulate" and s.tile_h >= 1
+    # one partial sum per channel (int32) and the output stay whole
+    assert s.peak == 2 * align(s.tile_h * 16 * 64) + align(64) + align(64 * 4)
+    # below one row: runs of positions, then groups of channels
+    p = plan(g, 1000)
+    assert p.fits and p.stages[-1].strategy == "accumulate" and p.stages[-1].tile_w < 16
+    p = plan(g, 400)
+    assert p.fits and p.stages[-1].channel_group
+    assert "channels" in p.stages[-1].describe()
+    assert plan(g, 200).fits is False
+
+
+def test_matrix_row_bands():
+    b = GraphBuilder(elem_bytes=4)
+    x = b.input("x", (64, 256))
+    y = b.relu(b.gemm(x, 128))
+    b.output(y)
+    g = b.build()
+    p = plan(g, 40000)
+    check_plan(g, p)
+    (s,) = p.stages
+    assert s.strategy == "rows" and s.halo == 0
+    assert s.peak == s.tile_h * (256 + 128 + 128) * 4
+    assert p.slow_reads == 64 * 256 * 4  # rows are read once; the weights live in flash
+
+
+def test_resize_and_transposed_conv_bands():
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 8))
+    y = b.relu(b.resize(x, 2))
+    b.output(y)
+    g = b.build()
+    p = plan(g, 2000)
+    check_plan(g, p)
+    assert p.stages[0].strategy == "resize"
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 8))
+    y = b.conv(b.relu(b.conv_transpose(x, 8, 2, 2)), 8, 3)
+    b.output(y)
+    g = b.build()
+    p = plan(g, 3000)
+    check_plan(g, p)
+    assert p.stages[0].strategy == "expanded"
+    assert all(0 not in c.stages for c in p.chains)  # ConvTranspose never chains
+
+
+def test_reshape_and_independent_axis_bands():
+    b = GraphBuilder()
+    x = b.input("x", (1, 32, 16, 8))
+    y = b.reshape(x, (1, 512, 8))
+    b.output(y)
+    g = b.build()
+    p = plan(g, 3000)
+    check_plan(g, p)
+    assert p.stages[0].strategy == "reshape" and p.stages[0].tile_h % 16 == 0
+    b = GraphBuilder()
+    x = b.input("x", (1, 32, 64, 8))
+    (y,) = b.node("nn.reduce_max", TilingClass.INDEPENDENT_AXIS, [x], [(1, 32, 1, 8)],
+                  attrs={BAND_AXIS: 1})
+    b.output(y)
+    p = plan(b.build(), 3000)
+    assert p.fits and p.stages[0].strategy == "axis"
+
+
+# ---------------------------------------------------------------------------
+# chains
+# ---------------------------------------------------------------------------
+
+
+def _ctx(g: PlanGraph, budget: int, chain_1d: bool = False) -> _Ctx:
+    return _Ctx(g, GraphTables(g), budget, (3, 4) if chain_1d else (4,))
+
+
+def test_chain_rule_1_height_tileable_without_resize():
+    g = chain_graph([("conv", 3, 1), ("relu", 1, 1), ("conv", 3, 1)], h=16)
+    assert chain_rules_hold(_ctx(g, 4000), singletons(g))
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 8))
+    y = b.conv(b.resize(b.conv(x, 8, 3), 2), 8, 3)
+    b.output(y)
+    g = b.build()
+    ctx = _ctx(g, 4000)
+    assert not ctx.chainable(1, 2)
+    assert not chain_rules_hold(ctx, singletons(g))
+    assert all(1 not in c for c in find_chains(g, singletons(g), 4000))
+
+
+def test_chain_rule_2_rank_4_feature_maps():
+    b = GraphBuilder()
+    x = b.input("x", (1, 64, 8))
+    y = b.conv(b.pool(b.conv(x, 8, 5), 2), 8, 3)
+    b.output(y)
+    g = b.build()
+    assert find_chains(g, singletons(g), 600) == ()
+    assert find_chains(g, singletons(g), 600, chain_1d=True) == ((0, 1, 2),)
+    p = plan(g, 600, chain_1d=True)
+    check_plan(g, p)
+    assert len(p.chains) == 1 and p.slow_reads == 64 * 8  # read once
+
+
+def test_chain_rule_3_one_output_read_by_the_next_stage():
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 8))
+    u = b.conv(x, 8, 3)
+    v = b.conv(x, 8, 1)  # the stage [u, v] has two outputs
+    w = b.add(u, v)
+    b.output(w)
+    g = b.build()
+    ctx = _ctx(g, 1 << 20)
+    assert not chain_rules_hold(ctx, ((0, 2), (2, 3)))
+    assert chain_rules_hold(ctx, ((0, 2), (2, 3))) is False
+    # the next stage reading something from outside the chain
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 8))
+    y = b.input("y", (1, 16, 16, 8))
+    w = b.add(b.conv(x, 8, 3), y)
+    b.output(w)
+    g = b.build()
+    assert not chain_rules_hold(_ctx(g, 1 << 20), singletons(g))
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 8))
+    w = b.add(b.conv(x, 8, 3), b.relu(b.conv(x, 8, 1)))
+    b.output(w)
+    g = b.build()
+    assert chain_rules_hold(_ctx(g, 1 << 20), ((0, 1), (1, 4))) is False
+    assert chain_rules_hold(_ctx(g, 1 << 20), ((0, 3), (3, 4))) is False
+
+
+def test_chain_rule_4_nothing_leaves_but_the_last_output():
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 8))
+    a = b.conv(x, 8, 3)
+    c = b.relu(b.conv(a, 8, 3))
+    d = b.add(c, b.relu(a))  # a is read after the chain [conv a, conv, relu]
+    b.output(d)
+    g = b.build()
+    ctx = _ctx(g, 1 << 20)
+    assert not chain_rules_hold(ctx, ((0, 1), (1, 2), (2, 3)))
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 8))
+    a = b.conv(x, 8, 3)
+    c = b.conv(a, 8, 3)
+    b.output(a, c)  # a model output inside the chain
+    g = b.build()
+    assert not chain_rules_hold(_ctx(g, 1 << 20), singletons(g))
+    assert chain_rules_hold(_ctx(g, 1 << 20), ((0, 1),)) is True  # trivially, alone
+
+
+def test_residual_add_chains_and_branch_off_a_strided_conv_does_not():
+    b = GraphBuilder()
+    x = b.input("x", (1, 32, 32, 8))
+    x1 = b.relu(b.conv(x, 16, 3))
+    y = block(b, x1, 4)  # the Add reads x1, which an earlier member produced
+    b.output(y)
+    g = b.build()
+    members = chain_members(_ctx(g, 1 << 20), 0, len(g.nodes))
+    assert members is not None and len(members) >= 4
+    assert chain_rules_hold(_ctx(g, 1 << 20), members)
+    model = build_band(g, 0, len(g.nodes))
+    p = plan(g, model.band_bytes(2) + 16)
+    check_plan(g, p)
+    assert len(p.chains) == 1 and p.chains[0].stages == tuple(range(len(p.stages)))
+    assert p.slow_reads == 32 * 32 * 8  # the chain's input, read once
+    # a branch off the input of a strided conv: that stage holds no band
+    b = GraphBuilder()
+    x = b.input("x", (1, 32, 32, 8))
+    t = b.conv(x, 8, 3)
+    y = b.conv(t, 8, 3, 2)
+    z = b.relu(t)
+    b.output(y, z)
+    g = b.build()
+    ctx = _ctx(g, 1 << 20)
+    assert isinstance(ctx.band(1, 3), str) and "band" in ctx.band(1, 3)
+    assert not ctx.chainable(1, 3)
+    p = plan(g, 6000)
+    check_plan(g, p)
+    assert all(not (s.start <= 1 < 2 < s.stop) or not s.tiled for s in p.stages)
+
+
+def test_chain_that_does_not_fit_is_split_into_chains_that_do():
+    g = chain_graph([("conv", 5, 1)] * 6, h=48, w=16, c=8)
+    whole = build_band(g, 0, 6)
+    budget = whole.band_bytes(1) - 1
+    chains = find_chains(g, singletons(g), budget)
+    assert len(chains) >= 2
+    assert [s for c in chains for s in c] == sorted(s for c in chains for s in c)
+    for c in chains:
+        assert build_band(g, c[0], c[-1] + 1).band_bytes(1) <= budget
+    p = plan(g, budget)
+    check_plan(g, p)
+    assert p.fits and len(p.chains) >= 2
+
+
+def test_line_buffered_chain_reads_its_input_once():
+    g = chain_graph([("conv", 3, 1), ("relu", 1, 1), ("conv", 3, 1), ("conv", 3, 1)], h=64)
+    budget = 4000
+    p = plan(g, budget)
+    check_plan(g, p)
+    (c,) = p.chains
+    assert c.line_buffered and not c.recompute
+    assert p.slow_reads == c.slow_reads == 64 * 16 * 8  # every input row once
+    assert c.recomputed_macs == 0 == p.recomputed_macs
+    out = g.nodes[-1].outputs[0]
+    assert c.history_rows["x"] == 2 and c.history_rows[out] == 0  # kernel - stride
+    # the same ops as one strip-tiled stage re-read and recompute their halos
+    strips = tile_band(build_band(g, 0, 4), budget)
+    assert strips is not None and strips.reads > p.slow_reads and strips.recomputed > 0
+
+
+def test_chain_tile_height_is_the_largest_that_fits():
+    g = chain_graph([("conv", 3, 1), ("dw", 3, 2), ("relu", 1, 1), ("conv", 1, 1)],
+                    h=64, w=16, c=8)
+    budget = 6000
+    p = plan(g, budget)
+    check_plan(g, p)
+    (c,) = p.chains
+    model = build_band(g, c.start, c.stop)
+    assert c.peak == model.band_bytes(c.tile_h) <= budget
+    if c.num_tiles > 1:
+        assert model.band_bytes(math.ceil(model.height / (c.num_tiles - 1))) > budget
+    # height back-propagation: every op's band rows
+    names = [n.name for n in g.nodes]
+    t = c.tile_h
+    assert c.op_rows[names[3]] == t and c.op_rows[names[2]] == t
+    assert c.op_rows[names[1]] == t
+    assert c.op_rows[names[0]] == input_rows(t, 3, 2)
+    assert c.band_rows["x"] == input_rows(input_rows(t, 3, 2), 3, 1)
+
+
+def test_stage_holding_a_concat_recomputes_in_a_line_buffered_chain():
+    b = GraphBuilder()
+    x = b.input("x", (1, 32, 16, 8))
+    y = b.conv(x, 8, 3)
+    z = b.conv(b.concat(b.conv(y, 8, 3), b.conv(y, 8, 1)), 8, 3)
+    b.output(z)
+    g = b.build()
+    members = chain_members(_ctx(g, 1 << 20), 0, len(g.nodes))
+    assert members == ((0, 1), (1, 4), (4, 5))
+    model = build_band(g, 0, len(g.nodes))
+    p = plan(g, model.band_bytes(2))
+    check_plan(g, p)
+    (c,) = p.chains
+    assert c.line_buffered and c.recompute and c.recomputed_macs > 0
+    assert p.stages[1].recomputed_macs == c.recomputed_macs
+
+
+# ---------------------------------------------------------------------------
+# whole plans
+# ---------------------------------------------------------------------------
+
+
+def test_a_node_that_fits_in_no_way_is_named_with_its_budget():
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 8))
+    y = b.whole("nn.nms", b.relu(x), (1, 100))
+    b.output(y)
+    g = b.build()
+    p = plan(g, 1000)
+    assert not p.fits and p.failed_node == g.nodes[1].name
+    assert p.failed_min_budget == normal_peak(g, 1, 2) == 2048 + 112
+    assert "runs whole" in p.message and "2160" in p.message
+    assert min_budget(g) == 2160 and plan(g, 2160).fits
+    # a window whose 1 x 1 tile is too big
+    g = chain_graph([("conv", 3, 1)], h=8, w=8, c=512, eb=4)
+    need = min_band_bytes(build_band(g, 0, 1))
+    assert need == 3 * 3 * 512 * 4 + 512 * 4
+    p = plan(g, need - 1)
+    assert not p.fits and p.failed_min_budget == need and "1 x 1" in p.message
+    assert plan(g, need).fits and min_budget(g) == need
+
+
+@pytest.mark.parametrize("eb", [1, 4])
+def test_mobilenet_like_plans(eb: int):
+    g = mobilenet_like(eb, res=96)
+    low = min_budget(g)
+    assert plan(g, low).fits and not plan(g, low - 1).fits
+    for budget in (low, 4 * low, 32 * 1024):
+        p = plan(g, budget)
+        check_plan(g, p)
+        assert p.fits
+        # every op in a stage of its own reading its inputs once would read this:
+        once = sum(g.tensors[x].nbytes for n in g.nodes for x in n.inputs
+                   if not g.tensors[x].is_const)
+        assert p.slow_reads < once
+        assert p.macs == g.total_macs and p.recomputed_macs < p.macs // 10
+
+
+def test_form_stages_and_find_chains_rebuild_the_plan():
+    g = mobilenet_like(1, res=64)
+    budget = 8192
+    cuts = form_stages(g, budget)
+    p = plan(g, budget)
+    assert tuple((s.start, s.stop) for s in p.stages) == cuts
+    assert find_chains(g, cuts, budget) == tuple(c.stages for c in p.chains)
+
+
+# ---------------------------------------------------------------------------
+# properties
+# ---------------------------------------------------------------------------
+
+layers = st.lists(
+    st.tuples(st.sampled_from(["conv", "dw", "pool", "relu", "res"]), st.integers(1, 5),
+              st.integers(1, 2)),
+    min_size=1, max_size=6,
+)
+
+
+def random_graph(specs: list[tuple[str, int, int]], h: int, eb: int) -> PlanGraph:
+    b = GraphBuilder(elem_bytes=eb)
+    x = b.input("x", (1, h, 12, 4))
+    for kind, k, s in specs:
+        size = b.shape(x)[1]
+        if kind == "conv":
+            x = b.conv(x, 4, k, s)
+        elif kind == "dw":
+            x = b.dwconv(x, k, s)
+        elif kind == "pool" and size >= 2 and b.shape(x)[2] >= 2:
+            x = b.pool(x, 2, 2)
+        elif kind == "res":
+            x = b.add(x, b.relu(b.dwconv(x, k, 1)))
+        else:
+            x = b.relu(x)
+    b.output(x)
+    return b.build()
+
+
+@settings(max_examples=40, deadline=None)
+@given(specs=layers, h=st.integers(4, 40), eb=st.sampled_from([1, 4]),
+       budget=st.integers(64, 8000))
+def test_plans_keep_the_budget_and_cover_the_output(
+    specs: list[tuple[str, int, int]], h: int, eb: int, budget: int
+):
+    g = random_graph(specs, h, eb)
+    p = plan(g, budget)
+    check_plan(g, p)
+    assert p.fits == (budget >= min_budget(g))
+
+
+def _brute_force(ctx: _Ctx) -> int:
+    """The least cost over every partition, each stage weighed as the
+    dynamic programme weighs it (normal, chain or tiled estimate)."""
+    graph, budget = ctx.graph, ctx.budget
+    n = len(graph.nodes)
+
+    def cost(i: int, j: int) -> int:
+        best = _INF
+        if normal_peak(graph, i, j, ctx.tables) <= budget:
+            best = 0 if (i, j) == (0, n) else ctx.traffic(i, j)
+        members = chain_members(ctx, i, j)
+        chain = None if members is None else ctx.chain(members, exact=False)
+        if chain is not None:
+            best = min(best, ctx.traffic(i, j) + chain.recomputed)
+        t = ctx.tiling(i, j, exact=False)
+        if t is not None:
+            outs = ctx.io(i, j)[1]
+            best = min(best, t.reads + sum(graph.tensors[x].nbytes for x in outs) + t.recomputed)
+        return best
+
+    best = _INF
+    for mask in itertools.product([False, True], repeat=n - 1):
+        cuts = [0] + [k + 1 for k, m in enumerate(mask) if m] + [n]
+        total = sum(cost(a, b) for a, b in zip(cuts, cuts[1:]))
+        best = min(best, total)
+    return best
+
+
+@settings(max_examples=25, deadline=None)
+@given(specs=st.lists(st.tuples(st.sampled_from(["conv", "dw", "relu", "res"]),
+                                st.integers(1, 3), st.integers(1, 2)), min_size=2, max_size=5),
+       budget=st.integers(200, 4000))
+def test_stage_cuts_are_optimal(specs: list[tuple[str, int, int]], budget: int):
+    g = random_graph(specs, 16, 1)
+    if len(g.nodes) > 8:
+        return
+    ctx = _ctx(g, budget)
+    if not all(normal_peak(g, k, k + 1) <= budget or not isinstance(ctx.band(k, k + 1), str)
+               and min_band_bytes(ctx.band(k, k + 1)) <= budget  # type: ignore[arg-type]
+               for k in range(len(g.nodes))):
+        return
+    _, cost = _form(ctx)
+    assert cost == _brute_force(_ctx(g, budget))
+
+
+def test_rows_of_every_tile_follow_the_spec_formula():
+    g = chain_graph([("conv", 3, 2), ("conv", 3, 1)], h=33, w=8, c=4)
+    model = build_band(g, 0, 2)
+    for lo, hi in tile_bounds(model.height, 4):
+        ranges = dict(zip(model.names, model.ranges(lo, hi)))
+        pad = g.nodes[1].window(0)[3]
+        mid = g.nodes[0].outputs[0]
+        assert ranges[mid][0] == max(lo - pad, 0)
+        k, s, _, pt, _ = g.nodes[0].window(0)
+        assert ranges["x"][0] == max(ranges[mid][0] * s - pt, 0)

@@ -3,12 +3,18 @@
 # result, run it and check it against the reference and onnxruntime.
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 MODEL="${1:-examples/mobilenet_v2_035_int8.onnx}"
+BUDGET="${BUDGET:-64K}"
 OUT="${OUT:-out}"
 mkdir -p "$OUT"
 echo "== import $MODEL -> $OUT/model.mlir (weights in $OUT/model.weights.npz)"
 tigris-opt "$MODEL" --weights-out "$OUT/model.weights.npz" -o "$OUT/model.mlir"
 echo "   $(grep -c '= nn\.' "$OUT/model.mlir") nn ops; first lines:"
 grep -m 6 -E 'nn\.(quantize|conv)' "$OUT/model.mlir" | cut -c 1-150 | sed 's/^/   /'
+echo "== plan it for a fast memory of $BUDGET: stages, strips, chains, band rows"
+tigris-opt "$OUT/model.mlir" --tile-stages=budget="$BUDGET" --fuse-chains --backprop-heights \
+  -o "$OUT/model.tiled.mlir"
+echo "   $(grep -c 'tile.stage' "$OUT/model.tiled.mlir") stages, $(grep -c 'tile.chain' "$OUT/model.tiled.mlir") chains in $OUT/model.tiled.mlir"
+tigris-analyze "$MODEL" -m "$BUDGET" -v
 echo "== run the IR with the numpy reference, and the model against onnxruntime"
 tigris-run "$OUT/model.mlir" --random-input 0 -o "$OUT/y_ir.npy"
 tigris-run "$MODEL" --random-input 0 -o "$OUT/y_onnx.npy" --check

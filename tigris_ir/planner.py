@@ -44,7 +44,6 @@ from tigris_ir.tiling import (
     GraphTables,
     even_tile_h,
     largest_fitting,
-    new_rows,
     num_tiles,
     union_length,
 )
@@ -584,17 +583,20 @@ def min_band_bytes(model: BandModel) -> int:
 
 @dataclass
 class _Chain:
-    """A chain found for ops [start, stop): member stages, the merged band and
-    its tile height, allocated rows and per-tile ranges."""
+    """A chain found for ops [start, stop): member stages, the merged band,
+    its tile height and allocated rows; exact chains also carry the per-tile
+    ranges, the rows loaded from slow memory and the history rows."""
 
     members: tuple[tuple[int, int], ...]
     model: BandModel
+    line_buffered: bool
+    recompute_ops: frozenset[int]
     tile_h: int
     rows: list[int]
-    stats: _Stats
-    ranges: _Ranges | None
-    recompute_ops: frozenset[int]
     recomputed: int
+    ranges: _Ranges | None = None
+    reads: int = 0
+    history: list[int] = field(default_factory=list[int])
 
 
 @dataclass
@@ -641,6 +643,18 @@ class _Ctx:
             self._io[key] = _stage_io(self.graph, self.tables.last_use, start, stop)
         return self._io[key]
 
+    def tiled_cost(self, start: int, stop: int) -> int:
+        """What stage formation weighs a tiled stage at: its tiles' loads (at
+        least its inputs once, so that a stage's traffic bounds it from
+        below), its outputs once, and its recomputed MACs."""
+        t = self.tiling(start, stop, exact=False)
+        if t is None:
+            return _INF
+        ins, outs = self.io(start, stop)
+        tensors = self.graph.tensors
+        reads = max(t.reads, sum(tensors[x].nbytes for x in ins))
+        return reads + sum(tensors[x].nbytes for x in outs) + self.mac_weight * t.recomputed
+
     def traffic(self, start: int, stop: int) -> int:
         """Inputs read once plus outputs written once (raw bytes)."""
         ins, outs = self.io(start, stop)
@@ -671,18 +685,58 @@ class _Ctx:
         model = self.band(members[0][0], members[-1][1])
         if isinstance(model, str) or model.kind not in CHAIN_KINDS:
             return None  # the band rule across the chain (residual exception)
-        if model.band_bytes(1) > self.budget:
-            return None
+        graph = self.graph
+        concat: set[int] = set()
+        for a, b in members:
+            if any(graph.nodes[q].is_channel_concat for q in range(a, b)):
+                concat.update(range(a, b))
+        if _has_halo(model):
+            return _line_buffered(model, members, frozenset(concat), self.budget, exact)
         found = _strip_search(model, self.budget, exact)
         if found is None:
             return None
-        graph = self.graph
-        concat_ops: set[int] = set()
-        for a, b in members:
-            if any(graph.nodes[q].is_channel_concat for q in range(a, b)):
-                concat_ops.update(range(a, b))
-        recomputed = _recomputed(model, found[2], concat_ops, _has_halo(model))
-        return _Chain(members, model, *found, frozenset(concat_ops), recomputed)
+        tile_h, rows, stats, ranges = found
+        reads = sum(stats[t][0] * model.row_bytes[t] for t in model.inputs)
+        history = [0] * len(rows)
+        return _Chain(members, model, False, frozenset(), tile_h, rows, 0, ranges, reads,
+                      history)
+
+
+def _line_buffered(model: BandModel, members: tuple[tuple[int, int], ...],
+                   recompute: frozenset[int], budget: int, exact: bool) -> _Chain | None:
+    """A line-buffered chain: the largest tile height whose line buffers fit
+    (binary search on the `lb_capacity` estimates, then the exact run of the
+    tiles, `BandModel.line_buffer`; a smaller tile if that breaks the budget)."""
+
+    def cost(tile: int) -> int:
+        rows = model.lb_rows(tile, recompute)
+        assert rows is not None  # chain bands are affine
+        return model.bytes_of_rows(rows)
+
+    limit = model.height
+    while limit >= 1:
+        best = largest_fitting(cost, limit, budget)
+        if best == 0:
+            return None
+        tile_h = even_tile_h(model.height, best)
+        if not exact:
+            rows = model.lb_rows(tile_h, recompute)
+            assert rows is not None
+            recomputed = 0
+            if recompute:
+                stats = model.stats(tile_h)
+                assert stats is not None
+                recomputed = _recomputed(model, stats, recompute, True)
+            return _Chain(members, model, True, recompute, tile_h, rows, recomputed)
+        ranges = model.tile_ranges(tile_h)
+        held, done, history = model.line_buffer(ranges, recompute)
+        if model.bytes_of_rows(held) <= budget:
+            reads = sum(done[t] * model.row_bytes[t] for t in model.inputs)
+            recomputed = _recomputed(model, _exact_stats(ranges), recompute, True)
+            return _Chain(members, model, True, recompute, tile_h, held, recomputed, ranges,
+                          reads, history)
+        limit = tile_h - 1
+    return None
 
 
 def _has_halo(model: BandModel) -> bool:
@@ -770,7 +824,7 @@ def _feasible_band(b: BandBuilder, budget: int) -> bool:
     sub-row band of an accumulation."""
     if b.error is not None:
         return False
-    if b.bytes1 <= budget:
+    if b.bytes1 <= budget or b.lb_ok and b.lb1 <= budget and b.kind in CHAIN_KINDS:
         return True
     if (b.grid and b.kind == "strips" and b.root_width >= 2
             and b.windows <= GRID_MAX_WINDOWS and b.bytes11 <= budget):
@@ -824,7 +878,8 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
                 if cand < best[j]:
                     best[j], back[j] = cand, ((i, j),)
             elif best[i][0] < _INF:
-                strips = band.error is None and band.bytes1 <= budget
+                strips = band.error is None and (
+                    band.bytes1 <= budget or band.lb_ok and band.lb1 <= budget)
                 tiled.append((best[i][0] + lb, i, normal.writes, strips))
         for bound, i, writes, strips in sorted(tiled):
             if (bound, best[i][1] + 1) >= best[j]:
@@ -837,10 +892,9 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
                     best[j], back[j] = cand, members
                 if not chain.recomputed:
                     continue
-            t = ctx.tiling(i, j, exact=False)
-            if t is None:
+            cost = ctx.tiled_cost(i, j)
+            if cost >= _INF:
                 continue
-            cost = t.reads + writes + ctx.mac_weight * t.recomputed
             cand = (best[i][0] + cost, best[i][1] + 1)
             if cand < best[j]:
                 best[j], back[j] = cand, ((i, j),)
@@ -859,12 +913,7 @@ def _stage_cost(ctx: _Ctx, start: int, stop: int) -> int:
     """Slow traffic of one stage alone: normal, or as its tiles load it."""
     if normal_peak(ctx.graph, start, stop, ctx.tables) <= ctx.budget:
         return ctx.traffic(start, stop)
-    t = ctx.tiling(start, stop, exact=False)
-    if t is None:
-        return _INF
-    _, outs = ctx.io(start, stop)
-    writes = sum(ctx.graph.tensors[x].nbytes for x in outs)
-    return t.reads + writes + ctx.mac_weight * t.recomputed
+    return ctx.tiled_cost(start, stop)
 
 
 def find_chains(graph: PlanGraph, stages: Sequence[tuple[int, int]], budget: int, *,
@@ -918,7 +967,8 @@ def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tup
         for a in range(b - 2, -1, -1):
             while builder.start > run[a][0] and builder.prepend():
                 pass
-            if builder.error is not None or builder.bytes1 > ctx.budget:
+            if builder.error is not None or builder.bytes1 > ctx.budget and not (
+                    builder.lb_ok and builder.lb1 <= ctx.budget):
                 break
             cost = ctx.traffic(run[a][0], run[b - 1][1])
             if best[a] + cost >= best[b]:
@@ -1040,33 +1090,23 @@ def _stage_plan(ctx: _Ctx, index: int, start: int, stop: int, single: bool) -> S
 
 def _chain_plan(ctx: _Ctx, index: int, members: Sequence[int], found: _Chain,
                 stages: Sequence[StagePlan]) -> ChainPlan:
-    """The chain's figures: tile height from the binary search over the sum of
-    every buffer of the chain (found by `_Ctx.chain`), then line buffering
-    (module doc): loads and computes only the rows a tile adds."""
+    """The chain's figures (found by `_Ctx.chain`): `band_rows` are the rows
+    each buffer is allocated with (line buffers when line-buffered), `op_rows`
+    the spec's back-propagated band of every op's output."""
     graph = ctx.graph
     model, tile_h, rows, ranges = found.model, found.tile_h, found.rows, found.ranges
     assert ranges is not None
-    line_buffered = _has_halo(model)
-    concat_ops = found.recompute_ops
-    reads = 0
-    history: dict[str, int] = {}
-    for t, name in enumerate(model.names):
-        seq = [r[t] for r in ranges]
-        fresh = new_rows(seq) if line_buffered else [y - x for x, y in seq]
-        if t in model.inputs:
-            reads += sum(fresh) * model.row_bytes[t]
-        history[name] = max((y - x) - f for (x, y), f in zip(seq, fresh))
-    recomputed = found.recomputed
     writes = sum(graph.tensors[model.names[t]].nbytes for t in model.spilled)
     whole = _Tiling("strips", tile_h, 0, len(ranges), model.bytes_of_rows(rows),
-                    tuple(rows), reads, recomputed, tuple(ranges))
+                    tuple(rows), found.reads, found.recomputed, tuple(ranges))
     first, last = stages[members[0]], stages[members[-1]]
     return ChainPlan(
         index, tuple(members), first.start, last.stop, tile_h, len(ranges),
-        line_buffered, bool(concat_ops) and line_buffered, whole.peak, model.halo(),
+        found.line_buffered, bool(found.recompute_ops), whole.peak, model.halo(),
         model.halo_sides(tile_h), first.inputs, last.outputs,
-        dict(zip(model.names, rows)), _op_rows(model, rows), history,
-        _named_ranges(model, whole), reads, writes, recomputed,
+        dict(zip(model.names, rows)), _op_rows(model, model.rows(tile_h)),
+        dict(zip(model.names, found.history)), _named_ranges(model, whole), found.reads,
+        writes, found.recomputed,
     )
 
 

@@ -450,6 +450,8 @@ class _TState:
     produced: bool = False
     root: bool = False
     cols1: int = 0
+    off: tuple[int, int, int] | None = None  # (lo, ext, low) of a line buffer
+    cap1: int = 0
 
 
 @dataclass
@@ -460,6 +462,7 @@ class BandBuilder:
     1 and of one height), the band kind and `bytes1`, the band bytes of a
     one-row band, so the planner can scan every stage start for a given end
     in one pass; `bytes11` is the same for a 1 x 1 tile where `grid` holds;
+    `lb1` the line buffers of one-row tiles (`lb_capacity`) where `lb_ok`;
     `windows` counts the window ops wider than one position.
     `error` says why the ops do not form a band.
     """
@@ -472,6 +475,8 @@ class BandBuilder:
     bytes11: int = 0
     grid: bool = True
     windows: int = 0
+    lb1: int = 0
+    lb_ok: bool = True
     extra: int = 0
     root_height: int = -1
     root_width: int = -1
@@ -511,6 +516,21 @@ class BandBuilder:
             self.bytes11 += align(new_r * new_c * cell) - align(st.rows1 * st.cols1 * cell)
             st.rows1, st.cols1 = new_r, new_c
 
+    def _merge_off(self, name: str, st: _TState, off: tuple[int, int, int]) -> None:
+        """Widen the line-buffer offsets of a tensor and update `lb1`."""
+        if st.off is not None:
+            off = (min(st.off[0], off[0]), max(st.off[1], off[1]), min(st.off[2], off[2]))
+        st.off = off
+        h, rb = self._rb(name, st.axis)
+        if st.whole or st.scale is None or st.scale.denominator != 1:
+            cap = h
+        else:
+            tiles = max(self.root_height, 1)
+            cap = lb_capacity(int(st.scale), off[0], off[1], off[2], h, 1, tiles)
+        if cap > st.cap1:
+            self.lb1 += align(cap * rb) - align(st.cap1 * rb)
+            st.cap1 = cap
+
     def _root(self, name: str, st: _TState | None, axis: int, who: str) -> _TState:
         h, _ = self._rb(name, axis)
         if self.root_height < 0:
@@ -535,6 +555,7 @@ class BandBuilder:
         elif w != self.root_width:
             self.grid = False
         self._set_rows(name, st, 1, 1)
+        self._merge_off(name, st, (0, 0, 0))
         return st
 
     def prepend(self) -> bool:
@@ -561,6 +582,7 @@ class BandBuilder:
         if cls is TilingClass.HALO and node.window(0)[0] * node.window(1)[0] > 1:
             self.windows += 1
         if cls is TilingClass.ACCUMULATE:
+            self.lb_ok = False
             if k != self.stop - 1:
                 return self._fail(f"'{node.name}' must end its stage to accumulate bands")
             for name in node.outputs:
@@ -593,6 +615,9 @@ class BandBuilder:
             out_rows = max(out_rows, st.rows1)
             out_cols = max(out_cols, st.cols1)
         assert out_scale is not None
+        offs = [self.t[o].off for o in node.outputs if o in self.t]
+        lo_o = min(o[0] for o in offs if o is not None) if any(offs) else 0
+        ext_o = max(o[1] for o in offs if o is not None) if any(offs) else 0
         for name, m, axis, col in nb.ins:
             h, _ = self._rb(name, axis)
             rows = map_rows(m, out_rows, h)
@@ -631,6 +656,17 @@ class BandBuilder:
                 self.grid = False
             cols = 1 if col is None or gw == 1 else map_rows(col, out_cols, gw)
             self._set_rows(name, st, rows, cols)
+            if code == WINDOW:
+                s_, p_ = m[2], m[4]
+                eff = (m[1] - 1) * m[3] + 1
+                self._merge_off(name, st, (s_ * lo_o - p_, s_ * ext_o - p_ + eff - s_,
+                                           s_ * ext_o - p_))
+            elif code == IDENT:
+                self._merge_off(name, st, (lo_o, ext_o, ext_o))
+            elif code == WHOLE:
+                self._merge_off(name, st, (0, 0, 0))
+            else:
+                self.lb_ok = False
         return self.error is None
 
     def model(self) -> BandModel:
@@ -890,6 +926,105 @@ class BandModel:
             out.append(_affine_stats(int(s), lo, ext, ht, size, tile, n))
         return out
 
+    # ---- line buffers ------------------------------------------------------
+
+    def lb_low(self, recompute: frozenset[int] = frozenset()) -> tuple[int, ...] | None:
+        """Per tensor the offset where its readers' new rows start (rows below
+        are history no reader needs again); ops in `recompute` read their
+        whole range. None unless the band is affine."""
+        off = self.offsets
+        if off is None:
+            return None
+        big = 1 << 40
+        low = [big] * len(off)
+        for t in self.roots:
+            low[t] = 0
+        for k, outs, ins in self.ops:
+            full = k in recompute
+            src = min(off[o][0] for o in outs) if full else max(off[o][1] for o in outs)
+            if full:
+                for o in outs:
+                    low[o] = min(low[o], off[o][0])
+            for t, m, _ in ins:
+                if m[0] == WINDOW:
+                    mu = m[2] * src - m[4]
+                elif m[0] == IDENT:
+                    mu = src
+                else:
+                    continue
+                low[t] = min(low[t], mu)
+        return tuple(min(v, off[t][1]) for t, v in enumerate(low))
+
+    def lb_rows(self, tile: int, recompute: frozenset[int] = frozenset()) -> list[int] | None:
+        """Line-buffer rows of every tensor for tiles of `tile` output rows,
+        estimated from the affine offsets (`lb_capacity`); None if not affine."""
+        key = ("L" + ",".join(map(str, sorted(recompute))), tile)
+        if key in self._memo:
+            return list(self._memo[key])
+        off = self.offsets
+        low = self.lb_low(recompute)
+        if off is None or low is None:
+            return None
+        n = -(-self.height // tile)
+        rows = []
+        for t, ((lo, ext), lw) in enumerate(zip(off, low)):
+            s = self.scales[t]
+            if self.whole[t] or s is None:
+                rows.append(self.heights[t])
+            else:
+                rows.append(lb_capacity(int(s), lo, ext, lw, self.heights[t], tile, n))
+        self._memo[key] = rows
+        return list(rows)
+
+    def line_buffer(
+        self,
+        ranges: Sequence[Sequence[tuple[int, int]]],
+        recompute: frozenset[int] = frozenset(),
+    ) -> tuple[list[int], list[int], list[int]]:
+        """The exact line-buffered run of the tiles: per tensor (rows held at
+        most, rows computed or loaded over all tiles, history rows at most).
+
+        Tile i computes (or, for an input, loads) the rows of each tensor's
+        range not computed by an earlier tile, from the previous tile's end
+        on; ops in `recompute` compute their whole range. A buffer holds, from
+        the lowest row a reader of this tile's new rows needs (or this tile's
+        output rows, for an output) up to the end of the tensor's range.
+        """
+        n = len(self.names)
+        prev = [-1] * n
+        held = [0] * n
+        done = [0] * n
+        hist = [0] * n
+        for rng in ranges:
+            new = []
+            for t, (x, y) in enumerate(rng):
+                nx = x if prev[t] < 0 else max(prev[t], x)
+                new.append((nx, max(nx, y)))
+            low = [a for a, _ in new]
+            for t in self.roots:
+                low[t] = min(low[t], rng[t][0])
+            for k, outs, ins in self.ops:
+                if k in recompute:
+                    src = (min(rng[o][0] for o in outs), max(rng[o][1] for o in outs))
+                    for o in outs:
+                        low[o] = min(low[o], rng[o][0])
+                else:
+                    src = (min(new[o][0] for o in outs), max(new[o][1] for o in outs))
+                if src[1] <= src[0]:
+                    continue
+                for t, m, _ in ins:
+                    x, y = map_range(m, src[0], src[1], self.heights[t])
+                    if y > x and x < low[t]:
+                        low[t] = x
+            for t, (_, y) in enumerate(rng):
+                hold = max(y - low[t], 0)
+                fresh = new[t][1] - new[t][0]
+                held[t] = max(held[t], hold)
+                hist[t] = max(hist[t], hold - fresh)
+                done[t] += fresh
+                prev[t] = max(prev[t], y)
+        return held, done, hist
+
     # ---- halo ------------------------------------------------------------
 
     def halo(self) -> int:
@@ -996,6 +1131,28 @@ def _affine_stats(
         if i == n - 1:
             last = y
     return total, longest, min(max(last - first, 0), total)
+
+
+def lb_capacity(
+    rate: int, lo: int, ext: int, low: int, size: int, tile: int, tiles: int
+) -> int:
+    """Rows a line buffer holds at most, from affine offsets (an estimate of
+    `BandModel.line_buffer`): tile i needs rows [rate a + lo, rate b + ext) of
+    the tensor for output rows [a, b), computes those from the previous tile's
+    end on, and its readers' new rows start at offset `low`. The first tile
+    holds its whole range (the pipeline fills), a steady tile
+    `rate * tile + ext - low` rows: new rows plus (kernel - stride) history
+    per window; a tile whose readers start above row 0 holds from row 0."""
+    step = rate * tile
+    low = min(low, ext)
+    best = min(size, step + ext) - max(0, lo)
+    if tiles > 1:
+        best = max(best, step + ext - low)
+        if low < 0:
+            i = min((step - 1 - low) // step - 1, tiles - 1)
+            if i >= 1:
+                best = max(best, min(size, step * (i + 1) + ext))
+    return max(0, min(size, best))
 
 
 def build_band(graph: PlanGraph, start: int, stop: int,

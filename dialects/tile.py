@@ -14,6 +14,7 @@ through `tile.yield`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, cast
 
 from xdsl.dialects.builtin import (
     I64,
@@ -225,7 +226,7 @@ class StageOp(IRDLOperation):
             )
         from tigris_ir.band_rule import check_stage_band
 
-        check_stage_band(self)
+        check_stage_band(cast(Any, self))
 
 
 @irdl_op_definition
@@ -282,7 +283,7 @@ class ChainOp(IRDLOperation):
             raise VerifyException(f"tile.chain '{name}': tile_h must be >= 1")
         from tigris_ir.band_rule import check_chain_band
 
-        check_chain_band(self)
+        check_chain_band(cast(Any, self))
 
 
 Tile = Dialect("tile", [StageOp, ChainOp, YieldOp], [BandAttr])

@@ -14,6 +14,7 @@ from tigris_ir.memory import align
 from tigris_ir.plan_graph import BAND_AXIS, GraphBuilder, PlanGraph
 from tigris_ir.planner import (
     _INF,
+    ChainPlan,
     Plan,
     _Ctx,
     _form,
@@ -27,7 +28,7 @@ from tigris_ir.planner import (
     plan,
     tile_band,
 )
-from tigris_ir.tiling import GraphTables, build_band, input_rows, tile_bounds
+from tigris_ir.tiling import GraphTables, build_band, input_rows, overhead_bytes, tile_bounds
 from tigris_ir.tiling_class import TilingClass
 
 # ---------------------------------------------------------------------------
@@ -35,8 +36,9 @@ from tigris_ir.tiling_class import TilingClass
 # ---------------------------------------------------------------------------
 
 
-def chain_graph(specs: list[tuple[str, int, int]], h: int = 32, w: int = 16, c: int = 8,
-                eb: int = 1) -> PlanGraph:
+def chain_graph(
+    specs: list[tuple[str, int, int]], h: int = 32, w: int = 16, c: int = 8, eb: int = 1
+) -> PlanGraph:
     """conv / dw / pool / relu layers (kind, kernel, stride) over (1, h, w, c)."""
     b = GraphBuilder(elem_bytes=eb)
     x = b.input("x", (1, h, w, c))
@@ -69,8 +71,15 @@ def mobilenet_like(eb: int = 1, res: int = 96, extra: bool = False) -> PlanGraph
     x = b.input("x", (1, res, res, 3))
     x = b.relu(b.conv(x, 32, 3, 2))
     cin = 32
-    table = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
-             (6, 160, 3, 2), (6, 320, 1, 1)]
+    table = [
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    ]
     for t, c, n, s in table:
         for i in range(n):
             stride = s if i == 0 else 1
@@ -119,8 +128,9 @@ def check_plan(graph: PlanGraph, p: Plan) -> None:
                 if not line_buffered:  # the band holds every tile's range
                     assert hi - lo <= u.band_rows[name], (name, info)
         if line_buffered:  # line buffers: new rows and history only
-            assert u.peak == sum(align(r * graph.tensors[x].row_bytes)
-                                 for x, r in u.band_rows.items())
+            assert u.peak == sum(
+                align(r * graph.tensors[x].row_bytes) for x, r in u.band_rows.items()
+            )
             for name, r in u.band_rows.items():
                 assert r <= max(t.rows[name][1] - t.rows[name][0] for t in tiles)
     for c in p.chains:
@@ -169,20 +179,20 @@ def test_single_stage_runs_in_place():
 
 
 def test_strips_stage_figures():
-    g = chain_graph([("conv", 3, 1)], h=40, w=16, c=8)  # rows of 128 B
+    g = chain_graph([("conv", 3, 1)], h=40, w=1, c=128)  # rows of 128 B, no width to cut
     p = plan(g, 2000)
     check_plan(g, p)
     (s,) = p.stages
     assert s.strategy == "strips" and s.halo == 2
     model = build_band(g, 0, 1)
-    # the largest band under 2000 B: 5 rows (640 + 7 * 128 = 1536); 6 would be 1792 + ...
-    assert model.band_bytes(s.tile_h) <= 2000
-    assert s.num_tiles == math.ceil(40 / s.tile_h)
-    assert s.tile_h == math.ceil(40 / s.num_tiles)  # evened out
-    assert s.band_rows["x"] == input_rows(s.tile_h, 3) and s.band_rows[g.nodes[0].name] == s.tile_h
+    # band_bytes(rows) = 128 rows + 128 (rows + 2) = 256 rows + 256 <= 2000: 6 rows,
+    # 7 tiles, evened out to ceil(40 / 7) = 6
+    assert (s.tile_h, s.num_tiles) == (6, 7)
+    assert s.peak == model.band_bytes(6) == 1792
+    assert s.band_rows["x"] == input_rows(6, 3) == 8 and s.band_rows[g.nodes[0].name] == 6
     reads = sum(t.rows["x"][1] - t.rows["x"][0] for t in s.tiles) * 128
     assert p.slow_reads == s.slow_reads == reads
-    assert reads == 40 * 128 + (s.num_tiles - 1) * 2 * 128  # halo re-read: overhead_bytes
+    assert reads == 40 * 128 + overhead_bytes(2, 128, 7)  # the halo is re-read
     assert s.recomputed_macs == 0
 
 
@@ -287,8 +297,9 @@ def test_reshape_and_independent_axis_bands():
     assert p.stages[0].strategy == "reshape" and p.stages[0].tile_h % 16 == 0
     b = GraphBuilder()
     x = b.input("x", (1, 32, 64, 8))
-    (y,) = b.node("nn.reduce_max", TilingClass.INDEPENDENT_AXIS, [x], [(1, 32, 1, 8)],
-                  attrs={BAND_AXIS: 1})
+    (y,) = b.node(
+        "nn.reduce_max", TilingClass.INDEPENDENT_AXIS, [x], [(1, 32, 1, 8)], attrs={BAND_AXIS: 1}
+    )
     b.output(y)
     p = plan(b.build(), 3000)
     assert p.fits and p.stages[0].strategy == "axis"
@@ -402,22 +413,30 @@ def test_residual_add_chains_and_branch_off_a_strided_conv_does_not():
     b.output(y, z)
     g = b.build()
     ctx = _ctx(g, 1 << 20)
-    assert isinstance(ctx.band(1, 3), str) and "band" in ctx.band(1, 3)
+    why = ctx.band(1, 3)
+    assert isinstance(why, str) and "band" in why
     assert not ctx.chainable(1, 3)
     p = plan(g, 6000)
     check_plan(g, p)
     assert all(not (s.start <= 1 < 2 < s.stop) or not s.tiled for s in p.stages)
 
 
+def lb_bytes(g: PlanGraph, start: int, stop: int, tile: int) -> int:
+    """Line-buffer bytes of ops [start, stop) for tiles of `tile` rows."""
+    model = build_band(g, start, stop)
+    rows = model.lb_rows(tile)
+    assert rows is not None
+    return model.bytes_of_rows(rows)
+
+
 def test_chain_that_does_not_fit_is_split_into_chains_that_do():
     g = chain_graph([("conv", 5, 1)] * 6, h=48, w=16, c=8)
-    whole = build_band(g, 0, 6)
-    budget = whole.band_bytes(1) - 1
+    budget = lb_bytes(g, 0, 6, 1) - 1
     chains = find_chains(g, singletons(g), budget)
     assert len(chains) >= 2
     assert [s for c in chains for s in c] == sorted(s for c in chains for s in c)
     for c in chains:
-        assert build_band(g, c[0], c[-1] + 1).band_bytes(1) <= budget
+        assert lb_bytes(g, c[0], c[-1] + 1, 1) <= budget
     p = plan(g, budget)
     check_plan(g, p)
     assert p.fits and len(p.chains) >= 2
@@ -440,23 +459,27 @@ def test_line_buffered_chain_reads_its_input_once():
 
 
 def test_chain_tile_height_is_the_largest_that_fits():
-    g = chain_graph([("conv", 3, 1), ("dw", 3, 2), ("relu", 1, 1), ("conv", 1, 1)],
-                    h=64, w=16, c=8)
+    g = chain_graph([("conv", 3, 1), ("dw", 3, 2), ("relu", 1, 1), ("conv", 1, 1)], h=64, w=16, c=8)
     budget = 6000
     p = plan(g, budget)
     check_plan(g, p)
     (c,) = p.chains
     model = build_band(g, c.start, c.stop)
-    assert c.peak == model.band_bytes(c.tile_h) <= budget
-    if c.num_tiles > 1:
-        assert model.band_bytes(math.ceil(model.height / (c.num_tiles - 1))) > budget
-    # height back-propagation: every op's band rows
-    names = [n.name for n in g.nodes]
+    assert c.line_buffered and c.peak <= budget
+    if c.num_tiles > 1:  # one tile fewer would not fit
+        assert lb_bytes(g, c.start, c.stop, math.ceil(model.height / (c.num_tiles - 1))) > budget
+    # line buffers hold (kernel - stride) history rows plus the new rows
     t = c.tile_h
+    names = [n.name for n in g.nodes]
+    assert c.history_rows[names[0]] == 3 - 2  # read by the stride-2 depthwise conv
+    assert c.history_rows["x"] == 3 - 1
+    assert c.band_rows[names[3]] == t
+    # height back-propagation: every op's band rows (the spec's formula)
     assert c.op_rows[names[3]] == t and c.op_rows[names[2]] == t
     assert c.op_rows[names[1]] == t
     assert c.op_rows[names[0]] == input_rows(t, 3, 2)
-    assert c.band_rows["x"] == input_rows(input_rows(t, 3, 2), 3, 1)
+    # the same chain without line buffers: the spec's sum of every band
+    assert model.band_bytes(t) > c.peak
 
 
 def test_stage_holding_a_concat_recomputes_in_a_line_buffered_chain():
@@ -468,12 +491,13 @@ def test_stage_holding_a_concat_recomputes_in_a_line_buffered_chain():
     g = b.build()
     members = chain_members(_ctx(g, 1 << 20), 0, len(g.nodes))
     assert members == ((0, 1), (1, 4), (4, 5))
-    model = build_band(g, 0, len(g.nodes))
-    p = plan(g, model.band_bytes(2))
+    # recomputing is free here, so one chain beats spilling the concat's inputs
+    p = plan(g, lb_bytes(g, 0, len(g.nodes), 2) + 512, mac_weight=0)
     check_plan(g, p)
     (c,) = p.chains
     assert c.line_buffered and c.recompute and c.recomputed_macs > 0
     assert p.stages[1].recomputed_macs == c.recomputed_macs
+    assert p.slow_reads == 32 * 16 * 8  # still read once
 
 
 # ---------------------------------------------------------------------------
@@ -506,13 +530,14 @@ def test_mobilenet_like_plans(eb: int):
     g = mobilenet_like(eb, res=96)
     low = min_budget(g)
     assert plan(g, low).fits and not plan(g, low - 1).fits
-    for budget in (low, 4 * low, 32 * 1024):
+    for budget in (low, 4 * low, max(low, 32 * 1024)):
         p = plan(g, budget)
         check_plan(g, p)
         assert p.fits
         # every op in a stage of its own reading its inputs once would read this:
-        once = sum(g.tensors[x].nbytes for n in g.nodes for x in n.inputs
-                   if not g.tensors[x].is_const)
+        once = sum(
+            g.tensors[x].nbytes for n in g.nodes for x in n.inputs if not g.tensors[x].is_const
+        )
         assert p.slow_reads < once
         assert p.macs == g.total_macs and p.recomputed_macs < p.macs // 10
 
@@ -531,9 +556,11 @@ def test_form_stages_and_find_chains_rebuild_the_plan():
 # ---------------------------------------------------------------------------
 
 layers = st.lists(
-    st.tuples(st.sampled_from(["conv", "dw", "pool", "relu", "res"]), st.integers(1, 5),
-              st.integers(1, 2)),
-    min_size=1, max_size=6,
+    st.tuples(
+        st.sampled_from(["conv", "dw", "pool", "relu", "res"]), st.integers(1, 5), st.integers(1, 2)
+    ),
+    min_size=1,
+    max_size=6,
 )
 
 
@@ -557,8 +584,7 @@ def random_graph(specs: list[tuple[str, int, int]], h: int, eb: int) -> PlanGrap
 
 
 @settings(max_examples=40, deadline=None)
-@given(specs=layers, h=st.integers(4, 40), eb=st.sampled_from([1, 4]),
-       budget=st.integers(64, 8000))
+@given(specs=layers, h=st.integers(4, 40), eb=st.sampled_from([1, 4]), budget=st.integers(64, 8000))
 def test_plans_keep_the_budget_and_cover_the_output(
     specs: list[tuple[str, int, int]], h: int, eb: int, budget: int
 ):
@@ -593,17 +619,27 @@ def _brute_force(ctx: _Ctx) -> int:
 
 
 @settings(max_examples=25, deadline=None)
-@given(specs=st.lists(st.tuples(st.sampled_from(["conv", "dw", "relu", "res"]),
-                                st.integers(1, 3), st.integers(1, 2)), min_size=2, max_size=5),
-       budget=st.integers(200, 4000))
+@given(
+    specs=st.lists(
+        st.tuples(
+            st.sampled_from(["conv", "dw", "relu", "res"]), st.integers(1, 3), st.integers(1, 2)
+        ),
+        min_size=2,
+        max_size=5,
+    ),
+    budget=st.integers(200, 4000),
+)
 def test_stage_cuts_are_optimal(specs: list[tuple[str, int, int]], budget: int):
     g = random_graph(specs, 16, 1)
     if len(g.nodes) > 8:
         return
     ctx = _ctx(g, budget)
-    if not all(normal_peak(g, k, k + 1) <= budget or not isinstance(ctx.band(k, k + 1), str)
-               and min_band_bytes(ctx.band(k, k + 1)) <= budget  # type: ignore[arg-type]
-               for k in range(len(g.nodes))):
+    if not all(
+        normal_peak(g, k, k + 1) <= budget
+        or not isinstance(ctx.band(k, k + 1), str)
+        and min_band_bytes(ctx.band(k, k + 1)) <= budget  # type: ignore[arg-type]
+        for k in range(len(g.nodes))
+    ):
         return
     _, cost = _form(ctx)
     assert cost == _brute_force(_ctx(g, budget))
@@ -619,3 +655,98 @@ def test_rows_of_every_tile_follow_the_spec_formula():
         assert ranges[mid][0] == max(lo - pad, 0)
         k, s, _, pt, _ = g.nodes[0].window(0)
         assert ranges["x"][0] == max(ranges[mid][0] * s - pt, 0)
+
+
+def _window_rows(graph: PlanGraph, k: int, x: str, r: int) -> set[int]:
+    """Rows of input x that output row r of node k reads (straight from the
+    node's window, not through the planner's row maps)."""
+    node = graph.nodes[k]
+    size = graph.tensors[x].height
+    if node.tiling is TilingClass.HALO and x == node.inputs[0]:
+        kk, s, d, pb, _ = node.window(0)
+        return {r * s - pb + j * d for j in range(kk) if 0 <= r * s - pb + j * d < size}
+    return {r} if size > 1 else {0}
+
+
+def simulate_line_buffers(graph: PlanGraph, chain: ChainPlan) -> None:
+    """Run a line-buffered chain row by row: each tile computes (or loads)
+    the rows of every tensor from the previous tile's end up to the end of its
+    range; check that every row an op reads is there and not yet evicted, that
+    no buffer holds more rows than allocated, and the loads and outputs."""
+    nodes = range(chain.start, chain.stop)
+    produced = {o for k in nodes for o in graph.nodes[k].outputs}
+    done: dict[str, int] = {}
+    floor: dict[str, int] = {}
+    loaded = 0
+    out_rows = 0
+    for tile in chain.tiles:
+        need_low: dict[str, int] = {}
+        new: dict[str, range] = {}
+        for name, (lo, hi) in tile.rows.items():
+            start = max(done.get(name, lo), lo)
+            new[name] = range(start, max(hi, start))
+            need_low[name] = start
+        for name in chain.outputs:
+            need_low[name] = min(need_low[name], tile.out[0])
+        for k in nodes:
+            node = graph.nodes[k]
+            for r in new[node.outputs[0]]:
+                for x in node.inputs:
+                    if graph.tensors[x].is_const:
+                        continue
+                    rows = _window_rows(graph, k, x, r)
+                    if rows:
+                        need_low[x] = min(need_low[x], min(rows))
+                    for q in rows:  # computed (or loaded) by now, and not evicted
+                        assert floor.get(x, 0) <= q < tile.rows[x][1]
+        for name, (_, hi) in tile.rows.items():
+            held = hi - need_low[name]
+            assert held <= chain.band_rows[name], (name, held, chain.band_rows[name])
+            assert need_low[name] >= floor.get(name, 0)  # never needs an evicted row
+            floor[name] = need_low[name]
+            if name not in produced:
+                loaded += len(new[name]) * graph.tensors[name].row_bytes
+            done[name] = max(done.get(name, 0), hi)
+        out_rows += len(new[chain.outputs[0]])
+    assert loaded == chain.slow_reads
+    assert out_rows == graph.tensors[chain.outputs[0]].height  # each output row once
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    specs=st.lists(
+        st.tuples(
+            st.sampled_from(["conv", "dw", "relu", "res", "pool"]),
+            st.integers(1, 5),
+            st.integers(1, 2),
+        ),
+        min_size=2,
+        max_size=6,
+    ),
+    h=st.integers(6, 40),
+    budget=st.integers(300, 6000),
+)
+def test_line_buffered_chains_run_row_by_row(
+    specs: list[tuple[str, int, int]], h: int, budget: int
+):
+    g = random_graph(specs, h, 1)
+    p = plan(g, budget)
+    check_plan(g, p)
+    for c in p.chains:
+        if c.line_buffered and not c.recompute:
+            simulate_line_buffers(g, c)
+
+
+def test_line_buffers_of_a_mobilenet_block_run_row_by_row():
+    b = GraphBuilder()
+    x = b.input("x", (1, 40, 20, 8))
+    x1 = b.relu(b.conv(x, 16, 3, 2))
+    y = block(b, block(b, x1, 4), 4, 2)
+    b.output(y)
+    g = b.build()
+    for budget in (3000, 6000, 20000):
+        p = plan(g, budget)
+        check_plan(g, p)
+        assert p.chains
+        for c in p.chains:
+            simulate_line_buffers(g, c)

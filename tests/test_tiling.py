@@ -71,9 +71,7 @@ def conv_chain(
     return b.build()
 
 
-def needed_rows(
-    graph: PlanGraph, lo: int, hi: int, contiguous: bool = True
-) -> dict[str, set[int]]:
+def needed_rows(graph: PlanGraph, lo: int, hi: int, contiguous: bool = True) -> dict[str, set[int]]:
     """Row by row: which rows of every tensor output rows [lo, hi) of the last
     node need, walking each op's window back through the chain. A band is one
     contiguous span, so by default an op computes every row between the first
@@ -90,9 +88,7 @@ def needed_rows(
         if node.tiling is TilingClass.HALO:
             k, s, d, pb, _ = node.window(0)
             for r in out:
-                rows.update(
-                    r * s - pb + j * d for j in range(k) if 0 <= r * s - pb + j * d < size
-                )
+                rows.update(r * s - pb + j * d for j in range(k) if 0 <= r * s - pb + j * d < size)
         else:
             rows.update(out)
     return need
@@ -283,8 +279,9 @@ def test_band_bytes_align_every_buffer_with_its_own_element_size():
 
 
 def test_back_propagation_through_a_chain():
-    g = conv_chain([("conv", 3, 1, 1), ("dw", 3, 2, 1), ("relu", 1, 1, 1), ("conv", 1, 1, 1)],
-                   h=32, w=8)
+    g = conv_chain(
+        [("conv", 3, 1, 1), ("dw", 3, 2, 1), ("relu", 1, 1, 1), ("conv", 1, 1, 1)], h=32, w=8
+    )
     model = build_band(g, 0, 4)
     rows = dict(zip(model.names, model.rows(4)))
     out = g.nodes[3].outputs[0]
@@ -331,8 +328,12 @@ def test_band_rule_rejects_two_rates_inside_a_stage():
 
 
 def test_band_kinds_follow_the_table():
-    H, P, W, R = (TilingClass.HALO, TilingClass.POINTWISE, TilingClass.WHOLE_ROWS,
-                  TilingClass.RESIZE)
+    H, P, W, R = (
+        TilingClass.HALO,
+        TilingClass.POINTWISE,
+        TilingClass.WHOLE_ROWS,
+        TilingClass.RESIZE,
+    )
     assert band_kind([H, P, W]) == "strips"
     assert band_kind([P]) == "strips"
     assert band_kind([W, P]) == "whole_rows"
@@ -370,8 +371,9 @@ def test_row_maps_of_the_other_band_kinds():
 def test_independent_axis_band():
     b = GraphBuilder()
     x = b.input("x", (1, 8, 64, 16))
-    (y,) = b.node("nn.reduce_mean", TilingClass.INDEPENDENT_AXIS, [x], [(1, 8, 1, 16)],
-                  attrs={BAND_AXIS: 1})
+    (y,) = b.node(
+        "nn.reduce_mean", TilingClass.INDEPENDENT_AXIS, [x], [(1, 8, 1, 16)], attrs={BAND_AXIS: 1}
+    )
     b.output(y)
     model = build_band(b.build(), 0, 1)
     assert model.kind == "axis"
@@ -422,7 +424,7 @@ def _fits(specs: list[Spec], *dims: int) -> bool:
             if kind == "pool":
                 if h < k:
                     return False
-                h = (h - k) // k + 1
+                h = (h - k) // s + 1
             elif kind != "relu":
                 h = -(-h // s)
     return True
@@ -484,8 +486,10 @@ def test_union_length():
 
 
 def test_graph_validation():
-    t = {"x": TensorInfo("x", (1, 4, 4, 1), 1, "input"),
-         "y": TensorInfo("y", (1, 4, 4, 1), 1, "activation")}
+    t = {
+        "x": TensorInfo("x", (1, 4, 4, 1), 1, "input"),
+        "y": TensorInfo("y", (1, 4, 4, 1), 1, "activation"),
+    }
     relu = NodeInfo("r", "nn.relu", TilingClass.POINTWISE, ("y",), ("x",))
     with pytest.raises(ValueError):
         PlanGraph(t, (relu,), ("x",), ("x",))
@@ -493,8 +497,9 @@ def test_graph_validation():
         TensorInfo("z", (1, 0), 1, "activation")
     with pytest.raises(ValueError):
         NodeInfo("c", "nn.conv", TilingClass.HALO, ("x",), ("y",))
-    ok = PlanGraph(t, (NodeInfo("r", "nn.relu", TilingClass.POINTWISE, ("x",), ("y",)),),
-                   ("x",), ("y",))
+    ok = PlanGraph(
+        t, (NodeInfo("r", "nn.relu", TilingClass.POINTWISE, ("x",), ("y",)),), ("x",), ("y",)
+    )
     assert ok.producer("y") == 0 and ok.consumers("x") == (0,)
     assert ok.last_use("y") == 1 and ok.last_use("x") == 0
     assert math.prod(ok.tensors["x"].shape) == 16

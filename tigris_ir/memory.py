@@ -58,14 +58,10 @@ def parse_budget(text: str | int) -> int:
     else:
         m = re.fullmatch(r"\s*([+-]?\d+)\s*([A-Za-z]*)\s*", str(text))
         if m is None or m.group(2).lower() not in _UNITS:
-            raise ValueError(
-                f"bad budget '{text}': expected bytes like 262144, 256K or 1M"
-            )
+            raise ValueError(f"bad budget '{text}': expected bytes like 262144, 256K or 1M")
         value = int(m.group(1)) * _UNITS[m.group(2).lower()]
     if value <= 0:
-        raise ValueError(
-            f"bad budget '{text}': a budget must be positive, got {value} bytes"
-        )
+        raise ValueError(f"bad budget '{text}': a budget must be positive, got {value} bytes")
     return value
 
 

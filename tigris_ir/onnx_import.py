@@ -29,9 +29,11 @@ from typing import Any
 import numpy as np
 import onnx
 from onnx import numpy_helper
-from xdsl.builder import Builder, InsertPoint
+from xdsl.builder import Builder
+from xdsl.rewriter import InsertPoint
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    FunctionType,
     ArrayAttr,
     ModuleOp,
     StringAttr,
@@ -94,7 +96,7 @@ SUPPORTED_OPS = (
     "Unsqueeze",
 )
 
-_ONNX_DTYPES = {
+_ONNX_DTYPES: dict[int, type[np.generic]] = {
     onnx.TensorProto.FLOAT: np.float32,
     onnx.TensorProto.INT8: np.int8,
     onnx.TensorProto.UINT8: np.uint8,
@@ -421,7 +423,7 @@ class _Importer:
                 ("nchw" if r == 4 else "ncw") if v.layout == "cl" else "plain"
             )
         self.b.insert(func.ReturnOp(*results))
-        ftype = func.FunctionType.from_lists(arg_types, [r.type for r in results])
+        ftype = FunctionType.from_lists(arg_types, [r.type for r in results])
         fn = func.FuncOp("main", ftype, Region(block))
         fn.attributes["nn.input_names"] = ArrayAttr(
             [StringAttr(i.name) for i in real_inputs]
@@ -463,10 +465,10 @@ class _Importer:
         tt = inp.type.tensor_type
         elem = tt.elem_type
         if elem not in _ONNX_DTYPES or elem == onnx.TensorProto.INT32:
+            type_name = onnx.TensorProto.DataType.Name(elem)  # pyright: ignore[reportArgumentType]
             raise ImportDiagnostic(
                 f"{self.origin}: input '{inp.name}'",
-                f"unsupported element type "
-                f"{onnx.TensorProto.DataType.Name(elem)}; supported: FLOAT, INT8, UINT8",
+                f"unsupported element type {type_name}; supported: FLOAT, INT8, UINT8",
             )
         dims: list[int] = []
         symbolic: list[str] = []
@@ -655,6 +657,8 @@ def _unary(imp: _Importer, node: onnx.NodeProto) -> None:
 def _unary_attr(imp: _Importer, node: onnx.NodeProto) -> None:
     a = imp.attrs(node)
     t = node.op_type
+    cls: type[nn.NNOp]
+    props: dict[str, Attribute]
     if t == "HardSigmoid":
         cls, props = (
             nn.HardSigmoidOp,

@@ -177,7 +177,7 @@ def per_op_lsb(model_bytes: bytes, imported, feeds: dict[str, np.ndarray]) -> li
             env[r] = o
             if r in by_ssa and by_ssa[r][0] in ort_vals and nn.quant_of(r) is not None:
                 name, layout = by_ssa[r]
-                theirs = ort_vals[name]
+                theirs = np.asarray(ort_vals[name])
                 if layout == "cl":
                     theirs = np.ascontiguousarray(np.moveaxis(theirs, 1, -1))
                 d = np.abs(o.astype(np.int64) - theirs.astype(np.int64))

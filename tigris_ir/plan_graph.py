@@ -46,8 +46,7 @@ class TensorInfo:
             raise ValueError(f"tensor '{self.name}': unknown kind '{self.kind}'")
         if self.elem_bytes <= 0 or any(d <= 0 for d in self.shape):
             raise ValueError(
-                f"tensor '{self.name}': bad shape {self.shape} or element size "
-                f"{self.elem_bytes}"
+                f"tensor '{self.name}': bad shape {self.shape} or element size {self.elem_bytes}"
             )
 
     @property
@@ -365,9 +364,7 @@ class GraphBuilder:
         name: str | None = None,
     ) -> str:
         c = self.shape(x)[-1]
-        return self.window(
-            "nn.conv", x, c, kernel, stride, dilation, pad, groups=c, name=name
-        )
+        return self.window("nn.conv", x, c, kernel, stride, dilation, pad, groups=c, name=name)
 
     def pool(
         self,
@@ -476,7 +473,12 @@ class GraphBuilder:
         return out
 
     def conv_transpose(
-        self, x: str, out_ch: int, kernel: int = 2, stride: int = 2, pad: int = 0,
+        self,
+        x: str,
+        out_ch: int,
+        kernel: int = 2,
+        stride: int = 2,
+        pad: int = 0,
         name: str | None = None,
     ) -> str:
         n, h, w, c = self.shape(x)
@@ -510,5 +512,6 @@ class GraphBuilder:
         for name in self.graph_outputs:
             if tensors[name].kind == "activation":
                 tensors[name] = replace(tensors[name], kind="output")
-        return PlanGraph(tensors, tuple(self.nodes), tuple(self.graph_inputs),
-                         tuple(self.graph_outputs))
+        return PlanGraph(
+            tensors, tuple(self.nodes), tuple(self.graph_inputs), tuple(self.graph_outputs)
+        )

@@ -1,33 +1,41 @@
 """The memory plan of a PlanGraph under a fast-memory budget (spec/tiling.md).
 
 Three steps. `form_stages` cuts the topological order into stages by dynamic
-programming: each stage fits the budget or tiles under it, and the cuts
-minimise slow-memory traffic. Each stage then gets its strategy (normal,
-strips, a 2D grid or another band kind of the spec's table). Runs of
-consecutive stages that tile along the height become chains.
+programming: each stage fits the budget, tiles under it, or is a member of a
+chain, and the cuts minimise slow-memory traffic (plus `mac_weight` bytes per
+recomputed MAC). Each stage then gets its strategy (normal, strips, a 2D grid
+or another band kind of the spec's table), and `find_chains` fuses runs of
+consecutive stages into chains by the spec's rules.
 
-The runtime's cost model, as planned here:
+The runtime's cost model, as planned here (the loop-level interpreter runs
+exactly this and measures the same numbers):
   * normal stage: its inputs are loaded at the start, each op allocates its
     outputs, a tensor is freed after its last use in the stage, the stage's
     outputs stay until the end and are spilled to slow memory. The peak is
     the largest sum of live buffers (each `align`ed) while an op runs.
-  * a plan that is one normal stage runs in place: inputs are allocated in
-    the fast arena by the caller and outputs stay there; no slow memory.
-  * tiled stage and chain: nothing is freed within a tile; the peak is the
-    sum of every buffer of the band (`BandModel`, allocated once at its
-    largest tile). A strip tile reloads its whole input range (halo
-    included) from slow memory; a grid tile its rows x columns.
-  * line-buffered chain (a member has a halo): every buffer keeps the rows
-    the next tile needs again. Tile i loads from slow memory, and every op
-    computes, only the rows of its range not in tile i-1's range; so the
-    chain's inputs are read once, and only ops of a member stage holding a
-    channel Concat recompute their overlap rows. Memory is the same buffers.
+  * a plan that is one normal stage runs in place: the caller's inputs are
+    in the fast arena (counted in the peak) and the outputs stay there; no
+    slow memory is used.
+  * tiled stage (and a chain without a halo): nothing is freed within a
+    tile; the peak is the sum of every buffer of the band (`BandModel`: the
+    back-propagated rows, allocated once at the largest tile). Each tile
+    loads its whole input range, halo included, from slow memory (a grid
+    tile its rows x columns) and computes every row of every op's range.
+  * line-buffered chain (a member has a window wider than one row): tile i
+    computes, for every tensor, only the rows of its range not computed by
+    tile i-1 (the chain's inputs: loads only those, so they are read once).
+    Each buffer holds, from the first row a reader of this tile's new rows
+    needs up to the end of the range: the new rows plus (kernel - stride)
+    history rows per window, and on the first tile the whole range (the
+    pipeline fills). A buffer is allocated once, at the most it holds
+    (`BandModel.line_buffer`). Ops of a member stage holding a channel
+    Concat compute their whole range every tile (they recompute).
   * slow memory holds the model inputs and every tensor that crosses a unit
     (stage or chain) boundary, from its producer to its last reader (model
     outputs to the end); the slow peak sums `align`ed sizes.
   * traffic counts raw bytes: reads as loaded per tile, writes once.
   * recomputed MACs of an op = macs * (rows computed over all tiles - distinct
-    rows) // output rows (cells for a grid).
+    rows) // output rows (cells for a grid), in integers.
 """
 
 from __future__ import annotations
@@ -50,8 +58,18 @@ from tigris_ir.tiling import (
 from tigris_ir.tiling_class import TilingClass
 
 STRATEGIES = (
-    "normal", "inplace", "strips", "grid", "rows", "accumulate", "resize", "axis",
-    "whole_rows", "reshape", "expanded", "whole",
+    "normal",
+    "inplace",
+    "strips",
+    "grid",
+    "rows",
+    "accumulate",
+    "resize",
+    "axis",
+    "whole_rows",
+    "reshape",
+    "expanded",
+    "whole",
 )
 """Stage strategies, named like the `tile` dialect's."""
 
@@ -126,11 +144,11 @@ class StagePlan:
         if not self.tiled:
             return self.strategy
         if self.channel_group:
-            return (f"{self.num_tiles} bands of {self.tile_w} positions x "
-                    f"{self.channel_group} channels")
+            return (
+                f"{self.num_tiles} bands of {self.tile_w} positions x {self.channel_group} channels"
+            )
         if self.tile_w:
-            return (f"{self.num_tiles} tiles of {self.tile_h} x {self.tile_w}, "
-                    f"halo {self.halo}")
+            return f"{self.num_tiles} tiles of {self.tile_h} x {self.tile_w}, halo {self.halo}"
         return f"{self.num_tiles} tiles of {self.tile_h} rows, halo {self.halo}"
 
 
@@ -163,8 +181,10 @@ class ChainPlan:
 
     def describe(self) -> str:
         lb = ", line-buffered" if self.line_buffered else ""
-        return (f"chain of {len(self.stages)} stages: {self.num_tiles} tiles of "
-                f"{self.tile_h} rows, halo {self.halo}{lb}")
+        return (
+            f"chain of {len(self.stages)} stages: {self.num_tiles} tiles of "
+            f"{self.tile_h} rows, halo {self.halo}{lb}"
+        )
 
 
 @dataclass(frozen=True)
@@ -189,28 +209,38 @@ class Plan:
     @property
     def message(self) -> str:
         if self.fits:
-            return (f"fits {format_bytes(self.budget)}: peak {format_bytes(self.peak)}, "
-                    f"{len(self.stages)} stages, {len(self.chains)} chains")
+            return (
+                f"fits {format_bytes(self.budget)}: peak {format_bytes(self.peak)}, "
+                f"{len(self.stages)} stages, {len(self.chains)} chains"
+            )
         assert self.failed_node is not None and self.failed_min_budget is not None
-        return (f"'{self.failed_node}' does not fit {format_bytes(self.budget)} ({self.failure}); "
-                f"it needs at least {self.failed_min_budget} bytes "
-                f"({format_bytes(self.failed_min_budget)})")
+        return (
+            f"'{self.failed_node}' does not fit {format_bytes(self.budget)} ({self.failure}); "
+            f"it needs at least {self.failed_min_budget} bytes "
+            f"({format_bytes(self.failed_min_budget)})"
+        )
 
     def describe(self) -> str:
         """One line per stage, like `tigris analyze -v`."""
         lines = [self.message]
         for s in self.stages:
             where = f" (chain {s.chain})" if s.chain is not None else ""
-            how = s.describe() if s.strategy == "strips" or not s.tiled else (
-                f"{s.strategy}, {s.describe()}")
-            lines.append(f"  stage {s.index}: {', '.join(s.nodes)}: {how}{where}, "
-                         f"peak {s.peak}")
+            how = (
+                s.describe()
+                if s.strategy == "strips" or not s.tiled
+                else (f"{s.strategy}, {s.describe()}")
+            )
+            lines.append(f"  stage {s.index}: {', '.join(s.nodes)}: {how}{where}, peak {s.peak}")
         for c in self.chains:
-            lines.append(f"  chain {c.index}: stages {c.stages[0]}..{c.stages[-1]}: "
-                         f"{c.describe()}, peak {c.peak}")
-        lines.append(f"  slow memory {self.slow_peak}, reads {self.slow_reads}, "
-                     f"writes {self.slow_writes}, MACs {self.macs} "
-                     f"+ {self.recomputed_macs} recomputed")
+            lines.append(
+                f"  chain {c.index}: stages {c.stages[0]}..{c.stages[-1]}: "
+                f"{c.describe()}, peak {c.peak}"
+            )
+        lines.append(
+            f"  slow memory {self.slow_peak}, reads {self.slow_reads}, "
+            f"writes {self.slow_writes}, MACs {self.macs} "
+            f"+ {self.recomputed_macs} recomputed"
+        )
         return "\n".join(lines)
 
 
@@ -219,8 +249,7 @@ class Plan:
 # ---------------------------------------------------------------------------
 
 
-def normal_peak(graph: PlanGraph, start: int, stop: int,
-                tables: GraphTables | None = None) -> int:
+def normal_peak(graph: PlanGraph, start: int, stop: int, tables: GraphTables | None = None) -> int:
     """Peak of ops [start, stop) run as a normal stage (see the module doc)."""
     scan = _NormalScan(graph, tables or GraphTables(graph), stop)
     while scan.start > start:
@@ -326,8 +355,9 @@ def _exact_stats(ranges: Sequence[Sequence[tuple[int, int]]]) -> _Stats:
     return out
 
 
-def _band_stats(model: BandModel, tile: int, exact: bool,
-                cols: bool = False) -> tuple[_Stats, _Ranges | None]:
+def _band_stats(
+    model: BandModel, tile: int, exact: bool, cols: bool = False
+) -> tuple[_Stats, _Ranges | None]:
     if not exact:
         est = model.stats(tile, cols)
         if est is not None:
@@ -336,11 +366,14 @@ def _band_stats(model: BandModel, tile: int, exact: bool,
     return _exact_stats(ranges), ranges
 
 
-def _strip_search(model: BandModel, budget: int, exact: bool = True,
-                  ) -> tuple[int, list[int], _Stats, _Ranges | None] | None:
+def _strip_search(
+    model: BandModel,
+    budget: int,
+    exact: bool = True,
+) -> tuple[int, list[int], _Stats, _Ranges | None] | None:
     """The spec's tile height search, then every buffer widened to the longest
-    range a tile reads if that is longer (tiling.allocation_rows); a smaller
-    band if that breaks the budget. Estimates use the affine ranges."""
+    range a tile reads if that is longer; a smaller band if that breaks the
+    budget. Estimates take the ranges from the affine offsets (`stats`)."""
     inputs = [t for t in model.inputs if not model.whole[t]]
 
     def read(r: int) -> int:
@@ -361,8 +394,13 @@ def _strip_search(model: BandModel, budget: int, exact: bool = True,
     return None
 
 
-def _recomputed(model: BandModel, stats: _Stats, only: set[int] | frozenset[int] | None = None,
-                line_buffered: bool = False, col_stats: _Stats | None = None) -> int:
+def _recomputed(
+    model: BandModel,
+    stats: _Stats,
+    only: set[int] | frozenset[int] | None = None,
+    line_buffered: bool = False,
+    col_stats: _Stats | None = None,
+) -> int:
     """Recomputed MACs: macs * (rows computed - distinct rows) // rows of each
     op's output (cells for a grid); a line-buffered chain recomputes only the
     ops in `only`."""
@@ -392,17 +430,26 @@ def _strips(model: BandModel, budget: int, exact: bool = True) -> _Tiling | None
     tile_h, rows, stats, ranges = found
     reads = sum(stats[t][0] * model.row_bytes[t] for t in model.inputs)
     return _Tiling(
-        model.kind, tile_h, 0, num_tiles(model.height, tile_h), model.bytes_of_rows(rows),
-        tuple(rows), reads, _recomputed(model, stats), tuple(ranges or ()),
+        model.kind,
+        tile_h,
+        0,
+        num_tiles(model.height, tile_h),
+        model.bytes_of_rows(rows),
+        tuple(rows),
+        reads,
+        _recomputed(model, stats),
+        tuple(ranges or ()),
     )
 
 
 def _square_tile(model: BandModel, budget: int) -> tuple[int, int] | None:
     """The largest square tile (output rows x columns) that fits, evened out:
     the one 2D tile stage formation estimates."""
+
     def square(side: int) -> int:
-        return model.bytes_of_cells(model.rows(min(side, model.height)),
-                                    model.cols(min(side, model.width)))
+        return model.bytes_of_cells(
+            model.rows(min(side, model.height)), model.cols(min(side, model.width))
+        )
 
     side = largest_fitting(square, max(model.height, model.width), budget)
     if side < 1:
@@ -464,8 +511,16 @@ def _grid(model: BandModel, budget: int, exact: bool = True) -> _Tiling | None:
     reads = sum(rstats[t][0] * cstats[t][0] * model.cells[t] for t in model.inputs)
     tiles = num_tiles(model.height, tile_h) * num_tiles(model.width, tile_w)
     return _Tiling(
-        "grid", tile_h, tile_w, tiles, model.bytes_of_cells(rows, cols), tuple(rows), reads,
-        _recomputed(model, rstats, col_stats=cstats), tuple(rr or ()), tuple(cr or ()),
+        "grid",
+        tile_h,
+        tile_w,
+        tiles,
+        model.bytes_of_cells(rows, cols),
+        tuple(rows),
+        reads,
+        _recomputed(model, rstats, col_stats=cstats),
+        tuple(rr or ()),
+        tuple(cr or ()),
         cols=tuple(cols),
     )
 
@@ -512,7 +567,8 @@ def _subrow(model: BandModel, budget: int) -> _Tiling | None:
 def _windows(model: BandModel) -> int:
     graph = model.graph
     return sum(
-        1 for k, _, _ in model.ops
+        1
+        for k, _, _ in model.ops
         if graph.nodes[k].tiling is TilingClass.HALO
         and graph.nodes[k].window(0)[0] * graph.nodes[k].window(1)[0] > 1
     )
@@ -550,7 +606,8 @@ def _subrow_units(model: BandModel) -> tuple[int, list[int], int, list[int] | No
     (p_all,) = pos
     fixed = model.extra + sum(
         align(graph.tensors[model.names[t]].nbytes)
-        for t in range(len(model.names)) if model.whole[t]
+        for t in range(len(model.names))
+        if model.whole[t]
     )
     per_pos = [model.row_bytes[t] // p_all for t in banded]
     concat = any(graph.nodes[k].is_channel_concat for k, _, _ in model.ops)
@@ -609,13 +666,17 @@ class _Ctx:
     ranks: tuple[int, ...] = (4,)
     mac_weight: int = 1
     _bands: dict[tuple[int, int], BandModel | str] = field(
-        default_factory=dict[tuple[int, int], "BandModel | str"])
+        default_factory=dict[tuple[int, int], "BandModel | str"]
+    )
     _tilings: dict[tuple[int, int, bool], _Tiling | None] = field(
-        default_factory=dict[tuple[int, int, bool], "_Tiling | None"])
+        default_factory=dict[tuple[int, int, bool], "_Tiling | None"]
+    )
     _chains: dict[tuple[tuple[tuple[int, int], ...], bool], _Chain | None] = field(
-        default_factory=dict[tuple[tuple[tuple[int, int], ...], bool], "_Chain | None"])
+        default_factory=dict[tuple[tuple[tuple[int, int], ...], bool], "_Chain | None"]
+    )
     _io: dict[tuple[int, int], tuple[tuple[str, ...], tuple[str, ...]]] = field(
-        default_factory=dict[tuple[int, int], tuple[tuple[str, ...], tuple[str, ...]]])
+        default_factory=dict[tuple[int, int], tuple[tuple[str, ...], tuple[str, ...]]]
+    )
 
     def band(self, start: int, stop: int) -> BandModel | str:
         """The band of ops [start, stop), or why they form none."""
@@ -698,12 +759,16 @@ class _Ctx:
         tile_h, rows, stats, ranges = found
         reads = sum(stats[t][0] * model.row_bytes[t] for t in model.inputs)
         history = [0] * len(rows)
-        return _Chain(members, model, False, frozenset(), tile_h, rows, 0, ranges, reads,
-                      history)
+        return _Chain(members, model, False, frozenset(), tile_h, rows, 0, ranges, reads, history)
 
 
-def _line_buffered(model: BandModel, members: tuple[tuple[int, int], ...],
-                   recompute: frozenset[int], budget: int, exact: bool) -> _Chain | None:
+def _line_buffered(
+    model: BandModel,
+    members: tuple[tuple[int, int], ...],
+    recompute: frozenset[int],
+    budget: int,
+    exact: bool,
+) -> _Chain | None:
     """A line-buffered chain: the largest tile height whose line buffers fit
     (binary search on the `lb_capacity` estimates, then the exact run of the
     tiles, `BandModel.line_buffer`; a smaller tile if that breaks the budget)."""
@@ -733,8 +798,9 @@ def _line_buffered(model: BandModel, members: tuple[tuple[int, int], ...],
         if model.bytes_of_rows(held) <= budget:
             reads = sum(done[t] * model.row_bytes[t] for t in model.inputs)
             recomputed = _recomputed(model, _exact_stats(ranges), recompute, True)
-            return _Chain(members, model, True, recompute, tile_h, held, recomputed, ranges,
-                          reads, history)
+            return _Chain(
+                members, model, True, recompute, tile_h, held, recomputed, ranges, reads, history
+            )
         limit = tile_h - 1
     return None
 
@@ -826,16 +892,22 @@ def _feasible_band(b: BandBuilder, budget: int) -> bool:
         return False
     if b.bytes1 <= budget or b.lb_ok and b.lb1 <= budget and b.kind in CHAIN_KINDS:
         return True
-    if (b.grid and b.kind == "strips" and b.root_width >= 2
-            and b.windows <= GRID_MAX_WINDOWS and b.bytes11 <= budget):
+    if (
+        b.grid
+        and b.kind == "strips"
+        and b.root_width >= 2
+        and b.windows <= GRID_MAX_WINDOWS
+        and b.bytes11 <= budget
+    ):
         return True
     if b.kind != "accumulate":
         return False
     return min_band_bytes(b.model()) <= budget
 
 
-def form_stages(graph: PlanGraph, budget: int, *, chain_1d: bool = False,
-                mac_weight: int = 1) -> tuple[tuple[int, int], ...]:
+def form_stages(
+    graph: PlanGraph, budget: int, *, chain_1d: bool = False, mac_weight: int = 1
+) -> tuple[tuple[int, int], ...]:
     """Cut the topological order into stages [start, stop).
 
     Dynamic programming over cut points: best[j] is the least slow-memory
@@ -861,7 +933,7 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
         normal = _NormalScan(graph, tables, j)
         band = BandBuilder(tables, j)
         band_ok = True
-        tiled: list[tuple[int, int, int, bool]] = []  # (bound, i, writes, strips fit)
+        tiled: list[tuple[int, int, bool]] = []  # (bound, i, a chain may fit)
         for i in range(j - 1, -1, -1):
             normal.prepend()
             fits = normal.peak <= budget
@@ -878,13 +950,14 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
                 if cand < best[j]:
                     best[j], back[j] = cand, ((i, j),)
             elif best[i][0] < _INF:
-                strips = band.error is None and (
-                    band.bytes1 <= budget or band.lb_ok and band.lb1 <= budget)
-                tiled.append((best[i][0] + lb, i, normal.writes, strips))
-        for bound, i, writes, strips in sorted(tiled):
+                chainable = band.error is None and (
+                    band.bytes1 <= budget or band.lb_ok and band.lb1 <= budget
+                )
+                tiled.append((best[i][0] + lb, i, chainable))
+        for bound, i, chainable in sorted(tiled):
             if (bound, best[i][1] + 1) >= best[j]:
                 break
-            members = chain_members(ctx, i, j) if strips else None
+            members = chain_members(ctx, i, j) if chainable else None
             chain = None if members is None else ctx.chain(members, exact=False)
             if members is not None and chain is not None:
                 cand = (bound + ctx.mac_weight * chain.recomputed, best[i][1] + len(members))
@@ -916,8 +989,14 @@ def _stage_cost(ctx: _Ctx, start: int, stop: int) -> int:
     return ctx.tiled_cost(start, stop)
 
 
-def find_chains(graph: PlanGraph, stages: Sequence[tuple[int, int]], budget: int, *,
-                chain_1d: bool = False, mac_weight: int = 1) -> tuple[tuple[int, ...], ...]:
+def find_chains(
+    graph: PlanGraph,
+    stages: Sequence[tuple[int, int]],
+    budget: int,
+    *,
+    chain_1d: bool = False,
+    mac_weight: int = 1,
+) -> tuple[tuple[int, ...], ...]:
     """Chains over consecutive stages (indices into `stages`).
 
     Runs are extended greedily while the next stage keeps rules 1 to 3 with
@@ -967,8 +1046,11 @@ def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tup
         for a in range(b - 2, -1, -1):
             while builder.start > run[a][0] and builder.prepend():
                 pass
-            if builder.error is not None or builder.bytes1 > ctx.budget and not (
-                    builder.lb_ok and builder.lb1 <= ctx.budget):
+            if (
+                builder.error is not None
+                or builder.bytes1 > ctx.budget
+                and not (builder.lb_ok and builder.lb1 <= ctx.budget)
+            ):
                 break
             cost = ctx.traffic(run[a][0], run[b - 1][1])
             if best[a] + cost >= best[b]:
@@ -988,8 +1070,9 @@ def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tup
     return list(reversed(pieces))
 
 
-def _stage_io(graph: PlanGraph, last_use: Mapping[str, int], start: int,
-              stop: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _stage_io(
+    graph: PlanGraph, last_use: Mapping[str, int], start: int, stop: int
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(inputs, outputs) of ops [start, stop): non-constant tensors read but not
     produced there; tensors produced there and needed later or model outputs."""
     produced: set[str] = set()
@@ -1064,32 +1147,65 @@ def _stage_plan(ctx: _Ctx, index: int, start: int, stop: int, single: bool) -> S
         if single:
             return StagePlan(index, start, stop, names, "inplace", ins, outs, True, peak)
         strategy = "whole" if whole else "normal"
-        return StagePlan(index, start, stop, names, strategy, ins, outs, True, peak,
-                         slow_reads=reads, slow_writes=writes)
+        return StagePlan(
+            index,
+            start,
+            stop,
+            names,
+            strategy,
+            ins,
+            outs,
+            True,
+            peak,
+            slow_reads=reads,
+            slow_writes=writes,
+        )
     model = ctx.band(start, stop)
     t = None if isinstance(model, str) else ctx.tiling(start, stop)
     if t is None or isinstance(model, str):
         need = max(_node_min(ctx, k) for k in range(start, stop))
         why = model if isinstance(model, str) else "no band fits"
         return StagePlan(
-            index, start, stop, names, "whole" if whole or isinstance(model, str)
-            else model.kind, ins, outs, False, peak,
+            index,
+            start,
+            stop,
+            names,
+            "whole" if whole or isinstance(model, str) else model.kind,
+            ins,
+            outs,
+            False,
+            peak,
             error=f"{why}; it needs at least {need} bytes ({format_bytes(need)})",
         )
     return StagePlan(
-        index, start, stop, names, t.strategy, ins, outs, True, t.peak,
-        tile_h=t.tile_h, tile_w=t.tile_w, num_tiles=t.tiles,
-        channel_group=t.channel_group, halo=model.halo(),
+        index,
+        start,
+        stop,
+        names,
+        t.strategy,
+        ins,
+        outs,
+        True,
+        t.peak,
+        tile_h=t.tile_h,
+        tile_w=t.tile_w,
+        num_tiles=t.tiles,
+        channel_group=t.channel_group,
+        halo=model.halo(),
         halo_sides=model.halo_sides(t.tile_h, t.tile_w),
-        band_rows=dict(zip(model.names, t.rows)), band_cols=dict(zip(model.names, t.cols)),
+        band_rows=dict(zip(model.names, t.rows)),
+        band_cols=dict(zip(model.names, t.cols)),
         op_rows=_op_rows(model, t.rows),
-        tiles=_named_ranges(model, t), slow_reads=t.reads, slow_writes=writes,
+        tiles=_named_ranges(model, t),
+        slow_reads=t.reads,
+        slow_writes=writes,
         recomputed_macs=t.recomputed,
     )
 
 
-def _chain_plan(ctx: _Ctx, index: int, members: Sequence[int], found: _Chain,
-                stages: Sequence[StagePlan]) -> ChainPlan:
+def _chain_plan(
+    ctx: _Ctx, index: int, members: Sequence[int], found: _Chain, stages: Sequence[StagePlan]
+) -> ChainPlan:
     """The chain's figures (found by `_Ctx.chain`): `band_rows` are the rows
     each buffer is allocated with (line buffers when line-buffered), `op_rows`
     the spec's back-propagated band of every op's output."""
@@ -1097,21 +1213,43 @@ def _chain_plan(ctx: _Ctx, index: int, members: Sequence[int], found: _Chain,
     model, tile_h, rows, ranges = found.model, found.tile_h, found.rows, found.ranges
     assert ranges is not None
     writes = sum(graph.tensors[model.names[t]].nbytes for t in model.spilled)
-    whole = _Tiling("strips", tile_h, 0, len(ranges), model.bytes_of_rows(rows),
-                    tuple(rows), found.reads, found.recomputed, tuple(ranges))
+    whole = _Tiling(
+        "strips",
+        tile_h,
+        0,
+        len(ranges),
+        model.bytes_of_rows(rows),
+        tuple(rows),
+        found.reads,
+        found.recomputed,
+        tuple(ranges),
+    )
     first, last = stages[members[0]], stages[members[-1]]
     return ChainPlan(
-        index, tuple(members), first.start, last.stop, tile_h, len(ranges),
-        found.line_buffered, bool(found.recompute_ops), whole.peak, model.halo(),
-        model.halo_sides(tile_h), first.inputs, last.outputs,
-        dict(zip(model.names, rows)), _op_rows(model, model.rows(tile_h)),
-        dict(zip(model.names, found.history)), _named_ranges(model, whole), found.reads,
-        writes, found.recomputed,
+        index,
+        tuple(members),
+        first.start,
+        last.stop,
+        tile_h,
+        len(ranges),
+        found.line_buffered,
+        bool(found.recompute_ops),
+        whole.peak,
+        model.halo(),
+        model.halo_sides(tile_h),
+        first.inputs,
+        last.outputs,
+        dict(zip(model.names, rows)),
+        _op_rows(model, model.rows(tile_h)),
+        dict(zip(model.names, found.history)),
+        _named_ranges(model, whole),
+        found.reads,
+        writes,
+        found.recomputed,
     )
 
 
-def plan(graph: PlanGraph, budget: int, *, chain_1d: bool = False,
-         mac_weight: int = 1) -> Plan:
+def plan(graph: PlanGraph, budget: int, *, chain_1d: bool = False, mac_weight: int = 1) -> Plan:
     """The memory plan of `graph` under a fast budget of `budget` bytes.
 
     `chain_1d` lets rank-3 (1D) feature maps chain too; the spec's rule 2
@@ -1135,8 +1273,18 @@ def plan(graph: PlanGraph, budget: int, *, chain_1d: bool = False,
             st = stages[s]
             touched = _touched(graph, st.start, st.stop)
             stages[s] = StagePlan(
-                st.index, st.start, st.stop, st.nodes, "strips", st.inputs, st.outputs,
-                True, c.peak, tile_h=c.tile_h, num_tiles=c.num_tiles, halo=c.halo,
+                st.index,
+                st.start,
+                st.stop,
+                st.nodes,
+                "strips",
+                st.inputs,
+                st.outputs,
+                True,
+                c.peak,
+                tile_h=c.tile_h,
+                num_tiles=c.num_tiles,
+                halo=c.halo,
                 halo_sides=c.halo_sides,
                 band_rows={x: r for x, r in c.band_rows.items() if x in touched},
                 op_rows={x: c.op_rows[x] for x in st.nodes if x in c.op_rows},
@@ -1158,13 +1306,16 @@ def _touched(graph: PlanGraph, start: int, stop: int) -> set[str]:
 
 
 def _stage_share(graph: PlanGraph, c: ChainPlan, st: StagePlan) -> int:
-    """A member's part of the chain's recomputed MACs (its own ops)."""
+    """A member's part of the chain's recomputed MACs: only a member holding
+    a channel Concat recomputes (its ops compute their whole range)."""
     if not c.recomputed_macs:
+        return 0
+    if not any(graph.nodes[k].is_channel_concat for k in range(st.start, st.stop)):
         return 0
     total = 0
     for k in range(st.start, st.stop):
         node = graph.nodes[k]
-        if not node.macs or not node.outputs or not c.recompute:
+        if not node.macs or not node.outputs:
             continue
         o = node.outputs[0]
         seq = [tile.rows[o] for tile in c.tiles if o in tile.rows]
@@ -1173,8 +1324,9 @@ def _stage_share(graph: PlanGraph, c: ChainPlan, st: StagePlan) -> int:
     return total
 
 
-def _figures(ctx: _Ctx, stages: tuple[StagePlan, ...], chains: tuple[ChainPlan, ...],
-             in_place: bool) -> Plan:
+def _figures(
+    ctx: _Ctx, stages: tuple[StagePlan, ...], chains: tuple[ChainPlan, ...], in_place: bool
+) -> Plan:
     graph = ctx.graph
     # units: chains and unchained stages, in order
     unit_of_node: list[int] = [0] * len(graph.nodes)
@@ -1215,15 +1367,28 @@ def _figures(ctx: _Ctx, stages: tuple[StagePlan, ...], chains: tuple[ChainPlan, 
         failed_node, failed_min = graph.nodes[k].name, need
         failure = _why(ctx, k)
     peak = max([s.peak for s in stages] + [c.peak for c in chains] + [0])
-    reads = sum(s.slow_reads for s in stages if s.chain is None) + sum(
-        c.slow_reads for c in chains)
+    reads = sum(s.slow_reads for s in stages if s.chain is None) + sum(c.slow_reads for c in chains)
     writes = sum(s.slow_writes for s in stages if s.chain is None) + sum(
-        c.slow_writes for c in chains)
+        c.slow_writes for c in chains
+    )
     recomputed = sum(s.recomputed_macs for s in stages if s.chain is None) + sum(
-        c.recomputed_macs for c in chains)
+        c.recomputed_macs for c in chains
+    )
     return Plan(
-        ctx.budget, fits, stages, chains, peak, max(slow_live), reads, writes,
-        graph.total_macs, recomputed, in_place, failed_node, failed_min, failure,
+        ctx.budget,
+        fits,
+        stages,
+        chains,
+        peak,
+        max(slow_live),
+        reads,
+        writes,
+        graph.total_macs,
+        recomputed,
+        in_place,
+        failed_node,
+        failed_min,
+        failure,
     )
 
 
@@ -1255,4 +1420,3 @@ def min_budget(graph: PlanGraph) -> int:
         else:
             lo = mid + 1
     return hi
-

@@ -4,8 +4,8 @@ Part 1 holds the spec's formulas one by one (receptive field, halo, height
 back-propagation, tile height search, evening out, overhead). Part 2 is the
 band model of a set of consecutive ops (a stage or a chain): for an output band
 of `rows` rows it gives every tensor's rows (the back-propagated heights), the
-bytes the runtime allocates (`band_bytes`) and the exact row range of every
-tensor in every tile.
+bytes the runtime allocates (`band_bytes`), the exact row range of every
+tensor in every tile, and the line buffers of a line-buffered chain.
 
 Band accounting, exactly (a loop-level interpreter reproduces it):
   * A band holds every non-constant tensor the ops touch: each stage input
@@ -16,9 +16,14 @@ Band accounting, exactly (a loop-level interpreter reproduces it):
     op to `r`, a broadcast or second matrix operand to its whole height; a
     tensor read by several ops takes the largest; every value is capped at
     the tensor's height.
-  * The planner then widens a buffer to the longest row range any tile really
-    reads if that is longer (it only happens for branches whose paddings
-    disagree), so every tile fits its buffers: `allocation_rows`.
+  * A tile's exact range of a tensor (`ranges`) is the hull of the rows its
+    readers need, clipped to the tensor: the first and last row some output
+    row of the tile really reads. The planner allocates a buffer with the
+    larger of its back-propagated rows and the longest range any tile reads
+    (longer only for branches whose paddings disagree), so every tile fits.
+  * Line buffers (`line_buffer`): each tile computes only the rows not
+    computed by an earlier tile and keeps the history rows its readers need
+    again (module doc of tigris_ir.planner).
 """
 
 from __future__ import annotations
@@ -93,12 +98,16 @@ def window_input_range(
     With `size`, the range is clipped to the image `[0, size)`: to the first
     and last row some output row really reads (a dilated window near a border
     can skip rows inside the clipped range)."""
-    return map_range((WINDOW, w.kernel, w.stride, w.dilation, w.pad_begin), start, stop,
-                     size if size is not None else 0, size is not None)
+    return map_range(
+        (WINDOW, w.kernel, w.stride, w.dilation, w.pad_begin),
+        start,
+        stop,
+        size if size is not None else 0,
+        size is not None,
+    )
 
 
-def _window_hull(lo: int, hi: int, k: int, s: int, d: int, pb: int,
-                 size: int) -> tuple[int, int]:
+def _window_hull(lo: int, hi: int, k: int, s: int, d: int, pb: int, size: int) -> tuple[int, int]:
     """First and last input row in [0, size) that output rows [lo, hi) read."""
     first = last = -1
     for j in range(k):
@@ -156,9 +165,7 @@ def overhead_bytes(halo_rows: int, input_row_bytes: int, tiles: int) -> int:
     return halo_rows * input_row_bytes * max(tiles - 1, 0)
 
 
-def largest_fitting(
-    cost: Callable[[int], int], hi: int, budget: int, granule: int = 1
-) -> int:
+def largest_fitting(cost: Callable[[int], int], hi: int, budget: int, granule: int = 1) -> int:
     """Largest `rows` in {granule, 2 granule, ..., hi} (and hi itself) with
     `cost(rows) <= budget` by binary search (cost grows with rows); 0 if none."""
     if hi <= 0:
@@ -374,8 +381,7 @@ KIND_OF_CLASS = {
     TilingClass.INDEPENDENT_AXIS: "axis",
 }
 """Band kinds named after the spec's table rows (and the `tile` dialect)."""
-_SINGLE = (TilingClass.EXPANDED, TilingClass.RESIZE, TilingClass.ACCUMULATE,
-           TilingClass.RESHAPE)
+_SINGLE = (TilingClass.EXPANDED, TilingClass.RESIZE, TilingClass.ACCUMULATE, TilingClass.RESHAPE)
 _FRIENDS = {
     TilingClass.HALO: (TilingClass.POINTWISE, TilingClass.WHOLE_ROWS),
     TilingClass.EXPANDED: (TilingClass.POINTWISE,),
@@ -572,9 +578,7 @@ class BandBuilder:
             return self._fail(nb.error)
         cls = node.tiling
         self.counts[cls] = self.counts.get(cls, 0) + 1
-        if band_kind(self.counts) is None or (
-            cls in _SINGLE and self.counts[cls] > 1
-        ):
+        if band_kind(self.counts) is None or (cls in _SINGLE and self.counts[cls] > 1):
             return self._fail(
                 f"'{node.name}' ({cls.value}) does not tile together with "
                 + ", ".join(sorted(c.value for c in self.counts if c is not cls))
@@ -659,8 +663,9 @@ class BandBuilder:
             if code == WINDOW:
                 s_, p_ = m[2], m[4]
                 eff = (m[1] - 1) * m[3] + 1
-                self._merge_off(name, st, (s_ * lo_o - p_, s_ * ext_o - p_ + eff - s_,
-                                           s_ * ext_o - p_))
+                self._merge_off(
+                    name, st, (s_ * lo_o - p_, s_ * ext_o - p_ + eff - s_, s_ * ext_o - p_)
+                )
             elif code == IDENT:
                 self._merge_off(name, st, (lo_o, ext_o, ext_o))
             elif code == WHOLE:
@@ -725,8 +730,7 @@ class BandModel:
             cells.append(info.nbytes // (h * w))
         ops = []
         grid_ok = kind == "strips" and all(
-            b.t[n].whole or (graph.tensors[n].rank == 4 and b.t[n].axis == 1)
-            for n in names
+            b.t[n].whole or (graph.tensors[n].rank == 4 and b.t[n].axis == 1) for n in names
         )
         granule = 1
         for k in range(b.start, b.stop):
@@ -745,17 +749,31 @@ class BandModel:
             ops.append((k, outs, tuple(ins)))
         roots = tuple(i for i, n in enumerate(names) if b.t[n].root)
         spilled = tuple(
-            i for i in roots
-            if b.tables.last_use[names[i]] >= b.stop and b.t[names[i]].produced
+            i for i in roots if b.tables.last_use[names[i]] >= b.stop and b.t[names[i]].produced
         )
         inputs = tuple(i for i, n in enumerate(names) if not b.t[n].produced)
         if grid_ok and len({widths[r] for r in roots}) != 1:
             grid_ok = False
         return BandModel(
-            graph, b.start, b.stop, kind, names, tuple(heights), tuple(rbs),
-            tuple(widths), tuple(cells), tuple(b.t[n].scale for n in names),
-            tuple(b.t[n].whole for n in names), inputs, roots, spilled, tuple(ops),
-            b.extra, b.root_height, granule, grid_ok,
+            graph,
+            b.start,
+            b.stop,
+            kind,
+            names,
+            tuple(heights),
+            tuple(rbs),
+            tuple(widths),
+            tuple(cells),
+            tuple(b.t[n].scale for n in names),
+            tuple(b.t[n].whole for n in names),
+            inputs,
+            roots,
+            spilled,
+            tuple(ops),
+            b.extra,
+            b.root_height,
+            granule,
+            grid_ok,
         )
 
     @property
@@ -800,10 +818,7 @@ class BandModel:
 
     def bytes_of_cells(self, rows: Sequence[int], cols: Sequence[int]) -> int:
         a = ALIGN
-        return (
-            sum(-(-r * c * b // a) * a for r, c, b in zip(rows, cols, self.cells))
-            + self.extra
-        )
+        return sum(-(-r * c * b // a) * a for r, c, b in zip(rows, cols, self.cells)) + self.extra
 
     def grid_bytes(self, tile_h: int, tile_w: int) -> int:
         """Band bytes of a 2D tile of tile_h x tile_w output positions."""
@@ -863,16 +878,6 @@ class BandModel:
     def tile_col_ranges(self, tile_w: int) -> list[list[tuple[int, int]]]:
         return [self.col_ranges(a, b) for a, b in tile_bounds(self.width, tile_w)]
 
-    def allocation_rows(self, tile_h: int, tiles: Sequence[Sequence[tuple[int, int]]]) -> list[int]:
-        """Rows each buffer is allocated with: the back-propagated rows, or the
-        longest range a tile reads when that is longer."""
-        r = self.rows(tile_h)
-        for rng in tiles:
-            for t, (x, y) in enumerate(rng):
-                if y - x > r[t]:
-                    r[t] = y - x
-        return r
-
     # ---- affine estimates --------------------------------------------------
 
     @cached_property
@@ -884,8 +889,7 @@ class BandModel:
             return None
         one = self.ranges(0, 1, clip=False)
         return tuple(
-            (0, 0) if s is None else (x, y - int(s))
-            for (x, y), s in zip(one, self.scales)
+            (0, 0) if s is None else (x, y - int(s)) for (x, y), s in zip(one, self.scales)
         )
 
     @cached_property
@@ -895,8 +899,7 @@ class BandModel:
             return None
         one = self.col_ranges(0, 1, clip=False)
         return tuple(
-            (0, 0) if s is None else (x, y - int(s))
-            for (x, y), s in zip(one, self.scales)
+            (0, 0) if s is None else (x, y - int(s)) for (x, y), s in zip(one, self.scales)
         )
 
     def stats(self, tile: int, cols: bool = False) -> list[tuple[int, int, int]] | None:
@@ -1133,9 +1136,7 @@ def _affine_stats(
     return total, longest, min(max(last - first, 0), total)
 
 
-def lb_capacity(
-    rate: int, lo: int, ext: int, low: int, size: int, tile: int, tiles: int
-) -> int:
+def lb_capacity(rate: int, lo: int, ext: int, low: int, size: int, tile: int, tiles: int) -> int:
     """Rows a line buffer holds at most, from affine offsets (an estimate of
     `BandModel.line_buffer`): tile i needs rows [rate a + lo, rate b + ext) of
     the tensor for output rows [a, b), computes those from the previous tile's
@@ -1155,8 +1156,9 @@ def lb_capacity(
     return max(0, min(size, best))
 
 
-def build_band(graph: PlanGraph, start: int, stop: int,
-               tables: GraphTables | None = None) -> BandModel:
+def build_band(
+    graph: PlanGraph, start: int, stop: int, tables: GraphTables | None = None
+) -> BandModel:
     """The band model of ops [start, stop); ValueError naming the rule broken."""
     b = BandBuilder(tables or GraphTables(graph), stop)
     while b.start > start:
@@ -1179,14 +1181,3 @@ def union_length(ranges: Iterable[tuple[int, int]]) -> int:
         total += b - max(a, end)
         end = b
     return total
-
-
-def new_rows(ranges: Sequence[tuple[int, int]]) -> list[int]:
-    """Rows of each tile's range not held from the previous tile (line buffer)."""
-    out = []
-    pa, pb = 0, 0
-    for a, b in ranges:
-        keep = max(0, min(b, pb) - max(a, pa))
-        out.append(b - a - keep)
-        pa, pb = a, b
-    return out

@@ -10,7 +10,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from tigris_ir.plan_ir import budget_of, main_func, match_stages, plan_of, require_fit
+from tigris_ir.plan_ir import match_stages
 
 ROWS_ATTR = "tile.rows"
 
@@ -30,10 +30,7 @@ class BackpropHeightsPass(ModulePass):
     budget: int | str = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        budget = budget_of(op, self.budget)
-        fn = main_func(op)
-        view, plan = plan_of(fn, budget)
-        require_fit(view, plan)
+        fn, view, plan = planned(op, self.budget)
         pairs = match_stages(fn, view, plan)
         if any(st.strategy is None for st, _ in pairs):
             raise PassFailedException(

@@ -8,7 +8,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from tigris_ir.plan_ir import budget_of, form_stage_ops, main_func, plan_of, require_fit, stages_in
+from tigris_ir.plan_ir import form_stage_ops, stages_in
 
 
 @dataclass(frozen=True)
@@ -27,10 +27,6 @@ class FormStagesPass(ModulePass):
     budget: int | str = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        budget = budget_of(op, self.budget)
-        fn = main_func(op)
-        if stages_in(fn):
-            return  # already formed
-        view, plan = plan_of(fn, budget)
-        require_fit(view, plan)
-        form_stage_ops(fn, view, plan)
+        fn, view, plan = planned(op, self.budget)
+        if not stages_in(fn):
+            form_stage_ops(fn, view, plan)

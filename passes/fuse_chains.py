@@ -11,11 +11,7 @@ from xdsl.passes import ModulePass
 
 from tigris_ir.plan_ir import (
     band_record,
-    budget_of,
-    main_func,
     match_stages,
-    plan_of,
-    require_fit,
     wrap,
 )
 from tigris_ir.planner import ChainPlan
@@ -44,17 +40,14 @@ class FuseChainsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from tigris_ir.passes.tile_stages import TileStagesPass
 
-        budget = budget_of(op, self.budget)
-        fn = main_func(op)
-        view, plan = plan_of(fn, budget)
-        require_fit(view, plan)
+        fn, view, plan = planned(op, self.budget)
         pairs = (
             match_stages(fn, view, plan)
             if any(isinstance(o, tile.StageOp) for o in fn.walk())
             else []
         )
         if not pairs or any(st.strategy is None for st, _ in pairs):
-            TileStagesPass(budget=budget).apply(ctx, op)
+            TileStagesPass(budget=plan.budget).apply(ctx, op)
             pairs = match_stages(fn, view, plan)
         if any(isinstance(o, tile.ChainOp) for o in fn.walk()):
             return  # already fused

@@ -10,12 +10,8 @@ from xdsl.passes import ModulePass
 
 from tigris_ir.plan_ir import (
     band_record,
-    budget_of,
     form_stage_ops,
-    main_func,
     match_stages,
-    plan_of,
-    require_fit,
     stages_in,
 )
 
@@ -38,10 +34,7 @@ class TileStagesPass(ModulePass):
     budget: int | str = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        budget = budget_of(op, self.budget)
-        fn = main_func(op)
-        view, plan = plan_of(fn, budget)
-        require_fit(view, plan)
+        fn, view, plan = planned(op, self.budget)
         if not stages_in(fn):
             form_stage_ops(fn, view, plan)
         for st, sp in match_stages(fn, view, plan):

@@ -82,6 +82,15 @@ def require_fit(view: GraphView, p: Plan) -> None:
     )
 
 
+def planned(module: ModuleOp, option: str | int | None) -> tuple[func.FuncOp, GraphView, Plan]:
+    """What every tiling pass starts from: the function and its fitting plan."""
+    budget = budget_of(module, option)
+    fn = main_func(module)
+    view, p = plan_of(fn, budget)
+    require_fit(view, p)
+    return fn, view, p
+
+
 def hoist_weights(fn: func.FuncOp) -> None:
     """Weights are constants: move them to the top so stages can capture them."""
     block = fn.body.block

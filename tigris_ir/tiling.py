@@ -341,8 +341,9 @@ def node_band(graph: PlanGraph, k: int) -> NodeBand:
         elif cls in (TilingClass.POINTWISE, TilingClass.WHOLE_ROWS, TilingClass.ACCUMULATE):
             if cls is TilingClass.ACCUMULATE:
                 m, col = IDENT_MAP, IDENT_MAP
-            elif t.rank == out.rank and t.height == out_h and t.shape[:-1] == out.shape[:-1]:
-                m, col = IDENT_MAP, IDENT_MAP
+            elif t.rank == out.rank and t.height == out_h:
+                m = IDENT_MAP  # the same rows; columns too, or broadcast ones
+                col = IDENT_MAP if t.width == out.width else WHOLE_MAP if t.width == 1 else None
             elif t.rank < out.rank or t.height == 1:
                 m, col = WHOLE_MAP, WHOLE_MAP
             else:
@@ -961,11 +962,14 @@ class BandModel:
     def lb_rows(self, tile: int, recompute: frozenset[int] = frozenset()) -> list[int] | None:
         """Line-buffer rows of every tensor for tiles of `tile` output rows,
         estimated from the affine offsets (`lb_capacity`); None if not affine."""
-        key = ("L" + ",".join(map(str, sorted(recompute))), tile)
+        tag = "L" + ",".join(map(str, sorted(recompute)))
+        key = (tag, tile)
         if key in self._memo:
             return list(self._memo[key])
         off = self.offsets
-        low = self.lb_low(recompute)
+        if (tag, -1) not in self._memo:
+            self._memo[(tag, -1)] = self.lb_low(recompute)
+        low = self._memo[(tag, -1)]
         if off is None or low is None:
             return None
         n = -(-self.height // tile)

@@ -20,10 +20,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tigris_ir.tools.cli import UserError, run_main
+
 PROG = "tigris-analyze"
 
 
-class AnalyzeError(Exception):
+class AnalyzeError(UserError):
     """A user-facing problem: `tigris-analyze: error: ...`, exit 1."""
 
 
@@ -231,30 +233,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main() -> int:
-    try:
-        return run()
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-        return 0 if code == 0 else 1
-    except AnalyzeError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 1
-    except Exception as e:
-        from xdsl.utils.exceptions import DiagnosticException, ParseError
-
-        from tigris_ir.onnx_import import ImportDiagnostic
-
-        if isinstance(e, ImportDiagnostic | ParseError | DiagnosticException):
-            print(str(e).rstrip(), file=sys.stderr)
-            return 1
-        if os.environ.get("TIGRIS_TRACEBACK"):
-            raise
-        print(
-            f"{PROG}: internal error: {type(e).__name__}: {e} "
-            "(set TIGRIS_TRACEBACK=1 for a traceback)",
-            file=sys.stderr,
-        )
-        return 1
+    return run_main(PROG, run)
 
 
 if __name__ == "__main__":

@@ -14,21 +14,20 @@ Differences from `xdsl-opt`, each for the command lines our users type:
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
+from tigris_ir.tools.cli import UserError, run_main
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.exceptions import ArgSpecParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tigris_ir.memory import parse_budget
 from tigris_ir.onnx_import import (
-    ImportDiagnostic,
     import_model,
     load_model,
     parse_shape_spec,
@@ -67,7 +66,7 @@ def normalise_budgets(spec: str) -> str:
     return _BUDGET_OPT.sub(repl, spec)
 
 
-class UsageError(Exception):
+class UsageError(UserError):
     """A bad command line: printed as `tigris-opt: error: ...`, exit 1."""
 
 
@@ -76,9 +75,7 @@ class TigrisOptMain(xDSLOptMain):
 
     def __init__(self, args: Sequence[str], flag_passes: list[str]):
         self.flag_passes = flag_passes
-        super().__init__(
-            description=__doc__.splitlines()[0] if __doc__ else "", args=args
-        )
+        super().__init__(description=__doc__.splitlines()[0] if __doc__ else "", args=args)
 
     # -- registration --------------------------------------------------------
     def register_all_dialects(self) -> None:
@@ -141,9 +138,7 @@ class TigrisOptMain(xDSLOptMain):
             shapes[name] = dims
         model = load_model(io.read(), origin)
         ref = str(Path(origin).resolve()) if origin != "stdin" else None
-        imported = import_model(
-            model, origin=origin, input_shapes=shapes, weights_ref=ref
-        )
+        imported = import_model(model, origin=origin, input_shapes=shapes, weights_ref=ref)
         if self.args.weights_out:
             from tigris_ir.reference import save_weights
 
@@ -173,9 +168,7 @@ class TigrisOptMain(xDSLOptMain):
             raise UsageError(f"bad pass pipeline '{self.args.passes}': {e}") from None
 
 
-def split_pass_flags(
-    argv: Sequence[str], pass_names: Sequence[str]
-) -> tuple[list[str], list[str]]:
+def split_pass_flags(argv: Sequence[str], pass_names: Sequence[str]) -> tuple[list[str], list[str]]:
     """Take `--PASS` and `--PASS=opts` out of argv, keeping their order."""
     rest: list[str] = []
     flags: list[str] = []
@@ -191,51 +184,24 @@ def split_pass_flags(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    return run_main(PROG, lambda: _main(args))
+
+
+def _main(argv: list[str]) -> int:
     try:
         rest, flags = split_pass_flags(argv, list(TIGRIS.all_passes))
         if "-h" in rest or "--help" in rest:
             TigrisOptMain(rest, [])  # argparse prints help and exits 0
             return 0
         input_file = _input_file(rest)
-        if (
-            input_file is not None
-            and input_file != "-"
-            and not Path(input_file).exists()
-        ):
+        if input_file is not None and input_file != "-" and not Path(input_file).exists():
             raise UsageError(f"cannot open '{input_file}': no such file")
         driver = TigrisOptMain(rest, flags)
         driver.run()
         return 0
-    except SystemExit as e:  # argparse: usage errors exit 2, --help/--version 0
-        code = e.code if isinstance(e.code, int) else 1
-        return 0 if code == 0 else 1
-    except UsageError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 1
-    except ImportDiagnostic as e:
-        print(str(e), file=sys.stderr)
-        return 1
-    except ParseError as e:
-        print(str(e).rstrip(), file=sys.stderr)
-        return 1
-    except DiagnosticException as e:
-        print(str(e).rstrip(), file=sys.stderr)
-        for note in getattr(e, "__notes__", []):
-            print(note, file=sys.stderr)
-        return 1
-    except (OSError, UnicodeDecodeError) as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 1
-    except Exception as e:
-        if os.environ.get("TIGRIS_TRACEBACK"):
-            raise
-        print(
-            f"{PROG}: internal error: {type(e).__name__}: {e} "
-            "(set TIGRIS_TRACEBACK=1 for a traceback)",
-            file=sys.stderr,
-        )
-        return 1
+    except ArgSpecParseError as e:  # a BaseException: run_main would not see it
+        raise UsageError(str(e)) from None
 
 
 def _input_file(args: Sequence[str]) -> str | None:

@@ -25,9 +25,7 @@ class RunError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=PROG, description=__doc__.splitlines()[0] if __doc__ else ""
-    )
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0] if __doc__ else "")
     p.add_argument("model", help="the model: .onnx, or .mlir as printed by tigris-opt")
     p.add_argument(
         "--input",
@@ -63,9 +61,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="compare with onnxruntime (needs an .onnx model); exit 1 on mismatch",
     )
-    p.add_argument(
-        "--quiet", "-q", action="store_true", help="print nothing but errors"
-    )
+    p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     return p
 
 
@@ -133,9 +129,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _inputs(
-    args: argparse.Namespace, fn, names: list[str], layouts: list[str]
-) -> list[np.ndarray]:
+def _inputs(args: argparse.Namespace, fn, names: list[str], layouts: list[str]) -> list[np.ndarray]:
     from tigris_ir.dialects import nn
 
     arg_vals = list(fn.body.block.args)
@@ -166,9 +160,7 @@ def _inputs(
     return out
 
 
-def _check(
-    path: Path, shapes, in_names, inputs, outputs, out_names, quiet: bool
-) -> int:
+def _check(path: Path, shapes, in_names, inputs, outputs, out_names, quiet: bool) -> int:
     if path.suffix != ".onnx":
         raise RunError("--check compares with onnxruntime and needs the .onnx model")
     from tigris_ir.oracle import compare_with_onnxruntime

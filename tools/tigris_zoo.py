@@ -29,9 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sub.add_parser(
-        "list", help="one line per model: name, full input shape, description"
-    )
+    sub.add_parser("list", help="one line per model: name, full input shape, description")
 
     build = sub.add_parser("build", help="write one model")
     build.add_argument("name", metavar="NAME", help="model name (see 'list')")
@@ -46,9 +44,7 @@ def _parser() -> argparse.ArgumentParser:
         "build-all", help="write NAME.onnx and NAME_int8.onnx for every model"
     )
     build_all.add_argument("--out", required=True, help="output directory")
-    build_all.add_argument(
-        "--small", action="store_true", help="the small test instances"
-    )
+    build_all.add_argument("--small", action="store_true", help="the small test instances")
     return parser
 
 

@@ -1,0 +1,419 @@
+"""Band-level compute: one `nn` op evaluated on a band of its output.
+
+A tile computes each op on a band: a range of output rows (and, for a 2D
+tile, of columns; for a sub-row accumulation, of positions or channels). The
+operands hold only the rows the tile loaded or computed, so a window op's
+first and last tiles supply the image's border themselves: rows above row 0
+or below the last row become the op's own padding (zeros, or the lowest
+value for a max pool), and every other row comes from the band. The kernels
+of `tigris_ir.kernels` then run on the band with those pads, so a band is
+bit-identical to the same rows of the untiled reference wherever the
+reference is (integer arithmetic, elementwise float operations, depthwise
+taps; float matrix products round once from float64).
+
+A band is described per operand and for the result by `Band`: the global
+range held along every axis the band cuts (an empty mapping: the whole
+tensor). `compute` returns the result band; `accumulate` / `finish` are the
+two halves of an accumulated GlobalAveragePool.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import cast
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+
+from tigris_ir import kernels as K
+from tigris_ir.dialects import nn
+from tigris_ir.tiling import TRANSPOSED, WINDOW, map_range
+from tigris_ir.tiling_class import TilingClass
+
+Range = tuple[int, int]
+Band = Mapping[int, Range]
+"""Axis -> global range [lo, hi) held along it; axes not named are whole."""
+
+WHOLE: Band = {}
+
+
+class BandError(Exception):
+    """A band that cannot be computed as asked (never a silent wrong result)."""
+
+
+def band_shape(shape: Sequence[int], band: Band) -> tuple[int, ...]:
+    """The shape of a tensor's band."""
+    return tuple(band[a][1] - band[a][0] if a in band else d for a, d in enumerate(shape))
+
+
+def band_slices(band: Band, ndim: int) -> tuple[slice, ...]:
+    """Index of a band inside the whole tensor."""
+    return tuple(slice(*band[a]) if a in band else slice(None) for a in range(ndim))
+
+
+# ---------------------------------------------------------------------------
+# quantization dispatch, as `NNOp.reference` does it
+
+
+def _dispatch(
+    op: nn.NNOp,
+    args: list[np.ndarray],
+    real: Callable[[list[np.ndarray]], list[np.ndarray]],
+    integer: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None,
+) -> list[np.ndarray]:
+    """Run `real` (float semantics) or `integer` the way the op's reference
+    chooses between them, and cast to the result types."""
+    if not op.is_quantized():
+        outs = real(args)
+    elif op.quant_kind() is nn.QuantKind.INTEGER:
+        if integer is None:
+            raise BandError(f"{op.name}: no integer band kernel")
+        outs = integer(args)
+    elif op.quant_kind() is nn.QuantKind.EXACT and op._same_quantization():  # noqa: SLF001
+        outs = real(args)
+    else:
+        deq = [nn.dequantize_array(a, nn.quant_of(v)) for a, v in zip(args, op.operands)]
+        outs = real(deq)
+        outs = [
+            nn.quantize_array(o, cast(TensorType, r.type)) for o, r in zip(outs, op.results)
+        ]
+    return [np.asarray(o).astype(nn.dtype_of(r), copy=False) for o, r in zip(outs, op.results)]
+
+
+# ---------------------------------------------------------------------------
+# window geometry
+
+
+def window_cut(
+    out: Range, held: Range, size: int, k: int, s: int, d: int, pb: int, what: str
+) -> tuple[slice, int, int]:
+    """(rows of the held band to use, pad before, pad after) for output
+    positions `out` of a window op over an axis of `size` positions.
+
+    The positions the windows span are [out0 * s - pb, (out1 - 1) * s - pb +
+    eff); those outside the held band must be outside the image, or read by
+    no tap (a dilated window near a border skips rows): they become padding.
+    """
+    a, b = out
+    lo = a * s - pb
+    hi = (b - 1) * s - pb + (k - 1) * d + 1
+    x, y = held
+    need = map_range((WINDOW, k, s, d, pb), a, b, size)
+    if need[1] > need[0] and (need[0] < x or need[1] > y):
+        raise BandError(
+            f"{what}: output [{a}, {b}) reads input [{need[0]}, {need[1]}) but the band "
+            f"holds [{x}, {y})"
+        )
+    s0 = max(lo, x)
+    s1 = max(min(hi, y), s0)
+    return slice(s0 - x, s1 - x), s0 - lo, hi - s1
+
+
+def _window_geometry(
+    op: nn.WindowOp, held: Band, out: Band, out_shape: Sequence[int]
+) -> tuple[tuple[slice, ...], tuple[int, ...], list[np.ndarray]]:
+    """Slices of the held input, ONNX pads (begins, ends) and, per spatial
+    axis, the global position of each padded row (for average pools)."""
+    in_shape = nn.shape_of(op.operands[0])
+    n = len(in_shape) - 2
+    k, s, d, p = op.kernel(), op.strides(), op.dilations(), op.pads()
+    if len(d) != n:
+        d = (1,) * n
+    sl: list[slice] = [slice(None)]
+    begins: list[int] = []
+    ends: list[int] = []
+    where: list[np.ndarray] = []
+    for i in range(n):
+        ax = 1 + i
+        o = out.get(ax, (0, out_shape[ax]))
+        h = held.get(ax, (0, in_shape[ax]))
+        cut, pt, pe = window_cut(o, h, in_shape[ax], k[i], s[i], d[i], p[i],
+                                 f"{op.name} axis {ax}")
+        sl.append(cut)
+        begins.append(pt)
+        ends.append(pe)
+        lo = o[0] * s[i] - p[i]
+        where.append(np.arange(lo, lo + pt + (cut.stop - cut.start) + pe))
+    sl.append(slice(None))
+    return tuple(sl), (*begins, *ends), where
+
+
+def _conv(op: nn.ConvOp, args: list[np.ndarray], held: Band, out: Band) -> list[np.ndarray]:
+    out_shape = nn.shape_of(op.output)
+    sl, pads, _ = _window_geometry(op, held, out, out_shape)
+
+    def real(a: list[np.ndarray]) -> list[np.ndarray]:
+        return [K.conv(a[0][sl], a[1], a[2], strides=op.strides(), pads=pads,
+                       dilations=op.dilations(), group=op.groups())]
+
+    def integer(a: list[np.ndarray]) -> list[np.ndarray]:
+        qx, qy = nn.quant_of(op.input), nn.quant_of(op.output)
+        assert qx is not None and qy is not None
+        acc = K.conv(
+            a[0][sl].astype(np.int32) - np.int32(qx.zp_value), a[1].astype(np.int32),
+            a[2].astype(np.int32), strides=op.strides(), pads=pads,
+            dilations=op.dilations(), group=op.groups(),
+        )
+        return [nn.requantize_acc(acc, qx.scale_value, a[3], qy, nn.dtype_of(op.output))]
+
+    return _dispatch(op, list(args), real, integer)
+
+
+def _max_pool(op: nn.MaxPoolOp, args: list[np.ndarray], held: Band,
+              out: Band) -> list[np.ndarray]:
+    out_shape = nn.shape_of(op.output)
+    sl, pads, _ = _window_geometry(op, held, out, out_shape)
+
+    def real(a: list[np.ndarray]) -> list[np.ndarray]:
+        return [K.max_pool(a[0][sl], kernel=op.kernel(), strides=op.strides(), pads=pads,
+                           dilations=op.dilations(), ceil_mode=False)]
+
+    return _dispatch(op, list(args), real)
+
+
+def _avg_pool(op: nn.AveragePoolOp, args: list[np.ndarray], held: Band,
+              out: Band) -> list[np.ndarray]:
+    """`kernels.avg_pool` on a band: the same taps summed in the same order,
+    the divisor counted from the global position of every padded row."""
+    in_shape = nn.shape_of(op.input)
+    out_shape = nn.shape_of(op.output)
+    sl, pads, where = _window_geometry(op, held, out, out_shape)
+    n = len(in_shape) - 2
+    include = bool(op.int_("count_include_pad"))
+    p = op.pads()
+
+    def real(a: list[np.ndarray]) -> list[np.ndarray]:
+        xa = np.asarray(a[0][sl])
+        xp = np.pad(xa.astype(np.float64),
+                    [(0, 0), *zip(pads[:n], pads[n:]), (0, 0)], mode="constant")
+        mask = np.ones((1,) * (n + 2), dtype=np.float64)
+        for i in range(n):
+            g = where[i]
+            size = in_shape[1 + i]
+            m = ((g >= 0) & (g < size)).astype(np.float64)
+            if include:
+                m[(g >= -p[i]) & (g < size + p[n + i])] = 1.0
+            shape = [1] * (n + 2)
+            shape[1 + i] = m.shape[0]
+            mask = mask * m.reshape(shape)
+        outs = tuple(out.get(1 + i, (0, out_shape[1 + i])) for i in range(n))
+        sizes = tuple(b - a_ for a_, b in outs)
+        total = np.zeros((xa.shape[0], *sizes, xa.shape[-1]), dtype=np.float64)
+        count = np.zeros((1, *sizes, 1), dtype=np.float64)
+        for tap in np.ndindex(*op.kernel()):
+            idx = (slice(None), *(
+                slice(t, t + s * (o - 1) + 1, s) for t, s, o in zip(tap, op.strides(), sizes)
+            ), slice(None))
+            total += xp[idx]
+            count += mask[idx]
+        return [(total / count).astype(np.float32)]
+
+    return _dispatch(op, list(args), real)
+
+
+def _conv_transpose(op: nn.ConvTransposeOp, args: list[np.ndarray], held: Band,
+                    out: Band) -> list[np.ndarray]:
+    """A transposed convolution of the held input rows, widened with zero rows
+    so that the expanded rows cover the band, then cropped to it."""
+    if any(ax != 1 for ax in (*held, *out)):
+        raise BandError(f"{op.name}: only bands of rows are supported (no 2D tiles)")
+    in_shape = nn.shape_of(op.input)
+    out_shape = nn.shape_of(op.output)
+    n = len(in_shape) - 2
+    k, s, d, p = op.kernel(), op.strides(), op.dilations(), op.pads()
+    a, b = out.get(1, (0, out_shape[1]))
+    x, y = held.get(1, (0, in_shape[1]))
+    need = map_range((TRANSPOSED, k[0], s[0], d[0], p[0]), a, b, in_shape[1])
+    if need[1] > need[0] and (need[0] < x or need[1] > y):
+        raise BandError(
+            f"{op.name}: output rows [{a}, {b}) read input rows [{need[0]}, {need[1]}) "
+            f"but the band holds [{x}, {y})"
+        )
+    x0 = min(x, (a + p[0]) // s[0])
+    y0 = max(y, -(-(b + p[0] - (k[0] - 1) * d[0] - 1) // s[0]) + 1)
+    crop = a + p[0] - x0 * s[0]
+    pads = (0, *p[1:n], 0, *p[n + 1:])
+    opad = (0, *op.out_padding()[1:])
+
+    def run(xin: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
+        xin = np.pad(xin, [(0, 0), (x - x0, y0 - y), *([(0, 0)] * n)])
+        full = K.conv_transpose(xin, w, bias, strides=s, pads=pads, dilations=d,
+                                group=op.groups(), output_padding=opad)
+        return full[:, crop:crop + b - a]
+
+    def real(args_: list[np.ndarray]) -> list[np.ndarray]:
+        return [run(args_[0], args_[1], args_[2])]
+
+    def integer(args_: list[np.ndarray]) -> list[np.ndarray]:
+        qx, qy = nn.quant_of(op.input), nn.quant_of(op.output)
+        assert qx is not None and qy is not None
+        acc = run(args_[0].astype(np.int32) - np.int32(qx.zp_value),
+                  args_[1].astype(np.int32), args_[2].astype(np.int32))
+        return [nn.requantize_acc(acc, qx.scale_value, args_[3], qy, nn.dtype_of(op.output))]
+
+    return _dispatch(op, list(args), real, integer)
+
+
+def _resize(op: nn.ResizeOp, args: list[np.ndarray], held: Band,
+            out: Band) -> list[np.ndarray]:
+    """`kernels.resize` with the source coordinates of the band's output rows,
+    taken from the held input rows."""
+    in_shape = nn.shape_of(op.input)
+    out_shape = nn.shape_of(op.output)
+    mode = op.str_("mode")
+    ctm = op.str_("coordinate_transformation_mode")
+    nm = op.str_("nearest_mode", "round_prefer_floor")
+
+    def real(a: list[np.ndarray]) -> list[np.ndarray]:
+        y = np.asarray(a[0])
+        if mode != "nearest":
+            y = y.astype(np.float64)
+        for i in range(len(in_shape) - 2):
+            ax = 1 + i
+            n_in, n_out = in_shape[ax], out_shape[ax]
+            o0, o1 = out.get(ax, (0, n_out))
+            h0, h1 = held.get(ax, (0, n_in))
+            if n_out == n_in:
+                idx0 = np.arange(o0, o1)
+                _check_taps(op, ax, idx0, h0, h1)
+                y = np.take(y, idx0 - h0, axis=ax)
+                continue
+            coords = K._source_coords(n_out, n_in, ctm)  # noqa: SLF001
+            if mode == "nearest":
+                idx = K._nearest_index(coords, nm, n_in)[o0:o1]  # noqa: SLF001
+                _check_taps(op, ax, idx, h0, h1)
+                y = np.take(y, idx - h0, axis=ax)
+                continue
+            c = np.clip(coords.astype(np.float64), 0.0, n_in - 1)
+            i0 = c.astype(np.intp)
+            i1 = np.minimum(i0 + 1, n_in - 1)
+            frac = K._along((c - i0)[o0:o1], ax, y.ndim)  # noqa: SLF001
+            i0, i1 = i0[o0:o1], i1[o0:o1]
+            _check_taps(op, ax, np.concatenate([i0, i1]), h0, h1)
+            y = np.take(y, i0 - h0, axis=ax) * (1.0 - frac) + np.take(y, i1 - h0, axis=ax) * frac
+        return [y.astype(np.float32) if mode != "nearest" else y]
+
+    return _dispatch(op, list(args), real)
+
+
+def _check_taps(op: nn.NNOp, ax: int, idx: np.ndarray, lo: int, hi: int) -> None:
+    if idx.size and (int(idx.min()) < lo or int(idx.max()) >= hi):
+        raise BandError(
+            f"{op.name}: the band reads source rows [{int(idx.min())}, {int(idx.max()) + 1}) "
+            f"along axis {ax} but holds [{lo}, {hi})"
+        )
+
+
+def _reshape(op: nn.NNOp, args: list[np.ndarray], held: Band, out: Band) -> list[np.ndarray]:
+    """A reshape of one contiguous span: output rows [a, b) are the elements
+    [a * out_row, b * out_row) of the input, found in the held rows."""
+    in_shape = nn.shape_of(op.operands[0])
+    out_shape = nn.shape_of(op.results[0])
+    if len(held) > 1 or len(out) > 1:
+        raise BandError(f"{op.name}: a reshape band cuts one axis")
+    ai, (x, y) = next(iter(held.items()), (0, (0, in_shape[0] if in_shape else 1)))
+    ao, (a, b) = next(iter(out.items()), (0, (0, out_shape[0] if out_shape else 1)))
+    if math.prod(in_shape[:ai]) != 1 or math.prod(out_shape[:ao]) != 1:
+        raise BandError(f"{op.name}: a reshape band must be one contiguous span")
+    ire = math.prod(in_shape) // in_shape[ai]
+    ore = math.prod(out_shape) // out_shape[ao]
+    start, stop = a * ore - x * ire, b * ore - x * ire
+    flat = np.ascontiguousarray(args[0]).reshape(-1)
+    if start < 0 or stop > flat.size:
+        raise BandError(
+            f"{op.name}: output rows [{a}, {b}) need input elements [{a * ore}, {b * ore}) "
+            f"but the band holds [{x * ire}, {y * ire})"
+        )
+    return [flat[start:stop].reshape(band_shape(out_shape, out))]
+
+
+def _fit_whole(op: nn.NNOp, args: list[np.ndarray], held: Sequence[Band],
+               out: Band) -> list[np.ndarray]:
+    """Cut whole operands of an elementwise op that broadcast along an axis
+    the band cuts (a per-channel parameter under a channel group, a
+    full-width map under a 2D tile)."""
+    full = nn.shape_of(op.results[0])
+    rank = len(full)
+    fitted = []
+    for arr, band in zip(args, held):
+        if band or not out:
+            fitted.append(arr)
+            continue
+        lead = rank - arr.ndim
+        index: list[slice] = [slice(None)] * arr.ndim
+        for ax, (lo, hi) in out.items():
+            a = ax - lead
+            if 0 <= a < arr.ndim and arr.shape[a] == full[ax] != 1:
+                index[a] = slice(lo, hi)
+        fitted.append(arr[tuple(index)])
+    return fitted
+
+
+def compute(op: nn.NNOp, args: Sequence[np.ndarray], held: Sequence[Band],
+            out: Band) -> list[np.ndarray]:
+    """The results of `op` over the band `out`, from operands that hold the
+    bands `held` (one per operand; WHOLE for weights and whole reads)."""
+    inp = held[0] if held else WHOLE
+    a = list(args)
+    if isinstance(op, nn.ConvOp):
+        res = _conv(op, a, inp, out)
+    elif isinstance(op, nn.MaxPoolOp):
+        res = _max_pool(op, a, inp, out)
+    elif isinstance(op, nn.AveragePoolOp):
+        res = _avg_pool(op, a, inp, out)
+    elif isinstance(op, nn.ConvTransposeOp):
+        res = _conv_transpose(op, a, inp, out)
+    elif isinstance(op, nn.ResizeOp):
+        res = _resize(op, a, inp, out)
+    elif isinstance(op, nn.GlobalAveragePoolOp):
+        if out or inp:
+            raise BandError(f"{op.name}: an accumulated band runs through accumulate/finish")
+        res = op.reference(a)
+    elif op.tiling() is TilingClass.RESHAPE or isinstance(op, nn.FlattenOp | nn.ReshapeOp):
+        res = _reshape(op, a, inp, out) if (inp or out) else op.reference(a)
+    else:
+        cls = op.tiling()
+        if cls is TilingClass.WHOLE_ROWS:
+            rank = len(nn.shape_of(op.results[0]))
+            axis = op.int_("axis") % rank
+            if axis in out:
+                raise BandError(f"{op.name}: normalises along axis {axis}, which the band cuts")
+        if cls in (TilingClass.POINTWISE, TilingClass.WHOLE_ROWS):
+            a = _fit_whole(op, a, held, out)
+        elif isinstance(op, nn.GemmOp) and out and not held[2] and a[2].ndim == 2:
+            full = nn.shape_of(op.y)
+            if a[2].shape[0] == full[0] != 1:
+                a[2] = a[2][slice(*out.get(0, (0, full[0])))]
+        res = op.reference(a)
+    for r, v in zip(res, op.results):
+        want = band_shape(nn.shape_of(v), out)
+        if tuple(r.shape) != want:
+            raise BandError(
+                f"{op.name}: the band result has shape {r.shape}, expected {want}"
+            )
+    return res
+
+
+# ---------------------------------------------------------------------------
+# accumulated GlobalAveragePool
+
+
+def accumulate(op: nn.GlobalAveragePoolOp, band: np.ndarray, acc: np.ndarray) -> None:
+    """Add a band's sums over its positions to the float32 accumulator `acc`
+    (shape of the result's band: (N, 1[, 1], C or a channel group))."""
+    x = nn.dequantize_array(np.asarray(band), nn.quant_of(op.input))
+    axes = tuple(range(1, x.ndim - 1))
+    part = x.sum(axis=axes, keepdims=True, dtype=np.float64)
+    acc[...] = (acc.astype(np.float64) + part).astype(np.float32)
+
+
+def finish(op: nn.GlobalAveragePoolOp, acc: np.ndarray) -> np.ndarray:
+    """The pool's result from the accumulated sums: the mean, rounded once to
+    float32, then quantized like the reference's result."""
+    shape = nn.shape_of(op.input)
+    count = math.prod(shape[1:-1])
+    mean = (acc.astype(np.float64) / count).astype(np.float32)
+    t = cast(TensorType, op.output.type)
+    out = nn.quantize_array(mean, t) if nn.quant_of(op.output) is not None else mean
+    return np.asarray(out).astype(nn.dtype_of(op.output), copy=False)

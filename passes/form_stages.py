@@ -8,7 +8,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from tigris_ir.plan_ir import form_stage_ops, stages_in
+from tigris_ir.plan_ir import form_stage_ops, planned, stages_in
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from xdsl.passes import ModulePass
 from tigris_ir.plan_ir import (
     band_record,
     match_stages,
+    planned,
     wrap,
 )
 from tigris_ir.planner import ChainPlan

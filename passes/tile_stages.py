@@ -12,6 +12,7 @@ from tigris_ir.plan_ir import (
     band_record,
     form_stage_ops,
     match_stages,
+    planned,
     stages_in,
 )
 

@@ -757,16 +757,11 @@ class WindowOp(NNOp):
         return out
 
 
-@irdl_op_definition
-class ConvOp(WindowOp):
-    """Convolution: groups, strides, dilations, explicit pads; 1D or 2D.
+class ConvLikeOp(WindowOp):
+    """What a convolution and a transposed convolution share: operands,
+    properties, element types and the integer path (int32 accumulators,
+    `requantize_acc` once)."""
 
-    Weights are (Cout, *kernel, Cin / group). Quantized: i8/ui8 input, i8 weights
-    (symmetric, per output channel scales as a fourth operand), i32 bias; int32
-    accumulators requantized once by `kernels.requantize`.
-    """
-
-    name = "nn.conv"
     input = operand_def(TensorType)
     weight = operand_def(TensorType)
     bias = operand_def(TensorType)
@@ -782,6 +777,63 @@ class ConvOp(WindowOp):
 
     def groups(self) -> int:
         return self.int_("group", 1)
+
+    def kernel_fn(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The numpy kernel with this op's geometry (float or exact integer)."""
+        raise NotImplementedError(f"{self.name} names no kernel")
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        x, w, b = args[:3]
+        return [self.kernel_fn(x, w, b)]
+
+    def compute_quantized(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        x, w, b, ws = args
+        qx, qy = quant_of(self.input), quant_of(self.output)
+        assert qx is not None and qy is not None
+        acc = self.kernel_fn(
+            x.astype(np.int32) - np.int32(qx.zp_value), w.astype(np.int32), b.astype(np.int32)
+        )
+        return [requantize_acc(acc, qx.scale_value, ws, qy, dtype_of(self.output))]
+
+    def check_types(self, cout: int) -> None:
+        """Element types of the float or the quantized form."""
+        what = "conv" if isinstance(self, ConvOp) else "transposed conv"
+        if self.is_quantized():
+            _require(
+                quant_of(self.input) is not None and quant_of(self.output) is not None,
+                f"{self.name}: a quantized {what} needs quantized input and result",
+            )
+            _require(
+                dtype_of(self.weight) == np.int8 and dtype_of(self.bias) == np.int32,
+                f"{self.name}: a quantized {what} needs i8 weights and an i32 bias",
+            )
+            _require(
+                self.weight_scale is not None
+                and shape_of(self.weight_scale) in ((cout,), (1,), ())
+                and dtype_of(self.weight_scale) == np.float32,
+                f"{self.name}: a quantized {what} needs f32 per-channel weight scales "
+                f"of shape ({cout},), got "
+                + (str(self.weight_scale.type) if self.weight_scale is not None else "none"),
+            )
+            return
+        for v, role in ((self.input, "input"), (self.weight, "weight"), (self.bias, "bias")):
+            _require(
+                dtype_of(v) == np.float32,
+                f"{self.name}: the {role} must be f32 in a float {what}, got {v.type}",
+            )
+        _require(self.weight_scale is None, f"{self.name}: weight scales need a quantized {what}")
+
+
+@irdl_op_definition
+class ConvOp(ConvLikeOp):
+    """Convolution: groups, strides, dilations, explicit pads; 1D or 2D.
+
+    Weights are (Cout, *kernel, Cin / group). Quantized: i8/ui8 input, i8 weights
+    (symmetric, per output channel scales as a fourth operand), i32 bias; int32
+    accumulators requantized once by `kernels.requantize`.
+    """
+
+    name = "nn.conv"
 
     def check_operands(self) -> None:
         self.check_window()
@@ -804,7 +856,7 @@ class ConvOp(WindowOp):
             f"{ws[-1]} x group {g} = {ws[-1] * g}",
         )
         _require(bs == (ws[0],), f"{self.name}: bias must have shape ({ws[0]},), got {bs}")
-        _check_conv_types(self, ws[0])
+        self.check_types(ws[0])
 
     def infer_shapes(self) -> list[tuple[int, ...]]:
         xs, ws = shape_of(self.input), shape_of(self.weight)
@@ -817,63 +869,16 @@ class ConvOp(WindowOp):
     def is_depthwise(self) -> bool:
         return self.groups() > 1 and self.groups() == shape_of(self.input)[-1]
 
-    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
-        x, w, b = args[:3]
-        return [
-            K.conv(
-                x,
-                w,
-                b,
-                strides=self.strides(),
-                pads=self.pads(),
-                dilations=self.dilations(),
-                group=self.groups(),
-            )
-        ]
-
-    def compute_quantized(self, args: list[np.ndarray]) -> list[np.ndarray]:
-        x, w, b, ws = args
-        qx, qy = quant_of(self.input), quant_of(self.output)
-        assert qx is not None and qy is not None
-        acc = K.conv(
-            x.astype(np.int32) - np.int32(qx.zp_value),
-            w.astype(np.int32),
-            b.astype(np.int32),
+    def kernel_fn(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return K.conv(
+            x,
+            w,
+            b,
             strides=self.strides(),
             pads=self.pads(),
             dilations=self.dilations(),
             group=self.groups(),
         )
-        return [requantize_acc(acc, qx.scale_value, ws, qy, dtype_of(self.output))]
-
-
-def _check_conv_types(op: ConvOp | ConvTransposeOp, cout: int) -> None:
-    """Element types of a float or a quantized (transposed) convolution."""
-    what = "conv" if isinstance(op, ConvOp) else "transposed conv"
-    if op.is_quantized():
-        _require(
-            quant_of(op.input) is not None and quant_of(op.output) is not None,
-            f"{op.name}: a quantized {what} needs quantized input and result",
-        )
-        _require(
-            dtype_of(op.weight) == np.int8 and dtype_of(op.bias) == np.int32,
-            f"{op.name}: a quantized {what} needs i8 weights and an i32 bias",
-        )
-        _require(
-            op.weight_scale is not None
-            and shape_of(op.weight_scale) in ((cout,), (1,), ())
-            and dtype_of(op.weight_scale) == np.float32,
-            f"{op.name}: a quantized {what} needs f32 per-channel weight scales "
-            f"of shape ({cout},), got "
-            + (str(op.weight_scale.type) if op.weight_scale is not None else "none"),
-        )
-        return
-    for v, role in ((op.input, "input"), (op.weight, "weight"), (op.bias, "bias")):
-        _require(
-            dtype_of(v) == np.float32,
-            f"{op.name}: the {role} must be f32 in a float {what}, got {v.type}",
-        )
-    _require(op.weight_scale is None, f"{op.name}: weight scales need a quantized {what}")
 
 
 def requantize_acc(
@@ -891,27 +896,12 @@ def requantize_acc(
 
 
 @irdl_op_definition
-class ConvTransposeOp(WindowOp):
+class ConvTransposeOp(ConvLikeOp):
     """Transposed convolution; weights are (Cin, *kernel, Cout / group)."""
 
     name = "nn.conv_transpose"
     TILING: ClassVar[TilingClass] = TilingClass.EXPANDED
-    input = operand_def(TensorType)
-    weight = operand_def(TensorType)
-    bias = operand_def(TensorType)
-    weight_scale = opt_operand_def(TensorType)
-    output = result_def(TensorType)
-    kernel_ = prop_def(DenseArrayBase, prop_name="kernel")
-    strides_ = opt_prop_def(DenseArrayBase, prop_name="strides")
-    dilations_ = opt_prop_def(DenseArrayBase, prop_name="dilations")
-    pads_ = opt_prop_def(DenseArrayBase, prop_name="pads")
     output_padding = opt_prop_def(DenseArrayBase)
-    group = opt_prop_def(IntegerAttr[I64])
-    traits = traits_def(Pure())
-    QUANT_KIND: ClassVar[QuantKind] = QuantKind.INTEGER
-
-    def groups(self) -> int:
-        return self.int_("group", 1)
 
     def out_padding(self) -> tuple[int, ...]:
         return self.ints("output_padding") or (0,) * self.spatial_rank()
@@ -953,7 +943,7 @@ class ConvTransposeOp(WindowOp):
             bs == (ws[-1] * g,),
             f"{self.name}: bias must have shape ({ws[-1] * g},), got {bs}",
         )
-        _check_conv_types(self, ws[-1] * g)
+        self.check_types(ws[-1] * g)
 
     def infer_shapes(self) -> list[tuple[int, ...]]:
         xs, ws = shape_of(self.input), shape_of(self.weight)
@@ -971,36 +961,17 @@ class ConvTransposeOp(WindowOp):
         ]
         return [(xs[0], *sp, ws[-1] * self.groups())]
 
-    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
-        x, w, b = args[:3]
-        return [
-            K.conv_transpose(
-                x,
-                w,
-                b,
-                strides=self.strides(),
-                pads=self.pads(),
-                dilations=self.dilations(),
-                group=self.groups(),
-                output_padding=self.out_padding(),
-            )
-        ]
-
-    def compute_quantized(self, args: list[np.ndarray]) -> list[np.ndarray]:
-        x, w, b, ws = args
-        qx, qy = quant_of(self.input), quant_of(self.output)
-        assert qx is not None and qy is not None
-        acc = K.conv_transpose(
-            x.astype(np.int32) - np.int32(qx.zp_value),
-            w.astype(np.int32),
-            b.astype(np.int32),
+    def kernel_fn(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return K.conv_transpose(
+            x,
+            w,
+            b,
             strides=self.strides(),
             pads=self.pads(),
             dilations=self.dilations(),
             group=self.groups(),
             output_padding=self.out_padding(),
         )
-        return [requantize_acc(acc, qx.scale_value, ws, qy, dtype_of(self.output))]
 
 
 class PoolOp(WindowOp):

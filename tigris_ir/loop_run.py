@@ -100,43 +100,73 @@ def live_peak(items: Sequence[Interval]) -> int:
 
 def place(items: Sequence[Interval], capacity: int) -> tuple[dict[str, int], int]:
     """Static offsets (multiples of ALIGN) for buffers with lifetimes, within
-    `capacity` bytes if some tried order achieves it: greedy lowest-fit by
-    decreasing size, by birth, by lifetime, and a bounded search. Returns the
-    offsets and the highest byte used (the best found, maybe > capacity)."""
+    `capacity` bytes when the search finds them.
+
+    The sum of live sizes is a lower bound that fragmentation can make
+    unreachable, so this is a search: buffers in order of birth, each tried
+    at the top of the highest free gap, at the bottom of the lowest and at
+    both ends of the tightest (alternating ends is how a chain of tensors
+    reaches the bound), with backtracking under a node limit; then greedy
+    lowest-fit orders. Returns the offsets and the highest byte used (the
+    best found, above `capacity` when nothing fits)."""
     if any(i.size % ALIGN for i in items):
         raise ValueError("place: sizes must be multiples of ALIGN")
+    found = _search(items, capacity)
+    if found is not None:
+        return found, max((found[i.key] + i.size for i in items), default=0)
     orders = (
         sorted(items, key=lambda i: (-i.size, i.first, i.key)),
         sorted(items, key=lambda i: (i.first, -i.size, i.key)),
         sorted(items, key=lambda i: (-(i.last - i.first), -i.size, i.key)),
-        sorted(items, key=lambda i: (-i.size * (i.last - i.first + 1), i.key)),
     )
-    best: tuple[dict[str, int], int] | None = None
-    for order in orders:
-        got = _greedy(order)
-        if best is None or got[1] < best[1]:
-            best = got
-        if got[1] <= capacity:
-            return got
-    assert best is not None
-    if len(items) <= 9:
-        found = _search(list(items), capacity)
-        if found is not None:
-            return found
-    return best
+    return min((_greedy(o) for o in orders), key=lambda r: r[1])
 
 
-def _search(items: list[Interval], capacity: int) -> tuple[dict[str, int], int] | None:
-    """Depth-first over placement orders (small stages only)."""
-    import itertools
+def _free_gaps(busy: list[tuple[int, int]], capacity: int) -> list[tuple[int, int]]:
+    out = []
+    pos = 0
+    for lo, hi in sorted(busy):
+        if lo > pos:
+            out.append((pos, lo))
+        pos = max(pos, hi)
+    if capacity > pos:
+        out.append((pos, capacity))
+    return out
 
-    for n, perm in enumerate(itertools.permutations(items)):
-        if n > 40000:
-            return None
-        got = _greedy(perm)
-        if got[1] <= capacity:
-            return got
-    return None
+
+def _search(items: Sequence[Interval], capacity: int, limit: int = 20000) -> dict[str, int] | None:
+    """Depth-first placement within `capacity` (None past `limit` nodes)."""
+    order = sorted(items, key=lambda i: (i.first, -i.size, i.key))
+    placed: list[tuple[Interval, int]] = []
+    offsets: dict[str, int] = {}
+    nodes = 0
+
+    def rec(i: int) -> bool:
+        nonlocal nodes
+        if i == len(order):
+            return True
+        nodes += 1
+        if nodes > limit:
+            return False
+        it = order[i]
+        busy = [(o, o + q.size) for q, o in placed if q.first <= it.last and it.first <= q.last]
+        fits = [g for g in _free_gaps(busy, capacity) if g[1] - g[0] >= it.size]
+        if not fits:
+            return False
+        tight = min(fits, key=lambda g: g[1] - g[0])
+        cands: list[int] = []
+        for c in (fits[-1][1] - it.size, fits[0][0], tight[0], tight[1] - it.size):
+            if c not in cands:
+                cands.append(c)
+        for c in cands:
+            placed.append((it, c))
+            offsets[it.key] = c
+            if rec(i + 1):
+                return True
+            placed.pop()
+        return False
+
+    return dict(offsets) if rec(0) else None
 
 
 # ---------------------------------------------------------------------------
@@ -462,11 +492,11 @@ def _tile_steps(
         keep: dict[str, Range] = {}
         for t in names:
             y = rng[t][1]
-            lo = min(low[t], y)
             if line_buffered and t in prev_held:
                 y = max(y, prev_held[t][1])
-                if new[t][0] > lo:
-                    keep[t] = (lo, new[t][0])
+            lo = min(low[t], y)
+            if line_buffered and t in prev_held and new[t][0] > lo:
+                keep[t] = (lo, new[t][0])
             held[t] = band(t, (lo, y))
             prev_held[t] = (lo, y)
         loads = tuple((t, band(t, new[t])) for t in loaded if new[t][1] > new[t][0])

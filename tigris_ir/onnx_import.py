@@ -935,6 +935,17 @@ def _pool(imp: _Importer, node: onnx.NodeProto) -> None:
     if len(xs) not in (3, 4):
         raise imp.fail(f"pooling needs a rank-3 or rank-4 input, got rank {len(xs)}")
     props = _spatial_props(imp, node, xs[1:-1], list(a["kernel_shape"]))
+    if (
+        node.op_type == "AveragePool"
+        and list(a["kernel_shape"]) == list(xs[1:-1])
+        and "pads" not in props
+    ):
+        # a window over the whole map is a global average: it tiles as
+        # accumulated bands instead of needing every row at once
+        attr, dt = imp.result_quant(q if qin is not None else None)
+        op = imp.emit(nn.GlobalAveragePoolOp, [x.ssa], dtype=dt, quant=attr)
+        imp.finish(node, op, "cl", q if qin is not None else None)
+        return
     if a.get("ceil_mode", 0):
         props["ceil_mode"] = nn.int_prop(1)
     if node.op_type == "MaxPool":

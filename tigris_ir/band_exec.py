@@ -106,7 +106,9 @@ def window_cut(
             f"holds [{x}, {y})"
         )
     s0 = max(lo, x)
-    s1 = max(min(hi, y), s0)
+    s1 = min(hi, y)
+    if s1 <= s0:  # the windows read padding only
+        return slice(0, 0), hi - lo, 0
     return slice(s0 - x, s1 - x), s0 - lo, hi - s1
 
 

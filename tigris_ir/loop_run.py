@@ -587,12 +587,14 @@ def _subrow_tiles(graph: PlanGraph, tables: GraphTables, st: StagePlan,
         shapes[t] = graph.tensors[t].shape
     tiles = []
     loaded = [t for t in banded if t not in produced]
+    spilled = [t for t in banded if t in produced and t in st.outputs]
     for i, b in enumerate(bands):
         held = {t: dict(b) for t in banded}
         held.update({t: {} for t in whole})
         ops = tuple(OpStep(k, dict(b)) for k in nodes if k != gap)
         loads = tuple((t, dict(b)) for t in loaded)
-        tiles.append(Tile(i, held, {}, loads, ops, (), dict(b)))
+        spills = tuple((t, dict(b)) for t in spilled)
+        tiles.append(Tile(i, held, {}, loads, ops, spills, dict(b)))
     once = [t for t in whole if t not in produced]
     del axes
     return shapes, tiles, once

@@ -173,6 +173,13 @@ def resize_concat() -> onnx.ModelProto:
     )
 
 
+def whole_map_avgpool() -> onnx.ModelProto:
+    return _model(
+        [helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[5, 3])],
+        [_fm("x", 1, 4, 5, 3)], [_fm("y", 1, 4, 1, 1)],
+    )
+
+
 def qdq_conv() -> onnx.ModelProto:
     from tigris_ir import zoo
 
@@ -191,6 +198,7 @@ def main() -> None:
         ("cubic_resize", cubic_resize),
         ("resize_concat", resize_concat),
         ("qdq_conv", qdq_conv),
+        ("whole_map_avgpool", whole_map_avgpool),
     ]:
         (HERE / f"{name}.onnx").write_bytes(build().SerializeToString())
     (HERE / "dangling.onnx").write_bytes(dangling().SerializeToString())

@@ -1,0 +1,326 @@
+"""Property tests: every plan of a random graph runs as planned, or the planner
+says it does not fit.
+
+Random `nn` graphs of convolutions (kernels 1 to 7, strides 1 and 2,
+dilations, depthwise, 1D), max and average pools, residual Adds, channel
+Concats, Resizes and an optional GlobalAveragePool, in float32 and int8,
+under random budgets. For each, the loop level either runs the plan with
+
+  * output == the untiled reference (int8 bit-exact, float32 to 1e-5),
+  * measured fast peak == planned peak <= budget (arena of exactly the peak),
+  * measured slow peak, reads and writes == planned,
+
+or the plan does not fit, and then nothing runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FunctionType, ModuleOp, StringAttr, TensorType
+from xdsl.ir import Attribute, Block, Region, SSAValue
+
+from tigris_ir.dialects import nn
+from tigris_ir.loop_run import PlanRunError, run_program, schedule
+from tigris_ir.memory import align
+from tigris_ir.nn_graph import build_view
+from tigris_ir.planner import Plan, min_budget, plan
+from tigris_ir.reference import run_function
+
+# ---------------------------------------------------------------------------
+# A small builder of nn graphs
+
+
+@dataclass
+class Net:
+    """An `nn` function under construction, float32 or int8 (QDQ-free: the
+    graph input is already quantized)."""
+
+    int8: bool
+    rng: np.random.Generator
+    block: Block
+    weights: dict[str, np.ndarray] = field(default_factory=dict[str, np.ndarray])
+    values: list[SSAValue] = field(default_factory=list[SSAValue])
+
+    def quant(self) -> nn.QuantAttr:
+        return nn.QuantAttr(float(self.rng.uniform(0.03, 0.08)), int(self.rng.integers(-8, 9)))
+
+    def ttype(self, shape: tuple[int, ...], quant: nn.QuantAttr | None = None) -> TensorType:
+        if not self.int8:
+            return nn.tensor_type(shape, np.float32)
+        return nn.tensor_type(shape, np.int8, quant or self.quant())
+
+    def weight(self, array: np.ndarray) -> SSAValue:
+        name = f"w{len(self.weights)}"
+        self.weights[name] = array
+        op = nn.WeightOp(name, nn.tensor_type(array.shape, array.dtype))
+        self.block.add_op(op)
+        return op.result
+
+    def emit(self, cls: type[nn.NNOp], operands: list[SSAValue], props: dict[str, Attribute],
+             quant: nn.QuantAttr | None = None) -> SSAValue | None:
+        """The op's result, or None when its shape is empty or invalid."""
+        probe = cls.create(operands=operands, properties=dict(props),
+                           result_types=[nn.tensor_type([1], np.float32)])
+        try:
+            shapes = probe.infer_shapes()
+        except Exception:
+            return None
+        finally:
+            probe.erase(safe_erase=False)
+        shape = tuple(shapes[0])
+        if min(shape) < 1 or math.prod(shape) > 40000:
+            return None
+        op = cls.create(operands=operands, properties=dict(props),
+                        result_types=[self.ttype(shape, quant)])
+        op.verify()
+        self.block.add_op(op)
+        self.values.append(op.results[0])
+        return op.results[0]
+
+
+def _conv(net: Net, x: SSAValue, spec: dict[str, int]) -> SSAValue | None:
+    shape = nn.shape_of(x)
+    n = len(shape) - 2
+    cin = shape[-1]
+    group = cin if spec["dw"] else 1
+    cout = cin if spec["dw"] else spec["cout"]
+    k = (spec["k"],) * n if n == 1 else (spec["k"], spec["k2"])
+    pads = tuple(spec["pads"][: 2 * n])
+    fan = math.prod(k) * (cin // group)
+    if net.int8:
+        w = net.rng.integers(-127, 128, (cout, *k, cin // group)).astype(np.int8)
+        b = net.rng.integers(-500, 500, (cout,)).astype(np.int32)
+        ws = (np.full(cout, 1.0 / (40 * math.sqrt(fan)))).astype(np.float32)
+        operands = [x, net.weight(w), net.weight(b), net.weight(ws)]
+    else:
+        w = (net.rng.standard_normal((cout, *k, cin // group)) / math.sqrt(fan)).astype(
+            np.float32)
+        b = (net.rng.standard_normal(cout) * 0.1).astype(np.float32)
+        operands = [x, net.weight(w), net.weight(b)]
+    props: dict[str, Attribute] = {
+        "kernel": nn.ints_prop(k),
+        "strides": nn.ints_prop((spec["s"],) * n),
+        "dilations": nn.ints_prop((spec["d"],) * n),
+        "pads": nn.ints_prop(pads),
+        "group": nn.int_prop(group),
+    }
+    return net.emit(nn.ConvOp, operands, props)
+
+
+def _pool(net: Net, x: SSAValue, spec: dict[str, int], avg: bool) -> SSAValue | None:
+    n = len(nn.shape_of(x)) - 2
+    k = spec["pk"]
+    pads = tuple(min(p, k - 1) for p in spec["pads"][: 2 * n])
+    props: dict[str, Attribute] = {
+        "kernel": nn.ints_prop((k,) * n),
+        "strides": nn.ints_prop((spec["ps"],) * n),
+        "pads": nn.ints_prop(pads),
+        "ceil_mode": nn.int_prop(spec["ceil"]),
+    }
+    if avg:
+        props["count_include_pad"] = nn.int_prop(spec["cip"])
+        return net.emit(nn.AveragePoolOp, [x], props)
+    return net.emit(nn.MaxPoolOp, [x], props, nn.quant_of(x))
+
+
+def _resize(net: Net, x: SSAValue, spec: dict[str, int]) -> SSAValue | None:
+    shape = nn.shape_of(x)
+    out = (shape[0], *(d * 2 for d in shape[1:-1]), shape[-1])
+    if math.prod(out) > 20000:
+        return None
+    mode = "nearest" if spec["nearest"] or net.int8 and spec["cip"] else "linear"
+    ctm = ("half_pixel", "asymmetric", "align_corners")[spec["ctm"]]
+    props: dict[str, Attribute] = {
+        "mode": StringAttr(mode),
+        "coordinate_transformation_mode": StringAttr(ctm),
+    }
+    probe = nn.ResizeOp.create(operands=[x], properties=props,
+                               result_types=[net.ttype(out, nn.quant_of(x))])
+    probe.verify()
+    net.block.add_op(probe)
+    net.values.append(probe.results[0])
+    return probe.results[0]
+
+
+def build(spec: Spec) -> tuple[ModuleOp, dict[str, np.ndarray], list[np.ndarray]]:
+    """The function of a drawn spec, its weights and a seeded input."""
+    rng = np.random.default_rng(spec.seed)
+    net = Net(spec.int8, rng, Block())
+    in_type = net.ttype(spec.shape)
+    net.block = Block(arg_types=[in_type])
+    x: SSAValue = net.block.args[0]
+    net.values.append(x)
+    for layer in spec.layers:
+        kind = layer["kind"]
+        y: SSAValue | None = None
+        if kind == "conv":
+            y = _conv(net, x, layer)
+        elif kind in ("max", "avg"):
+            y = _pool(net, x, layer, kind == "avg")
+        elif kind == "relu":
+            y = net.emit(nn.ReluOp, [x], {})
+        elif kind in ("add", "concat"):
+            same = [v for v in net.values[:-1] if nn.shape_of(v)[:-1] == nn.shape_of(x)[:-1]
+                    and (kind == "concat" or nn.shape_of(v) == nn.shape_of(x))]
+            if same:
+                other = same[layer["pick"] % len(same)]
+                if kind == "add":
+                    y = net.emit(nn.AddOp, [x, other], {})
+                else:
+                    q = nn.quant_of(x) if layer["cip"] else None
+                    y = net.emit(nn.ConcatOp, [x, other],
+                                 {"axis": nn.int_prop(len(nn.shape_of(x)) - 1)}, q)
+        elif kind == "resize":
+            y = _resize(net, x, layer)
+        if y is not None:
+            x = y
+    if x is net.block.args[0]:  # a graph needs one op at least
+        y = net.emit(nn.ReluOp, [x], {})
+        assert y is not None
+        x = y
+    outs = [x]
+    if spec.gap:
+        g = net.emit(nn.GlobalAveragePoolOp, [x], {})
+        if g is not None:
+            outs = [g]
+    if spec.two_outputs and len(net.values) > 2 and net.values[-2] not in outs:
+        outs.append(net.values[len(net.values) // 2])
+    net.block.add_op(func.ReturnOp(*outs))
+    fn = func.FuncOp("main", FunctionType.from_lists([in_type], [o.type for o in outs]),
+                     Region(net.block))
+    module = ModuleOp([fn])
+    module.verify()
+    if spec.int8:
+        inp = rng.integers(-128, 128, spec.shape).astype(np.int8)
+    else:
+        inp = rng.standard_normal(spec.shape).astype(np.float32)
+    return module, net.weights, [inp]
+
+
+# ---------------------------------------------------------------------------
+# Strategies
+
+
+@dataclass(frozen=True)
+class Spec:
+    int8: bool
+    shape: tuple[int, ...]
+    layers: tuple[dict[str, int], ...]
+    gap: bool
+    two_outputs: bool
+    seed: int
+    budget_frac: float
+
+
+KINDS = ("conv", "conv", "conv", "max", "avg", "add", "concat", "resize", "relu")
+
+
+@st.composite
+def layers(draw: st.DrawFn) -> dict[str, int]:
+    kind = draw(st.sampled_from(KINDS))
+    k = draw(st.integers(1, 7))
+    return {
+        "kind": kind,  # type: ignore[dict-item]
+        "k": k,
+        "k2": draw(st.sampled_from([k, 1, 3])),
+        "s": draw(st.sampled_from([1, 1, 2])),
+        "d": draw(st.sampled_from([1, 1, 2, 3])),
+        "dw": draw(st.booleans()),
+        "cout": draw(st.integers(1, 8)),
+        "pads": draw(st.lists(st.integers(0, 3), min_size=4, max_size=4)),
+        "pk": draw(st.integers(2, 3)),
+        "ps": draw(st.integers(1, 2)),
+        "ceil": draw(st.integers(0, 1)),
+        "cip": draw(st.integers(0, 1)),
+        "nearest": draw(st.booleans()),
+        "ctm": draw(st.integers(0, 2)),
+        "pick": draw(st.integers(0, 7)),
+    }
+
+
+@st.composite
+def specs(draw: st.DrawFn) -> Spec:
+    rank = draw(st.sampled_from([4, 4, 4, 3]))
+    if rank == 4:
+        shape = (1, draw(st.integers(3, 20)), draw(st.integers(2, 14)), draw(st.integers(1, 6)))
+    else:
+        shape = (1, draw(st.integers(4, 48)), draw(st.integers(1, 6)))
+    return Spec(
+        draw(st.booleans()),
+        shape,
+        tuple(draw(st.lists(layers(), min_size=1, max_size=6))),
+        draw(st.integers(0, 3)) == 0,
+        draw(st.integers(0, 4)) == 0,
+        draw(st.integers(0, 2**31 - 1)),
+        draw(st.floats(0.0, 1.0)),
+    )
+
+
+# ---------------------------------------------------------------------------
+# The equalities
+
+
+def check_run(module: ModuleOp, weights: dict[str, np.ndarray], inputs: list[np.ndarray],
+              p: Plan) -> None:
+    """The three equalities, or nothing runs when the plan does not fit."""
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    view = build_view(fn)
+    if not p.fits:
+        assert p.failed_node is not None and p.failed_min_budget is not None
+        assert p.failed_min_budget > p.budget
+        with pytest.raises(PlanRunError, match="does not fit"):
+            schedule(view, p)
+        return
+    res = run_program(schedule(view, p), view, weights, inputs)
+    ref = run_function(fn, weights, inputs)
+    for r, y in zip(ref, res.outputs, strict=True):
+        assert y.dtype == r.dtype and y.shape == r.shape
+        if r.dtype == np.float32:
+            scale = float(np.max(np.abs(r))) if r.size else 0.0
+            np.testing.assert_allclose(y, r, rtol=1e-5, atol=1e-5 * scale + 1e-30)
+        else:
+            np.testing.assert_array_equal(y, r)
+    s = res.stats
+    assert s.arena_bytes == p.peak <= p.budget
+    assert s.fast_peak == p.peak
+    assert s.fast_high <= p.peak
+    assert (s.slow_peak, s.slow_reads, s.slow_writes) == (p.slow_peak, p.slow_reads,
+                                                           p.slow_writes)
+
+
+def budget_of(fn: func.FuncOp, frac: float) -> int:
+    """A budget from 90% of the smallest that fits up to the whole graph."""
+    g = build_view(fn).graph
+    lo = max(64, int(min_budget(g) * 0.9))
+    hi = max(lo + 1, sum(align(t.nbytes) for t in g.tensors.values() if not t.is_const))
+    return int(lo * (hi / lo) ** frac)
+
+
+@settings(max_examples=250, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(specs())
+def test_random_plans_run_as_planned(spec: Spec) -> None:
+    module, weights, inputs = build(spec)
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    budget = budget_of(fn, spec.budget_frac)
+    check_run(module, weights, inputs, plan(build_view(fn).graph, budget))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(specs(), st.integers(0, 3))
+def test_random_plans_at_tight_budgets(spec: Spec, step: int) -> None:
+    """Budgets at and just above the smallest that fits: the most tiles, the
+    deepest chains, 2D grids and sub-row bands."""
+    module, weights, inputs = build(spec)
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    g = build_view(fn).graph
+    budget = min_budget(g) + step * 48
+    check_run(module, weights, inputs, plan(g, budget))

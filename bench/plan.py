@@ -64,7 +64,7 @@ def peer_figures(report: dict | None) -> dict:
     fast, slow = report["fast"], report["slow"]
     traffic = slow.get("traffic") or {}
     return {
-        "fits": fast["verdict"] in ("fits", "tiled"),
+        "fits": fast["verdict"] in ("ok", "fits", "tiled"),
         "peak": fast["scheduled_peak_bytes"],
         "reads": traffic.get("read"),
         "writes": traffic.get("written"),

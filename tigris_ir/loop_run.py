@@ -56,6 +56,10 @@ class UnsupportedBand(PlanRunError):
     """A band kind the loop level does not run yet."""
 
 
+class PlanDiscrepancy(PlanRunError):
+    """The plan's schedule cannot run as its figures say (a planner bug)."""
+
+
 # ---------------------------------------------------------------------------
 # Static placement (shared with plan-arena)
 
@@ -307,7 +311,7 @@ def _normal_unit(graph: PlanGraph, dt: Mapping[str, np.dtype], index: int, st: S
         items.append(Interval(name, align(graph.tensors[name].nbytes), f, end))
     offsets, top = place(items, capacity)
     if top > capacity:
-        raise PlanRunError(
+        raise PlanDiscrepancy(
             f"stage {st.index}: no static placement of its buffers fits the arena of "
             f"{capacity} bytes (the best found reaches {top}; the live sum peaks at "
             f"{live_peak(items)})"
@@ -334,6 +338,10 @@ def _normal_unit(graph: PlanGraph, dt: Mapping[str, np.dtype], index: int, st: S
 def view_dtypes(view: GraphView) -> dict[str, np.dtype]:
     """The numpy dtype of every tensor of the graph."""
     return {name: nn.dtype_of(v) for name, v in view.values.items()}
+
+
+def _nonempty(band: Band) -> bool:
+    return all(hi > lo for lo, hi in band.values())
 
 
 def _band_of(axis: int, rows: Range, cols: Range | None, rank: int) -> dict[int, Range]:
@@ -388,8 +396,12 @@ def _tiled_unit(
     loaded = [t for t in band_rows if t not in produced]
     spilled = [t for t in outputs if t in band_rows and t in produced]
     roots_out = [t for t in outputs if t not in band_rows]
-    steps = _tile_steps(graph, tables, nodes, axes, tiles, loaded, spilled, line_buffered,
-                        recompute, gap)
+    try:
+        steps = _tile_steps(graph, tables, nodes, axes, tiles, loaded, spilled, line_buffered,
+                            recompute, gap)
+    except PlanDiscrepancy as e:
+        raise PlanDiscrepancy(f"{name}: {e}") from None
+    _check_capacity(name, steps, buffers)
     return TiledUnit(index, name, kind, nodes, axes, buffers, (), tuple(steps),
                      line_buffered, gap, tuple(roots_out), planned_peak, tuple(inputs),
                      tuple(outputs))
@@ -412,6 +424,7 @@ def _lb_rows(
     stop = nodes[-1] + 1
     roots = [t for t in names if t in produced and tables.is_root(t, stop)]
     prev = {t: -1 for t in names}
+    first = {t: 1 << 40 for t in names}
     news: list[dict[str, Range]] = []
     lows: list[dict[str, int]] = []
     for tile in tiles:
@@ -421,6 +434,8 @@ def _lb_rows(
             x, y = rng[t]
             nx = x if prev[t] < 0 else max(prev[t], x)
             new[t] = (nx, max(nx, y))
+            if y > nx:
+                first[t] = min(first[t], nx)
         low = {t: new[t][0] for t in names}
         for t in roots:
             low[t] = min(low[t], rng[t][0])
@@ -438,6 +453,14 @@ def _lb_rows(
                 continue
             for t, (m, _) in _maps(tables, k).items():
                 x, y = map_range(m, src[0], src[1], graph.tensors[t].shape[axes[t]])
+                if y > x and x < first[t]:
+                    raise PlanDiscrepancy(
+                        f"line-buffered tile {tile.index}: '{graph.nodes[k].name}' reads "
+                        f"rows [{x}, {y}) of '{t}', but the line buffers compute it only "
+                        f"from row {first[t]} on (its tile ranges start at "
+                        f"{[tr.rows[t][0] for tr in tiles[: tile.index + 1]]}): rows "
+                        "below the first tile's range are never computed or loaded"
+                    )
                 if y > x and x < low[t]:
                     low[t] = x
         news.append(new)
@@ -445,6 +468,19 @@ def _lb_rows(
         for t in names:
             prev[t] = max(prev[t], rng[t][1])
     return news, lows
+
+
+def _check_capacity(name: str, tiles: Sequence[Tile], buffers: Mapping[str, Buffer]) -> None:
+    """Every band a tile holds fits its buffer (allocated once, at the plan's rows)."""
+    for tile in tiles:
+        for t, band in tile.held.items():
+            cap = buffers[t].shape
+            for ax, (lo, hi) in band.items():
+                if hi - lo > cap[ax]:
+                    raise PlanDiscrepancy(
+                        f"{name} tile {tile.index}: '{t}' must hold [{lo}, {hi}) along axis "
+                        f"{ax} ({hi - lo} rows) but the plan allocates {cap[ax]}"
+                    )
 
 
 def _tile_steps(
@@ -499,7 +535,7 @@ def _tile_steps(
                 keep[t] = (lo, new[t][0])
             held[t] = band(t, (lo, y))
             prev_held[t] = (lo, y)
-        loads = tuple((t, band(t, new[t])) for t in loaded if new[t][1] > new[t][0])
+        loads = tuple((t, band(t, new[t])) for t in loaded if _nonempty(band(t, new[t])))
         ops: list[OpStep] = []
         for k in nodes:
             if k == gap:
@@ -513,9 +549,10 @@ def _tile_steps(
                     f"'{graph.nodes[k].name}': results with different row ranges in one tile"
                 )
             (r,) = ranges
-            if r[1] > r[0]:
-                ops.append(OpStep(k, band(outs[0], r)))
-        spills = tuple((t, band(t, new[t])) for t in spilled if new[t][1] > new[t][0])
+            b = band(outs[0], r)
+            if _nonempty(b):
+                ops.append(OpStep(k, b))
+        spills = tuple((t, band(t, new[t])) for t in spilled if _nonempty(band(t, new[t])))
         acc = _band_of(axes[gap_in], rng[gap_in], None, rank[gap_in]) if gap_in else None
         out.append(Tile(tile.index, held, keep, loads, tuple(ops), spills, acc))
     return out
@@ -933,14 +970,6 @@ class _Runner:
             if src:
                 v[tuple(idx_dst)] = v[tuple(idx_src)]
         for t, band in tile.held.items():
-            cap = views[t].shape
-            for ax, (lo, hi) in band.items():
-                if hi - lo > cap[ax]:
-                    raise PlanRunError(
-                        f"{u.name} tile {tile.index}: '{t}' holds [{lo}, {hi}) along axis "
-                        f"{ax}: {hi - lo} rows, but its buffer has {cap[ax]} "
-                        f"(planned {format_bytes(u.planned_peak)})"
-                    )
             base[t] = band
         for t, band in tile.loads:
             self._write(u, t, views, base, band, self.slow.load(t, band))

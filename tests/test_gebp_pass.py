@@ -630,3 +630,17 @@ def test_the_c_target_names_the_first_op_it_cannot_print(
                 "  func.return %c : tensor<4x8xi32>\n}\n"
             )
         )
+
+
+def test_autotune_also_times_narrower_vectors() -> None:
+    """The tuner can find the 8-lane tile the 16-lane default misses (ANCHORS.md)."""
+    from tigris_ir import register_tile as rt
+    from tigris_ir.gebp_autotune import candidates
+    from tigris_ir.targets import get_target
+
+    avx512 = get_target("avx512")
+    found = candidates(avx512, 3136, 24)
+    assert found[0] == rt.default(avx512, 3136, 24)
+    assert rt.Geometry(4, 3, 8) in found
+    assert all(rt.check(avx512, 3136, 24, g) is None for g in found)
+    assert len(set(found)) == len(found)

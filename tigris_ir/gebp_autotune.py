@@ -178,21 +178,21 @@ class Choice:
 def candidates(
     target: Target, m: int, n: int, config: rt.TileConfig = rt.DEFAULT_CONFIG
 ) -> list[rt.Geometry]:
-    """The default first, then the alternatives and (if configured) the twin, then
-    one tile per narrower vector width.
+    """The default first, then the alternatives and (if configured) the twin, and
+    on files of 16 lanes or more one tile at half the width.
 
     The spec's alternatives stay at the widest width the site fills; but the
     model cannot see that a narrower vector with more columns per pass can win
     (ANCHORS.md: a 4 x 3 tile of 8 lanes beats the 16-lane default at
-    3136x24x144 on AVX-512), so the tuner also times, for every narrower
-    renderable width, the widest tile the register budget accepts there.
+    3136x24x144 on AVX-512), so the tuner also times, at half the default's
+    width, the widest tile the register budget accepts there.
     """
     seen = rt.seeds(target, m, n, config)
-    if not seen:
+    if not seen or seen[0].lanes < 16:
         return seen
     rm = seen[0].rm
     for lanes in rt.renderable_lanes(target.vector_bytes, target.elt_bytes):
-        if lanes >= seen[0].lanes:
+        if lanes != seen[0].lanes // 2:
             continue
         for rn in range(rt.rn_cap(target), 0, -1):
             g = rt.Geometry(rm, rn, lanes)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,6 +18,7 @@ from tigris_ir.planner import (
     _INF,
     ChainPlan,
     Plan,
+    StagePlan,
     _Ctx,
     _form,
     chain_members,
@@ -28,7 +31,14 @@ from tigris_ir.planner import (
     plan,
     tile_band,
 )
-from tigris_ir.tiling import GraphTables, build_band, input_rows, overhead_bytes, tile_bounds
+from tigris_ir.tiling import (
+    GraphTables,
+    build_band,
+    input_rows,
+    num_tiles,
+    overhead_bytes,
+    tile_bounds,
+)
 from tigris_ir.tiling_class import TilingClass
 
 # ---------------------------------------------------------------------------
@@ -249,7 +259,96 @@ def test_accumulated_global_average_pool_bands():
     p = plan(g, 400)
     assert p.fits and p.stages[-1].channel_group
     assert "channels" in p.stages[-1].describe()
-    assert plan(g, 200).fits is False
+    # the smallest band: one position of one channel, its output and partial sum
+    least = align(1) + align(4) + 2 * align(1)
+    assert min_budget(g) == least
+    assert plan(g, least).fits and not plan(g, least - 1).fits
+
+
+def run_channel_groups(x: np.ndarray, s: StagePlan) -> tuple[np.ndarray, int, int, int]:
+    """Run relu + GlobalAveragePool over int8 `x` (1, H, W, C) as the module
+    doc orders a channel-group record: groups outermost, then bands of
+    tile_h rows, then runs of tile_w positions; only the group's partial sums
+    live. Returns (the mean, bytes loaded, tiles, the most bytes held)."""
+    _, h, w, c = x.shape
+    g, th, tw = s.channel_group, s.tile_h, s.tile_w
+    out = np.zeros(c)
+    loaded = tiles = held = 0
+    for c0 in range(0, c, g):
+        acc = np.zeros(min(g, c - c0), np.int32)  # g partial sums
+        for r0 in range(0, h, th):
+            for p0 in range(0, w, tw):
+                block = x[0, r0 : r0 + th, p0 : p0 + tw, c0 : c0 + g]
+                loaded += block.nbytes
+                tiles += 1
+                relu = np.maximum(block, 0)
+                acc += relu.sum(axis=(0, 1), dtype=np.int32)
+                held = max(held, align(g) + align(4 * g) + 2 * align(block.nbytes))
+        out[c0 : c0 + g] = acc / (h * w)
+    return out, loaded, tiles, held
+
+
+def test_global_average_pool_in_channel_groups_below_one_position():
+    """Below one position of every channel, the channels go in groups over
+    bands of positions with only the group's partial sums: every input byte
+    is loaded once, the peak is the group's buffers, and the record has the
+    fewest tiles of every sub-row band that fits."""
+    b = GraphBuilder()
+    h, w, c = 6, 5, 96
+    x = b.input("x", (1, h, w, c))
+    y = b.global_avg_pool(b.relu(x))
+    b.output(y)
+    g = b.build()
+    one_position = 2 * align(c) + align(c) + align(4 * c)  # every channel
+    for budget in (one_position - 1, 400, 250, 100):
+        p = plan(g, budget)
+        check_plan(g, p)
+        (s,) = p.stages
+        assert p.fits and s.strategy == "accumulate" and s.channel_group
+        grp, th, tw = s.channel_group, s.tile_h, s.tile_w
+        assert th == 1 or tw == w  # runs within a row, or bands of whole rows
+        assert s.peak == align(grp) + align(4 * grp) + 2 * align(th * tw * grp) <= budget
+        assert s.num_tiles == num_tiles(c, grp) * num_tiles(h, th) * num_tiles(w, tw)
+        assert s.slow_reads == p.slow_reads == h * w * c and p.slow_writes == c
+        assert s.band_rows == {x: th, "relu0": th} and s.band_cols == {x: tw, "relu0": tw}
+        data = np.random.default_rng(budget).integers(-128, 128, (1, h, w, c), dtype=np.int8)
+        mean, loaded, tiles, held = run_channel_groups(data, s)
+        np.testing.assert_allclose(mean, np.maximum(data, 0).mean(axis=(0, 1, 2)))
+        assert (loaded, tiles, held) == (s.slow_reads, s.num_tiles, s.peak)
+        fewest = min(
+            num_tiles(c, gg) * num_tiles(h, rr) * num_tiles(w, ww)
+            for gg in range(1, c + 1)
+            for rr in range(1, h + 1)
+            for ww in ([w] if rr > 1 else range(1, w + 1))
+            if align(gg) + align(4 * gg) + 2 * align(rr * ww * gg) <= budget
+        )
+        assert s.num_tiles == fewest
+    assert "x 5 positions x" in plan(g, 400).stages[0].describe()
+
+
+def test_full_unet_min_budget_with_exact_resize_rows():
+    """The zoo U-Net's nearest 2x resize (64 -> 128 rows): a one-row band reads
+    one source row, so the model fits one output row plus one input row; the
+    conservative map (no resize attrs) needs four source rows."""
+    from tigris_ir import zoo
+    from tigris_ir.nn_graph import build_view
+    from tigris_ir.onnx_import import import_model
+    from tigris_ir.plan_ir import main_func
+
+    g = build_view(main_func(import_model(zoo.build("unet", size="full")).module)).graph
+    (k,) = [k for k, n in enumerate(g.nodes) if n.tiling is TilingClass.RESIZE]
+    node = g.nodes[k]
+    src, out = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
+    assert (src.height, out.height) == (64, 128) and node.attrs["mode"] == "nearest"
+    assert min_budget(g) == align(out.row_bytes) + align(src.row_bytes)
+    assert plan(g, min_budget(g)).fits
+    bare = PlanGraph(
+        g.tensors,
+        tuple(replace(n, attrs={}) if i == k else n for i, n in enumerate(g.nodes)),
+        g.inputs,
+        g.outputs,
+    )
+    assert min_budget(bare) == align(out.row_bytes) + align(4 * src.row_bytes)
 
 
 def test_matrix_row_bands():

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tigris_ir import kernels
 from tigris_ir.memory import ALIGN, align, format_bytes, parse_budget, tensor_bytes
 from tigris_ir.plan_graph import (
     BAND_AXIS,
@@ -19,8 +21,13 @@ from tigris_ir.plan_graph import (
     TensorInfo,
 )
 from tigris_ir.tiling import (
+    COORDINATE_MODES,
     IDENT_MAP,
     RATIO,
+    RESAMPLE,
+    RESIZE_COORDINATES,
+    RESIZE_MODE,
+    RESIZE_NEAREST,
     TRANSPOSED,
     TileChoice,
     Window,
@@ -34,10 +41,12 @@ from tigris_ir.tiling import (
     largest_fitting,
     map_range,
     map_rows,
+    node_band,
     num_tiles,
     output_size,
     overhead_bytes,
     receptive_field,
+    resample_map,
     tile_bounds,
     union_length,
     window_input_range,
@@ -366,6 +375,93 @@ def test_row_maps_of_the_other_band_kinds():
     assert (lo, hi) == (min(direct), max(direct) + 1)
     assert map_rows(t3, 3, 100) >= hi - lo
     assert map_range(IDENT_MAP, 3, 9, 20) == (3, 9)
+
+
+RESIZE_MODES = [("linear", "round_prefer_floor")] + [
+    ("nearest", nm) for nm in ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+]
+
+
+def kernel_reads(n_in: int, n_out: int, mode: str, ctm: str, nearest: str) -> np.ndarray:
+    """reads[o, i]: output row o of `kernels.resize` reads input row i. Input
+    channel i is NaN on row i only; NaN survives a zero weight, so a linear
+    tap of weight zero shows too."""
+    x = np.zeros((1, n_in, n_in), np.float32)
+    x[0, np.arange(n_in), np.arange(n_in)] = np.nan
+    y = kernels.resize(
+        x,
+        out_spatial=(n_out,),
+        mode=mode,
+        coordinate_transformation_mode=ctm,
+        nearest_mode=nearest,
+    )
+    return np.isnan(y[0])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n_in=st.integers(1, 40),
+    n_out=st.integers(1, 40),
+    ctm=st.sampled_from(COORDINATE_MODES),
+    modes=st.sampled_from(RESIZE_MODES),
+    data=st.data(),
+)
+def test_exact_resize_map_is_what_the_kernel_reads(
+    n_in: int,
+    n_out: int,
+    ctm: str,
+    modes: tuple[str, str],
+    data: st.DataObject,
+):
+    mode, nearest = modes
+    m = resample_map(n_in, n_out, mode, ctm, nearest)
+    assert m is not None and m[0] == RESAMPLE
+    reads = kernel_reads(n_in, n_out, mode, ctm, nearest)
+    ratio = (RATIO, n_in, n_out, 0, 0)
+    lo = data.draw(st.integers(0, n_out - 1))
+    hi = data.draw(st.integers(lo + 1, n_out))
+    rows = np.flatnonzero(reads[lo:hi].any(axis=0))
+    # the hull of the rows the kernel reads, no more
+    assert map_range(m, lo, hi, n_in) == (rows.min(), rows.max() + 1)
+    a, b = map_range(m, lo, hi, n_in)
+    ra, rb = map_range(ratio, lo, hi, n_in)
+    assert ra <= a and b <= rb  # never larger than the conservative map
+    # map_rows is the most any band of that many rows reads, over positions
+    r = hi - lo
+    most = 0
+    for start in range(n_out - r + 1):
+        got = np.flatnonzero(reads[start : start + r].any(axis=0))
+        most = max(most, int(got.max() - got.min() + 1))
+    assert map_rows(m, r, n_in) == most
+    assert map_rows(m, r, n_in) <= map_rows(ratio, r, n_in)
+
+
+def test_unchanged_size_resize_reads_its_own_rows():
+    m = resample_map(9, 9, "linear", "half_pixel", "round_prefer_floor")
+    assert m is not None
+    assert map_range(m, 2, 5, 9) == (2, 5)
+    assert map_rows(m, 4, 9) == 4
+    assert resample_map(4, 8, "cubic", "half_pixel", "floor") is None
+
+
+def test_resize_row_map_follows_the_node_attrs():
+    """Resize attrs (as nn_graph records them) give the exact map; without
+    them (GraphBuilder) the map stays the conservative RATIO."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 8))
+    y = b.resize(x, 2)
+    attrs = {RESIZE_MODE: "nearest", RESIZE_COORDINATES: "asymmetric", RESIZE_NEAREST: "floor"}
+    (z,) = b.node("nn.resize", TilingClass.RESIZE, [x], [(1, 32, 32, 8)], attrs=attrs)
+    b.output(y, z)
+    g = b.build()
+    conservative = node_band(g, 0).ins[0][1]
+    exact = node_band(g, 1).ins[0][1]
+    assert conservative == (RATIO, 16, 32, 0, 0)
+    assert exact[0] == RESAMPLE
+    assert map_range(exact, 4, 8, 16) == (2, 4)  # floor(o / 2)
+    assert map_rows(exact, 1, 16) == 1 < map_rows(conservative, 1, 16)
+    one = build_band(g, 1, 2)
+    assert one.band_bytes(1) == align(32 * 8) + align(16 * 8)  # one source row
 
 
 def test_independent_axis_band():

@@ -24,6 +24,7 @@ from tigris_ir.plan_graph import (
     TensorInfo,
     TensorKind,
 )
+from tigris_ir.tiling import RESIZE_COORDINATES, RESIZE_MODE, RESIZE_NEAREST
 from tigris_ir.tiling_class import TilingClass
 
 
@@ -76,6 +77,15 @@ def _band_attrs(op: nn.NNOp) -> dict[str, object]:
         band = next((i for i in range(r) if pads[i] == 0 and pads[r + i] == 0), 0)
         return {BAND_AXIS: band}
     return {BAND_AXIS: 0}
+
+
+def _resize_attrs(op: nn.ResizeOp) -> dict[str, object]:
+    """The resize's modes, so that its bands read exactly their source rows."""
+    return {
+        RESIZE_MODE: op.str_("mode"),
+        RESIZE_COORDINATES: op.str_("coordinate_transformation_mode"),
+        RESIZE_NEAREST: op.str_("nearest_mode", "round_prefer_floor"),
+    }
 
 
 def nn_ops(fn: func.FuncOp) -> list[nn.NNOp]:
@@ -155,6 +165,8 @@ def build_view(fn: func.FuncOp) -> GraphView:
             attrs[CHANNEL_CONCAT] = True
         if tiling is TilingClass.INDEPENDENT_AXIS:
             attrs.update(_band_attrs(op))
+        if isinstance(op, nn.ResizeOp):
+            attrs.update(_resize_attrs(op))
         nodes.append(
             NodeInfo(
                 name,

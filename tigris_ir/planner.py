@@ -21,6 +21,18 @@ exactly this and measures the same numbers):
     back-propagated rows, allocated once at the largest tile). Each tile
     loads its whole input range, halo included, from slow memory (a grid
     tile its rows x columns) and computes every row of every op's range.
+  * accumulated stage below one row (a GlobalAveragePool ending the stage,
+    `_SubRow`; no per-tile ranges are recorded, `tiles` is empty): with
+    `channel_group` 0, runs of `tile_w` positions of one row with every
+    channel, rows outermost; the output and one int32 partial sum per
+    channel stay whole. With `channel_group` g, the channels go in groups of
+    g, outermost; each group runs over bands of `tile_h` rows x `tile_w`
+    positions (rows, then runs within a row; `tile_w` is the whole width
+    when `tile_h` > 1) and holds only its own g partial sums and g outputs,
+    written out when the group ends. Every band buffer holds its block of
+    every channel in the band (`align(tile_h * tile_w * g * cell)`); tensors
+    read whole are loaded once and held. num_tiles = groups x row bands x
+    runs; every input byte is loaded exactly once.
   * line-buffered chain (a member has a window wider than one row): tile i
     computes, for every tensor, only the rows of its range not computed by
     tile i-1 (the chain's inputs: loads only those, so they are read once).
@@ -144,9 +156,8 @@ class StagePlan:
         if not self.tiled:
             return self.strategy
         if self.channel_group:
-            return (
-                f"{self.num_tiles} bands of {self.tile_w} positions x {self.channel_group} channels"
-            )
+            pos = f"{self.tile_h} x {self.tile_w}" if self.tile_h > 1 else f"{self.tile_w}"
+            return f"{self.num_tiles} bands of {pos} positions x {self.channel_group} channels"
         if self.tile_w:
             return f"{self.num_tiles} tiles of {self.tile_h} x {self.tile_w}, halo {self.halo}"
         return f"{self.num_tiles} tiles of {self.tile_h} rows, halo {self.halo}"
@@ -531,37 +542,26 @@ def _positions(model: BandModel, t: int) -> int:
 
 
 def _subrow(model: BandModel, budget: int) -> _Tiling | None:
-    """GlobalAveragePool below one row: runs of positions of all channels, or
-    one position in groups of channels; the partial sums carry over."""
-    units = _subrow_units(model)
-    if units is None:
+    """GlobalAveragePool below one row (`_SubRow`): runs of positions of one
+    row with every channel; else groups of channels, each over bands of
+    positions with only its own partial sums. The input is read once."""
+    u = _subrow_units(model)
+    if u is None:
         return None
-    fixed, per_pos, p_all, per_ch = units
-    graph = model.graph
-    reads = sum(graph.tensors[model.names[t]].nbytes for t in model.inputs)
-    ones = tuple(1 for _ in model.names)
-
-    def by_pos(p: int) -> int:
-        return fixed + sum(align(p * b) for b in per_pos)
-
-    p = largest_fitting(by_pos, p_all, budget)
+    reads = sum(model.graph.tensors[model.names[t]].nbytes for t in model.inputs)
+    p = largest_fitting(u.by_pos, u.positions, budget)
     if p >= 1:
-        p = even_tile_h(p_all, p)
-        tiles = model.height * num_tiles(p_all, p)
-        return _Tiling("accumulate", 1, p, tiles, by_pos(p), ones, reads, 0, ())
-    if per_ch is None:
+        p = even_tile_h(u.positions, p)
+        rows, cols = u.shape_of(model, 1, p)
+        tiles = u.height * num_tiles(u.positions, p)
+        return _Tiling("accumulate", 1, p, tiles, u.by_pos(p), rows, reads, 0, cols=cols)
+    best = u.best_group(budget)
+    if best is None:
         return None
-    c_all = graph.tensors[model.names[model.roots[0]]].shape[-1]
-
-    def by_ch(g: int) -> int:
-        return fixed + sum(align(g * b) for b in per_ch)
-
-    g = largest_fitting(by_ch, c_all, budget)
-    if g < 1:
-        return None
-    g = even_tile_h(c_all, g)
-    tiles = model.height * p_all * num_tiles(c_all, g)
-    return _Tiling("accumulate", 1, 1, tiles, by_ch(g), ones, reads, 0, (), (), g)
+    tiles, g, th, tw = best
+    rows, cols = u.shape_of(model, th, tw)
+    peak = u.by_group(g, th, tw)
+    return _Tiling("accumulate", th, tw, tiles, peak, rows, reads, 0, channel_group=g, cols=cols)
 
 
 def _windows(model: BandModel) -> int:
@@ -593,9 +593,86 @@ def tile_band(model: BandModel, budget: int, exact: bool = True) -> _Tiling | No
     return strips
 
 
-def _subrow_units(model: BandModel) -> tuple[int, list[int], int, list[int] | None] | None:
-    """(fixed bytes, bytes per position per buffer, positions per row, bytes per
-    channel per buffer or None) of an accumulation's sub-row bands."""
+@dataclass(frozen=True)
+class _SubRow:
+    """The sub-row bands of an accumulation (a GlobalAveragePool ending the
+    band, with pointwise ops before it), in bytes.
+
+    `whole`: the buffers read whole (loaded once). `out_ch`, `acc_ch`: the
+    output and its partial sums (int32) per channel. `per_pos`: per banded
+    buffer, the bytes of one position (every channel); `per_cell`: of one
+    position and one channel, or None when the ops mix channels (a channel
+    Concat) or the buffers differ in channels. `height` rows of `positions`
+    positions of `chans` channels.
+    """
+
+    whole: int
+    out_ch: int
+    acc_ch: int
+    per_pos: tuple[int, ...]
+    per_cell: tuple[int, ...] | None
+    height: int
+    positions: int
+    chans: int
+
+    def by_pos(self, p: int) -> int:
+        """A run of `p` positions of one row, every channel: the output and
+        every partial sum stay whole."""
+        c = self.chans
+        fixed = self.whole + align(c * self.out_ch) + align(c * self.acc_ch)
+        return fixed + sum(align(p * b) for b in self.per_pos)
+
+    def by_group(self, g: int, th: int, tw: int) -> int:
+        """`g` channels of `th` rows x `tw` positions: the group's output and
+        partial sums, and its slice of every banded buffer."""
+        assert self.per_cell is not None
+        fixed = self.whole + align(g * self.out_ch) + align(g * self.acc_ch)
+        return fixed + sum(align(th * tw * g * b) for b in self.per_cell)
+
+    def best_group(self, budget: int) -> tuple[int, int, int, int] | None:
+        """(tiles, channels, rows, positions) of the channel-group band with
+        the fewest tiles (ties: more channels, longer contiguous runs), over
+        evened bands of whole rows and evened runs within one row."""
+        if self.per_cell is None:
+            return None
+        h, w, c = self.height, self.positions, self.chans
+        shapes = [(th, w) for th in sorted({-(-h // n) for n in range(1, h + 1)}, reverse=True)]
+        shapes += [(1, tw) for tw in sorted({-(-w // n) for n in range(2, w + 1)}, reverse=True)]
+        best: tuple[tuple[int, int, int], int, int, int] | None = None
+        for th, tw in shapes:
+
+            def cost(g: int, th: int = th, tw: int = tw) -> int:
+                return self.by_group(g, th, tw)
+
+            g = largest_fitting(cost, c, budget)
+            if g < 1:
+                continue
+            g = even_tile_h(c, g)
+            tiles = num_tiles(c, g) * num_tiles(h, th) * num_tiles(w, tw)
+            key = (tiles, -g, -th * tw)
+            if best is None or key < best[0]:
+                best = (key, g, th, tw)
+        if best is None:
+            return None
+        return best[0][0], best[1], best[2], best[3]
+
+    def smallest(self) -> int:
+        """The smallest sub-row band: one position of every channel, or one
+        position of one channel."""
+        one = self.by_pos(1)
+        return one if self.per_cell is None else min(one, self.by_group(1, 1, 1))
+
+    def shape_of(
+        self, model: BandModel, th: int, tw: int
+    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Per tensor the rows and columns a band holds (whole reads: all)."""
+        rows = tuple(h if w else th for h, w in zip(model.heights, model.whole))
+        cols = tuple(ww if w else min(tw, ww) for ww, w in zip(model.widths, model.whole))
+        return rows, cols
+
+
+def _subrow_units(model: BandModel) -> _SubRow | None:
+    """The sizes of an accumulation's sub-row bands; None for other kinds."""
     graph = model.graph
     banded = [t for t in range(len(model.names)) if not model.whole[t]]
     if model.kind != "accumulate" or not banded:
@@ -604,32 +681,37 @@ def _subrow_units(model: BandModel) -> tuple[int, list[int], int, list[int] | No
     if len(pos) != 1:
         return None
     (p_all,) = pos
-    fixed = model.extra + sum(
+    whole = sum(
         align(graph.tensors[model.names[t]].nbytes)
         for t in range(len(model.names))
         if model.whole[t]
     )
-    per_pos = [model.row_bytes[t] // p_all for t in banded]
+    gap = graph.nodes[model.stop - 1]
+    out = graph.tensors[gap.outputs[0]]
+    chans = out.shape[-1]
+    out_ch = out.nbytes // chans
+    acc_ch = math.prod(out.shape) // chans * 4
+    if model.extra != align(out.nbytes) + align(math.prod(out.shape) * 4):
+        raise ValueError(f"'{gap.name}': an accumulation holds one output and its partial sums")
+    per_pos = tuple(model.row_bytes[t] // p_all for t in banded)
     concat = any(graph.nodes[k].is_channel_concat for k, _, _ in model.ops)
-    chans = {graph.tensors[model.names[t]].shape[-1] for t in banded}
-    per_ch = None
-    if not concat and len(chans) == 1:
-        per_ch = [graph.tensors[model.names[t]].elem_bytes for t in banded]
-    return fixed, per_pos, p_all, per_ch
+    same = all(graph.tensors[model.names[t]].shape[-1] == chans for t in banded)
+    per_cell = None
+    if not concat and same:
+        per_cell = tuple(b // chans for b in per_pos)
+    return _SubRow(whole, out_ch, acc_ch, per_pos, per_cell, model.height, p_all, chans)
 
 
 def min_band_bytes(model: BandModel) -> int:
     """The smallest budget some band of the model fits: one row, a 1 x 1 tile,
-    or for an accumulation one position (or one channel)."""
-    best = model.band_bytes(1)
+    or for an accumulation one position (of every channel, or of one). A
+    reshape's bands hold whole output rows: its smallest band is a granule."""
+    best = model.band_bytes(min(model.granule, model.height))
     if model.grid_ok and model.width >= 2:
         best = min(best, model.grid_bytes(1, 1))
     units = _subrow_units(model)
     if units is not None:
-        fixed, per_pos, _, per_ch = units
-        best = min(best, fixed + sum(align(b) for b in per_pos))
-        if per_ch is not None:
-            best = min(best, fixed + sum(align(b) for b in per_ch))
+        best = min(best, units.smallest())
     return best
 
 
@@ -1395,22 +1477,18 @@ def _figures(
 def min_budget(graph: PlanGraph) -> int:
     """The smallest budget under which `plan(graph, budget).fits`.
 
-    A partition into one-node stages exists whenever every node fits alone,
-    and a node that fits in no way alone fits in no larger stage either, so
-    the search over budgets tests every node alone.
+    A node that fits in no way alone fits in no larger stage either, with
+    one exception: pointwise ops feeding a GlobalAveragePool can cut their
+    channels only inside its accumulated band. So a budget fits when the
+    nodes split into stages that each fit alone or are such a band ending in
+    the accumulation (`_partition_fits`), and the search over budgets tests
+    exactly that.
     """
     tables = GraphTables(graph)
     hi = max(1, sum(align(t.nbytes) for t in graph.tensors.values() if not t.is_const))
 
     def ok(budget: int) -> bool:
-        ctx = _Ctx(graph, tables, budget)
-        for k in range(len(graph.nodes)):
-            if normal_peak(graph, k, k + 1, tables) <= budget:
-                continue
-            model = ctx.band(k, k + 1)
-            if isinstance(model, str) or min_band_bytes(model) > budget:
-                return False
-        return True
+        return _partition_fits(_Ctx(graph, tables, budget))
 
     lo = 1
     while lo < hi:
@@ -1420,3 +1498,33 @@ def min_budget(graph: PlanGraph) -> int:
         else:
             lo = mid + 1
     return hi
+
+
+def _partition_fits(ctx: _Ctx) -> bool:
+    """Ops [0, n) split into stages that each fit: single nodes (normal or
+    their smallest band) or accumulated bands [i, j) ending in the
+    accumulation at j - 1 (`min_band_bytes`)."""
+    graph, budget = ctx.graph, ctx.budget
+    n = len(graph.nodes)
+    reach = [True] + [False] * n
+    for j in range(1, n + 1):
+        k = j - 1
+        if reach[k]:
+            if normal_peak(graph, k, j, ctx.tables) <= budget:
+                reach[j] = True
+                continue
+            model = ctx.band(k, j)
+            if not isinstance(model, str) and min_band_bytes(model) <= budget:
+                reach[j] = True
+                continue
+        cls = graph.nodes[k].tiling
+        if cls is not TilingClass.ACCUMULATE:
+            if not reach[j] and cls is not TilingClass.POINTWISE:
+                return False  # no accumulated band can take it in either
+            continue
+        b = BandBuilder(ctx.tables, j)
+        b.prepend()
+        while not reach[j] and b.start > 0 and b.prepend():
+            if reach[b.start] and min_band_bytes(b.model()) <= budget:
+                reach[j] = True
+    return reach[n]

@@ -13,9 +13,10 @@ Band accounting, exactly (a loop-level interpreter reproduces it):
     freed within a tile. Each buffer is `align(rows * row_bytes)`.
   * `rows` of a tensor is the spec's back-propagation: a window op maps
     `r` output rows to `input_rows(r, kernel, stride, dilation)`, a pointwise
-    op to `r`, a broadcast or second matrix operand to its whole height; a
-    tensor read by several ops takes the largest; every value is capped at
-    the tensor's height.
+    op to `r`, a resize to the most source rows any `r` consecutive output
+    rows read (`map_rows`; exact for known modes, RESAMPLE), a broadcast or
+    second matrix operand to its whole height; a tensor read by several ops
+    takes the largest; every value is capped at the tensor's height.
   * A tile's exact range of a tensor (`ranges`) is the hull of the rows its
     readers need, clipped to the tensor: the first and last row some output
     row of the tile really reads. The planner allocates a buffer with the
@@ -29,12 +30,15 @@ Band accounting, exactly (a loop-level interpreter reproduces it):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cache, cached_property
 from typing import Any
 
+import numpy as np
+
+from tigris_ir import kernels
 from tigris_ir.memory import ALIGN, align
 from tigris_ir.plan_graph import BAND_AXIS, INPUT_BAND_AXES, PlanGraph
 from tigris_ir.tiling_class import TilingClass
@@ -212,18 +216,95 @@ def choose_tile_h(
 # Part 2: row maps and the band model
 # ---------------------------------------------------------------------------
 
-IDENT, WINDOW, WHOLE, RATIO, BYTES, TRANSPOSED = range(6)
+IDENT, WINDOW, WHOLE, RATIO, BYTES, TRANSPOSED, RESAMPLE = range(7)
 RowMap = tuple[int, int, int, int, int]
 """(code, a, b, c, d): how an op's output band maps to one input's band.
 
 IDENT: same rows. WINDOW (k, s, d, pad_begin): a conv or pool. WHOLE: the
-input is read whole. RATIO (in, out): a resize; the source band follows the
-coordinates, widened by one row each side (covers every coordinate mode).
-BYTES (out_row_bytes, in_row_bytes): a reshape over one contiguous buffer.
-TRANSPOSED (k, s, d, pad_begin): a ConvTranspose's input rows."""
+input is read whole. RATIO (in, out): a resize of unknown modes; the source
+band follows the coordinates, widened by one row each side (covers every
+coordinate mode). RESAMPLE (in, out, coordinate mode, interpolation): a
+resize of known modes (`resample_map`); a band reads exactly the source rows
+the kernel takes for its output rows. BYTES (out_row_bytes, in_row_bytes): a
+reshape over one contiguous buffer. TRANSPOSED (k, s, d, pad_begin): a
+ConvTranspose's input rows."""
 
 IDENT_MAP: RowMap = (IDENT, 0, 0, 0, 0)
 WHOLE_MAP: RowMap = (WHOLE, 0, 0, 0, 0)
+
+RESIZE_MODE = "mode"
+RESIZE_COORDINATES = "coordinate_transformation_mode"
+RESIZE_NEAREST = "nearest_mode"
+"""NodeInfo.attrs keys of a resize (the `nn.resize` properties); without
+them its row map stays the conservative RATIO."""
+COORDINATE_MODES = (
+    "half_pixel",
+    "pytorch_half_pixel",
+    "align_corners",
+    "asymmetric",
+    "tf_half_pixel_for_nn",
+)
+INTERPOLATIONS = ("linear", "round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+"""RESAMPLE's interpolation codes: linear, then nearest by its nearest_mode."""
+
+
+def resample_map(
+    n_in: int, n_out: int, mode: str, coordinate_mode: str, nearest_mode: str
+) -> RowMap | None:
+    """The exact RowMap of a resize of `n_in` to `n_out` rows; None for modes
+    it does not know (the caller keeps the conservative RATIO)."""
+    interp = nearest_mode if mode == "nearest" else mode
+    if coordinate_mode not in COORDINATE_MODES or interp not in INTERPOLATIONS:
+        return None
+    return (
+        RESAMPLE,
+        n_in,
+        n_out,
+        COORDINATE_MODES.index(coordinate_mode),
+        INTERPOLATIONS.index(interp),
+    )
+
+
+@cache
+def resample_rows(m: RowMap) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+    """Per output row, the first and one past the last source row the resize
+    kernel reads (`kernels.resize`: the same float32 coordinates and rounding;
+    a linear tap of weight zero is still read; an unchanged size is a copy),
+    and whether both sequences are non-decreasing (they are: the coordinate
+    transform and the roundings are monotone; the flag keeps the maps exact
+    should a mode ever break that)."""
+    n_in, n_out = m[1], m[2]
+    if n_in == n_out:
+        rows = tuple(range(n_out))
+        return rows, tuple(r + 1 for r in rows), True
+    coords = kernels._source_coords(n_out, n_in, COORDINATE_MODES[m[3]])  # pyright: ignore[reportPrivateUsage]
+    interp = INTERPOLATIONS[m[4]]
+    if interp == "linear":
+        c = np.clip(coords.astype(np.float64), 0.0, n_in - 1)
+        first = c.astype(np.intp)
+        last = np.minimum(first + 1, n_in - 1)
+    else:
+        first = last = kernels._nearest_index(coords, interp, n_in)  # pyright: ignore[reportPrivateUsage]
+    lo = tuple(int(v) for v in first)
+    hi = tuple(int(v) + 1 for v in last)
+    monotone = all(x <= y for x, y in zip(lo, lo[1:])) and all(x <= y for x, y in zip(hi, hi[1:]))
+    return lo, hi, monotone
+
+
+def _resample_hull(m: RowMap, lo: int, hi: int) -> tuple[int, int]:
+    """Source rows [first, last + 1) that output rows [lo, hi) read (hi > lo)."""
+    first, stop, monotone = resample_rows(m)
+    if monotone:
+        return first[lo], stop[hi - 1]
+    return min(first[lo:hi]), max(stop[lo:hi])
+
+
+@cache
+def _resample_span(m: RowMap, rows: int) -> int:
+    """The most source rows any `rows` consecutive output rows read."""
+    n = m[2]
+    rows = min(max(rows, 1), n)
+    return max(b - a for a, b in (_resample_hull(m, i, i + rows) for i in range(n - rows + 1)))
 
 
 def map_rows(m: RowMap, rows: int, size: int) -> int:
@@ -238,6 +319,8 @@ def map_rows(m: RowMap, rows: int, size: int) -> int:
         return size
     elif code == RATIO:
         v = -(-rows * m[1] // m[2]) + 3
+    elif code == RESAMPLE:
+        v = _resample_span(m, rows) if rows > 0 else 0
     elif code == BYTES:
         v = -(-rows * m[1] // m[2]) + (0 if m[1] % m[2] == 0 else 1)
     else:  # TRANSPOSED
@@ -260,6 +343,12 @@ def map_range(m: RowMap, lo: int, hi: int, size: int, clip: bool = True) -> tupl
     elif code == RATIO:
         a = lo * m[1] // m[2] - 1
         b = -(-hi * m[1] // m[2]) + 1
+    elif code == RESAMPLE:
+        lo, hi = max(lo, 0), min(hi, m[2])
+        if hi <= lo:
+            a = b = min(max(lo * m[1] // m[2], 0), size)
+        else:
+            a, b = _resample_hull(m, lo, hi)
     elif code == BYTES:
         a = lo * m[1] // m[2]
         b = -(-hi * m[1] // m[2])
@@ -283,7 +372,7 @@ def map_scale(m: RowMap) -> Fraction | None:
         return Fraction(m[2])
     if code == WHOLE:
         return None
-    if code in (RATIO, BYTES):
+    if code in (RATIO, BYTES, RESAMPLE):
         return Fraction(m[1], m[2])
     return Fraction(1, m[2])
 
@@ -349,7 +438,7 @@ def node_band(graph: PlanGraph, k: int) -> NodeBand:
             else:
                 return NodeBand(0, (), f"'{node.name}' reads '{name}' of shape {t.shape}")
         elif cls is TilingClass.RESIZE:
-            m = (RATIO, t.height, out_h, 0, 0) if pos == 0 else WHOLE_MAP
+            m = _resize_map(node.attrs, t.height, out_h) if pos == 0 else WHOLE_MAP
         elif cls in (TilingClass.MATRIX_ROWS, TilingClass.RESHAPE):
             base = node.op.rsplit(".", 1)[-1].lower()
             if cls is TilingClass.RESHAPE or base in ("reshape", "flatten"):
@@ -371,6 +460,18 @@ def node_band(graph: PlanGraph, k: int) -> NodeBand:
                 m = WHOLE_MAP
         ins.append((name, m, axis, col))
     return NodeBand(out_axis, tuple(ins))
+
+
+def _resize_map(attrs: Mapping[str, Any], n_in: int, n_out: int) -> RowMap:
+    """The exact map of a resize whose modes are known, else RATIO."""
+    mode = attrs.get(RESIZE_MODE)
+    ctm = attrs.get(RESIZE_COORDINATES)
+    nearest = attrs.get(RESIZE_NEAREST, "round_prefer_floor")
+    if isinstance(mode, str) and isinstance(ctm, str) and isinstance(nearest, str):
+        m = resample_map(n_in, n_out, mode, ctm, nearest)
+        if m is not None:
+            return m
+    return (RATIO, n_in, n_out, 0, 0)
 
 
 KIND_OF_CLASS = {

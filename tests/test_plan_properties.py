@@ -20,14 +20,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from tigris_ir.dialects import nn
+from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+from tigris_ir.passes.plan_arena import PlanArenaPass
+from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
-from tigris_ir.dialects import nn
-from tigris_ir.loop_run import PlanRunError, run_program, schedule
+from tigris_ir.loop_run import (
+    PlanDiscrepancy,
+    PlanRunError,
+    run_loop_module,
+    run_program,
+    schedule,
+)
 from tigris_ir.memory import align
 from tigris_ir.nn_graph import build_view
 from tigris_ir.planner import Plan, min_budget, plan
@@ -63,11 +72,19 @@ class Net:
         self.block.add_op(op)
         return op.result
 
-    def emit(self, cls: type[nn.NNOp], operands: list[SSAValue], props: dict[str, Attribute],
-             quant: nn.QuantAttr | None = None) -> SSAValue | None:
+    def emit(
+        self,
+        cls: type[nn.NNOp],
+        operands: list[SSAValue],
+        props: dict[str, Attribute],
+        quant: nn.QuantAttr | None = None,
+    ) -> SSAValue | None:
         """The op's result, or None when its shape is empty or invalid."""
-        probe = cls.create(operands=operands, properties=dict(props),
-                           result_types=[nn.tensor_type([1], np.float32)])
+        probe = cls.create(
+            operands=operands,
+            properties=dict(props),
+            result_types=[nn.tensor_type([1], np.float32)],
+        )
         try:
             shapes = probe.infer_shapes()
         except Exception:
@@ -77,8 +94,9 @@ class Net:
         shape = tuple(shapes[0])
         if min(shape) < 1 or math.prod(shape) > 40000:
             return None
-        op = cls.create(operands=operands, properties=dict(props),
-                        result_types=[self.ttype(shape, quant)])
+        op = cls.create(
+            operands=operands, properties=dict(props), result_types=[self.ttype(shape, quant)]
+        )
         op.verify()
         self.block.add_op(op)
         self.values.append(op.results[0])
@@ -100,8 +118,7 @@ def _conv(net: Net, x: SSAValue, spec: dict[str, int]) -> SSAValue | None:
         ws = (np.full(cout, 1.0 / (40 * math.sqrt(fan)))).astype(np.float32)
         operands = [x, net.weight(w), net.weight(b), net.weight(ws)]
     else:
-        w = (net.rng.standard_normal((cout, *k, cin // group)) / math.sqrt(fan)).astype(
-            np.float32)
+        w = (net.rng.standard_normal((cout, *k, cin // group)) / math.sqrt(fan)).astype(np.float32)
         b = (net.rng.standard_normal(cout) * 0.1).astype(np.float32)
         operands = [x, net.weight(w), net.weight(b)]
     props: dict[str, Attribute] = {
@@ -141,8 +158,9 @@ def _resize(net: Net, x: SSAValue, spec: dict[str, int]) -> SSAValue | None:
         "mode": StringAttr(mode),
         "coordinate_transformation_mode": StringAttr(ctm),
     }
-    probe = nn.ResizeOp.create(operands=[x], properties=props,
-                               result_types=[net.ttype(out, nn.quant_of(x))])
+    probe = nn.ResizeOp.create(
+        operands=[x], properties=props, result_types=[net.ttype(out, nn.quant_of(x))]
+    )
     probe.verify()
     net.block.add_op(probe)
     net.values.append(probe.results[0])
@@ -167,16 +185,21 @@ def build(spec: Spec) -> tuple[ModuleOp, dict[str, np.ndarray], list[np.ndarray]
         elif kind == "relu":
             y = net.emit(nn.ReluOp, [x], {})
         elif kind in ("add", "concat"):
-            same = [v for v in net.values[:-1] if nn.shape_of(v)[:-1] == nn.shape_of(x)[:-1]
-                    and (kind == "concat" or nn.shape_of(v) == nn.shape_of(x))]
+            same = [
+                v
+                for v in net.values[:-1]
+                if nn.shape_of(v)[:-1] == nn.shape_of(x)[:-1]
+                and (kind == "concat" or nn.shape_of(v) == nn.shape_of(x))
+            ]
             if same:
                 other = same[layer["pick"] % len(same)]
                 if kind == "add":
                     y = net.emit(nn.AddOp, [x, other], {})
                 else:
                     q = nn.quant_of(x) if layer["cip"] else None
-                    y = net.emit(nn.ConcatOp, [x, other],
-                                 {"axis": nn.int_prop(len(nn.shape_of(x)) - 1)}, q)
+                    y = net.emit(
+                        nn.ConcatOp, [x, other], {"axis": nn.int_prop(len(nn.shape_of(x)) - 1)}, q
+                    )
         elif kind == "resize":
             y = _resize(net, x, layer)
         if y is not None:
@@ -193,8 +216,9 @@ def build(spec: Spec) -> tuple[ModuleOp, dict[str, np.ndarray], list[np.ndarray]
     if spec.two_outputs and len(net.values) > 2 and net.values[-2] not in outs:
         outs.append(net.values[len(net.values) // 2])
     net.block.add_op(func.ReturnOp(*outs))
-    fn = func.FuncOp("main", FunctionType.from_lists([in_type], [o.type for o in outs]),
-                     Region(net.block))
+    fn = func.FuncOp(
+        "main", FunctionType.from_lists([in_type], [o.type for o in outs]), Region(net.block)
+    )
     module = ModuleOp([fn])
     module.verify()
     if spec.int8:
@@ -267,8 +291,9 @@ def specs(draw: st.DrawFn) -> Spec:
 # The equalities
 
 
-def check_run(module: ModuleOp, weights: dict[str, np.ndarray], inputs: list[np.ndarray],
-              p: Plan) -> None:
+def check_run(
+    module: ModuleOp, weights: dict[str, np.ndarray], inputs: list[np.ndarray], p: Plan
+) -> None:
     """The three equalities, or nothing runs when the plan does not fit."""
     fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
     view = build_view(fn)
@@ -278,7 +303,15 @@ def check_run(module: ModuleOp, weights: dict[str, np.ndarray], inputs: list[np.
         with pytest.raises(PlanRunError, match="does not fit"):
             schedule(view, p)
         return
-    res = run_program(schedule(view, p), view, weights, inputs)
+    try:
+        prog = schedule(view, p)
+    except PlanDiscrepancy as e:
+        # the planner's known line-buffer gap (tests/test_loop_level.py pins it):
+        # the loop level refuses the plan instead of reading rows never computed
+        assert "rows below the first tile's range are never computed" in str(e), str(e)
+        event("plan refused: line buffer reads rows no tile computes")
+        return
+    res = run_program(prog, view, weights, inputs)
     ref = run_function(fn, weights, inputs)
     for r, y in zip(ref, res.outputs, strict=True):
         assert y.dtype == r.dtype and y.shape == r.shape
@@ -291,8 +324,22 @@ def check_run(module: ModuleOp, weights: dict[str, np.ndarray], inputs: list[np.
     assert s.arena_bytes == p.peak <= p.budget
     assert s.fast_peak == p.peak
     assert s.fast_high <= p.peak
-    assert (s.slow_peak, s.slow_reads, s.slow_writes) == (p.slow_peak, p.slow_reads,
-                                                           p.slow_writes)
+    assert (s.slow_peak, s.slow_reads, s.slow_writes) == (p.slow_peak, p.slow_reads, p.slow_writes)
+    # the loop IR of the same plan (scf/memref/loop, placed by plan-arena) runs alike
+    lowered = module.clone()
+    LowerToLoopsPass(budget=p.budget).apply(Context(), lowered)
+    PlanArenaPass().apply(Context(), lowered)
+    again = run_loop_module(lowered, weights, inputs)
+    for a, b in zip(res.outputs, again.outputs, strict=True):
+        np.testing.assert_array_equal(a, b)
+    t = again.stats
+    assert (t.fast_peak, t.slow_peak, t.slow_reads, t.slow_writes, t.tiles) == (
+        s.fast_peak,
+        s.slow_peak,
+        s.slow_reads,
+        s.slow_writes,
+        s.tiles,
+    )
 
 
 def budget_of(fn: func.FuncOp, frac: float) -> int:
@@ -303,8 +350,12 @@ def budget_of(fn: func.FuncOp, frac: float) -> int:
     return int(lo * (hi / lo) ** frac)
 
 
-@settings(max_examples=250, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=400,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(specs())
 def test_random_plans_run_as_planned(spec: Spec) -> None:
     module, weights, inputs = build(spec)
@@ -313,8 +364,12 @@ def test_random_plans_run_as_planned(spec: Spec) -> None:
     check_run(module, weights, inputs, plan(build_view(fn).graph, budget))
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(specs(), st.integers(0, 3))
 def test_random_plans_at_tight_budgets(spec: Spec, step: int) -> None:
     """Budgets at and just above the smallest that fits: the most tiles, the

@@ -75,9 +75,7 @@ def _dispatch(
     else:
         deq = [nn.dequantize_array(a, nn.quant_of(v)) for a, v in zip(args, op.operands)]
         outs = real(deq)
-        outs = [
-            nn.quantize_array(o, cast(TensorType, r.type)) for o, r in zip(outs, op.results)
-        ]
+        outs = [nn.quantize_array(o, cast(TensorType, r.type)) for o, r in zip(outs, op.results)]
     return [np.asarray(o).astype(nn.dtype_of(r), copy=False) for o, r in zip(outs, op.results)]
 
 
@@ -130,8 +128,7 @@ def _window_geometry(
         ax = 1 + i
         o = out.get(ax, (0, out_shape[ax]))
         h = held.get(ax, (0, in_shape[ax]))
-        cut, pt, pe = window_cut(o, h, in_shape[ax], k[i], s[i], d[i], p[i],
-                                 f"{op.name} axis {ax}")
+        cut, pt, pe = window_cut(o, h, in_shape[ax], k[i], s[i], d[i], p[i], f"{op.name} axis {ax}")
         sl.append(cut)
         begins.append(pt)
         ends.append(pe)
@@ -146,36 +143,57 @@ def _conv(op: nn.ConvOp, args: list[np.ndarray], held: Band, out: Band) -> list[
     sl, pads, _ = _window_geometry(op, held, out, out_shape)
 
     def real(a: list[np.ndarray]) -> list[np.ndarray]:
-        return [K.conv(a[0][sl], a[1], a[2], strides=op.strides(), pads=pads,
-                       dilations=op.dilations(), group=op.groups())]
+        return [
+            K.conv(
+                a[0][sl],
+                a[1],
+                a[2],
+                strides=op.strides(),
+                pads=pads,
+                dilations=op.dilations(),
+                group=op.groups(),
+            )
+        ]
 
     def integer(a: list[np.ndarray]) -> list[np.ndarray]:
         qx, qy = nn.quant_of(op.input), nn.quant_of(op.output)
         assert qx is not None and qy is not None
         acc = K.conv(
-            a[0][sl].astype(np.int32) - np.int32(qx.zp_value), a[1].astype(np.int32),
-            a[2].astype(np.int32), strides=op.strides(), pads=pads,
-            dilations=op.dilations(), group=op.groups(),
+            a[0][sl].astype(np.int32) - np.int32(qx.zp_value),
+            a[1].astype(np.int32),
+            a[2].astype(np.int32),
+            strides=op.strides(),
+            pads=pads,
+            dilations=op.dilations(),
+            group=op.groups(),
         )
         return [nn.requantize_acc(acc, qx.scale_value, a[3], qy, nn.dtype_of(op.output))]
 
     return _dispatch(op, list(args), real, integer)
 
 
-def _max_pool(op: nn.MaxPoolOp, args: list[np.ndarray], held: Band,
-              out: Band) -> list[np.ndarray]:
+def _max_pool(op: nn.MaxPoolOp, args: list[np.ndarray], held: Band, out: Band) -> list[np.ndarray]:
     out_shape = nn.shape_of(op.output)
     sl, pads, _ = _window_geometry(op, held, out, out_shape)
 
     def real(a: list[np.ndarray]) -> list[np.ndarray]:
-        return [K.max_pool(a[0][sl], kernel=op.kernel(), strides=op.strides(), pads=pads,
-                           dilations=op.dilations(), ceil_mode=False)]
+        return [
+            K.max_pool(
+                a[0][sl],
+                kernel=op.kernel(),
+                strides=op.strides(),
+                pads=pads,
+                dilations=op.dilations(),
+                ceil_mode=False,
+            )
+        ]
 
     return _dispatch(op, list(args), real)
 
 
-def _avg_pool(op: nn.AveragePoolOp, args: list[np.ndarray], held: Band,
-              out: Band) -> list[np.ndarray]:
+def _avg_pool(
+    op: nn.AveragePoolOp, args: list[np.ndarray], held: Band, out: Band
+) -> list[np.ndarray]:
     """`kernels.avg_pool` on a band: the same taps summed in the same order,
     the divisor counted from the global position of every padded row."""
     in_shape = nn.shape_of(op.input)
@@ -187,8 +205,9 @@ def _avg_pool(op: nn.AveragePoolOp, args: list[np.ndarray], held: Band,
 
     def real(a: list[np.ndarray]) -> list[np.ndarray]:
         xa = np.asarray(a[0][sl])
-        xp = np.pad(xa.astype(np.float64),
-                    [(0, 0), *zip(pads[:n], pads[n:]), (0, 0)], mode="constant")
+        xp = np.pad(
+            xa.astype(np.float64), [(0, 0), *zip(pads[:n], pads[n:]), (0, 0)], mode="constant"
+        )
         mask = np.ones((1,) * (n + 2), dtype=np.float64)
         for i in range(n):
             g = where[i]
@@ -204,9 +223,11 @@ def _avg_pool(op: nn.AveragePoolOp, args: list[np.ndarray], held: Band,
         total = np.zeros((xa.shape[0], *sizes, xa.shape[-1]), dtype=np.float64)
         count = np.zeros((1, *sizes, 1), dtype=np.float64)
         for tap in np.ndindex(*op.kernel()):
-            idx = (slice(None), *(
-                slice(t, t + s * (o - 1) + 1, s) for t, s, o in zip(tap, op.strides(), sizes)
-            ), slice(None))
+            idx = (
+                slice(None),
+                *(slice(t, t + s * (o - 1) + 1, s) for t, s, o in zip(tap, op.strides(), sizes)),
+                slice(None),
+            )
             total += xp[idx]
             count += mask[idx]
         return [(total / count).astype(np.float32)]
@@ -214,8 +235,9 @@ def _avg_pool(op: nn.AveragePoolOp, args: list[np.ndarray], held: Band,
     return _dispatch(op, list(args), real)
 
 
-def _conv_transpose(op: nn.ConvTransposeOp, args: list[np.ndarray], held: Band,
-                    out: Band) -> list[np.ndarray]:
+def _conv_transpose(
+    op: nn.ConvTransposeOp, args: list[np.ndarray], held: Band, out: Band
+) -> list[np.ndarray]:
     """A transposed convolution of the held input rows, widened with zero rows
     so that the expanded rows cover the band, then cropped to it."""
     if any(ax != 1 for ax in (*held, *out)):
@@ -235,14 +257,15 @@ def _conv_transpose(op: nn.ConvTransposeOp, args: list[np.ndarray], held: Band,
     x0 = min(x, (a + p[0]) // s[0])
     y0 = max(y, -(-(b + p[0] - (k[0] - 1) * d[0] - 1) // s[0]) + 1)
     crop = a + p[0] - x0 * s[0]
-    pads = (0, *p[1:n], 0, *p[n + 1:])
+    pads = (0, *p[1:n], 0, *p[n + 1 :])
     opad = (0, *op.out_padding()[1:])
 
     def run(xin: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
         xin = np.pad(xin, [(0, 0), (x - x0, y0 - y), *([(0, 0)] * n)])
-        full = K.conv_transpose(xin, w, bias, strides=s, pads=pads, dilations=d,
-                                group=op.groups(), output_padding=opad)
-        return full[:, crop:crop + b - a]
+        full = K.conv_transpose(
+            xin, w, bias, strides=s, pads=pads, dilations=d, group=op.groups(), output_padding=opad
+        )
+        return full[:, crop : crop + b - a]
 
     def real(args_: list[np.ndarray]) -> list[np.ndarray]:
         return [run(args_[0], args_[1], args_[2])]
@@ -250,15 +273,17 @@ def _conv_transpose(op: nn.ConvTransposeOp, args: list[np.ndarray], held: Band,
     def integer(args_: list[np.ndarray]) -> list[np.ndarray]:
         qx, qy = nn.quant_of(op.input), nn.quant_of(op.output)
         assert qx is not None and qy is not None
-        acc = run(args_[0].astype(np.int32) - np.int32(qx.zp_value),
-                  args_[1].astype(np.int32), args_[2].astype(np.int32))
+        acc = run(
+            args_[0].astype(np.int32) - np.int32(qx.zp_value),
+            args_[1].astype(np.int32),
+            args_[2].astype(np.int32),
+        )
         return [nn.requantize_acc(acc, qx.scale_value, args_[3], qy, nn.dtype_of(op.output))]
 
     return _dispatch(op, list(args), real, integer)
 
 
-def _resize(op: nn.ResizeOp, args: list[np.ndarray], held: Band,
-            out: Band) -> list[np.ndarray]:
+def _resize(op: nn.ResizeOp, args: list[np.ndarray], held: Band, out: Band) -> list[np.ndarray]:
     """`kernels.resize` with the source coordinates of the band's output rows,
     taken from the held input rows."""
     in_shape = nn.shape_of(op.input)
@@ -299,6 +324,22 @@ def _resize(op: nn.ResizeOp, args: list[np.ndarray], held: Band,
     return _dispatch(op, list(args), real)
 
 
+def resize_taps(op: nn.ResizeOp, ax: int, o0: int, o1: int) -> np.ndarray:
+    """The source rows (along axis `ax`) a resize reads for output rows [o0, o1)."""
+    n_in = nn.shape_of(op.input)[ax]
+    n_out = nn.shape_of(op.output)[ax]
+    if n_out == n_in:
+        return np.arange(o0, o1)
+    coords = K._source_coords(n_out, n_in, op.str_("coordinate_transformation_mode"))  # noqa: SLF001
+    if op.str_("mode") == "nearest":
+        nm = op.str_("nearest_mode", "round_prefer_floor")
+        return K._nearest_index(coords, nm, n_in)[o0:o1]  # noqa: SLF001
+    c = np.clip(coords.astype(np.float64), 0.0, n_in - 1)
+    i0 = c.astype(np.intp)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    return np.concatenate([i0[o0:o1], i1[o0:o1]])
+
+
 def _check_taps(op: nn.NNOp, ax: int, idx: np.ndarray, lo: int, hi: int) -> None:
     if idx.size and (int(idx.min()) < lo or int(idx.max()) >= hi):
         raise BandError(
@@ -330,8 +371,9 @@ def _reshape(op: nn.NNOp, args: list[np.ndarray], held: Band, out: Band) -> list
     return [flat[start:stop].reshape(band_shape(out_shape, out))]
 
 
-def _fit_whole(op: nn.NNOp, args: list[np.ndarray], held: Sequence[Band],
-               out: Band) -> list[np.ndarray]:
+def _fit_whole(
+    op: nn.NNOp, args: list[np.ndarray], held: Sequence[Band], out: Band
+) -> list[np.ndarray]:
     """Cut whole operands of an elementwise op that broadcast along an axis
     the band cuts (a per-channel parameter under a channel group, a
     full-width map under a 2D tile)."""
@@ -352,8 +394,9 @@ def _fit_whole(op: nn.NNOp, args: list[np.ndarray], held: Sequence[Band],
     return fitted
 
 
-def compute(op: nn.NNOp, args: Sequence[np.ndarray], held: Sequence[Band],
-            out: Band) -> list[np.ndarray]:
+def compute(
+    op: nn.NNOp, args: Sequence[np.ndarray], held: Sequence[Band], out: Band
+) -> list[np.ndarray]:
     """The results of `op` over the band `out`, from operands that hold the
     bands `held` (one per operand; WHOLE for weights and whole reads)."""
     inp = held[0] if held else WHOLE
@@ -391,9 +434,7 @@ def compute(op: nn.NNOp, args: Sequence[np.ndarray], held: Sequence[Band],
     for r, v in zip(res, op.results):
         want = band_shape(nn.shape_of(v), out)
         if tuple(r.shape) != want:
-            raise BandError(
-                f"{op.name}: the band result has shape {r.shape}, expected {want}"
-            )
+            raise BandError(f"{op.name}: the band result has shape {r.shape}, expected {want}")
     return res
 
 
@@ -419,3 +460,49 @@ def finish(op: nn.GlobalAveragePoolOp, acc: np.ndarray) -> np.ndarray:
     t = cast(TensorType, op.output.type)
     out = nn.quantize_array(mean, t) if nn.quant_of(op.output) is not None else mean
     return np.asarray(out).astype(nn.dtype_of(op.output), copy=False)
+
+
+# ---------------------------------------------------------------------------
+# what a band reads
+
+
+def required(op: nn.NNOp, index: int, held: Band, out: Band) -> Band:
+    """The global rows (per cut axis of `held`) that operand `index` of `op`
+    must supply for the result band `out`: a window's clipped span, a
+    transposed convolution's contributing rows, a resize's source rows, a
+    reshape's element span; an elementwise operand the band it holds."""
+    if not held:
+        return {}
+    shape = nn.shape_of(op.operands[index])
+    need: dict[int, Range] = {}
+    for ax, rng in held.items():
+        o = out.get(ax)
+        if (
+            index == 0
+            and isinstance(op, nn.WindowOp)
+            and not isinstance(op, nn.ConvTransposeOp)
+            and 1 <= ax <= len(shape) - 2
+        ):
+            i = ax - 1
+            k, s, d, p = op.kernel(), op.strides(), op.dilations(), op.pads()
+            d = d if len(d) == len(k) else (1,) * len(k)
+            a, b = o if o is not None else (0, nn.shape_of(op.results[0])[ax])
+            need[ax] = map_range((WINDOW, k[i], s[i], d[i], p[i]), a, b, shape[ax])
+        elif index == 0 and isinstance(op, nn.ConvTransposeOp) and ax == 1:
+            k, s, d, p = op.kernel(), op.strides(), op.dilations(), op.pads()
+            a, b = o if o is not None else (0, nn.shape_of(op.results[0])[ax])
+            need[ax] = map_range((TRANSPOSED, k[0], s[0], d[0], p[0]), a, b, shape[ax])
+        elif index == 0 and isinstance(op, nn.ResizeOp):
+            n_out = nn.shape_of(op.results[0])[ax]
+            a, b = o if o is not None else (0, n_out)
+            taps = resize_taps(op, ax, a, b)
+            need[ax] = (int(taps.min()), int(taps.max()) + 1) if taps.size else (0, 0)
+        elif op.tiling() is TilingClass.RESHAPE or isinstance(op, nn.FlattenOp | nn.ReshapeOp):
+            oshape = nn.shape_of(op.results[0])
+            ((ao, (a, b)),) = out.items() if out else ((0, (0, oshape[0])),)
+            ire = math.prod(shape) // shape[ax]
+            ore = math.prod(oshape) // oshape[ao]
+            need[ax] = (a * ore // ire, -(-b * ore // ire))
+        else:
+            need[ax] = rng
+    return need

@@ -23,18 +23,34 @@ slow reads and writes, which the tests hold equal to the plan.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects import func
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects import memref as mr
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+)
+from xdsl.dialects.linalg.ops import FillOp
+from xdsl.ir import Attribute, Operation
 
 from tigris_ir import band_exec
 from tigris_ir.band_exec import Band, BandError, Range
-from tigris_ir.dialects import nn
-from tigris_ir.memory import ALIGN, align, format_bytes
+from tigris_ir.dialects import loop, nn
+from tigris_ir.memory import ALIGN, align
 from tigris_ir.nn_graph import GraphView, build_view
 from tigris_ir.plan_graph import PlanGraph
+from tigris_ir.plan_ir import main_func
 from tigris_ir.planner import ChainPlan, Plan, StagePlan, TileRows, plan
 from tigris_ir.tiling import (
     IDENT,
@@ -81,9 +97,7 @@ def _greedy(items: Sequence[Interval]) -> tuple[dict[str, int], int]:
     top = 0
     for it in items:
         busy = sorted(
-            (off, off + p.size)
-            for p, off in placed
-            if p.first <= it.last and it.first <= p.last
+            (off, off + p.size) for p, off in placed if p.first <= it.last and it.first <= p.last
         )
         off = 0
         for lo, hi in busy:
@@ -251,7 +265,10 @@ class TiledUnit:
     tiles: tuple[Tile, ...]
     line_buffered: bool
     gap: int | None
-    spill_after: tuple[str, ...]
+    acc_groups: tuple[Range, ...]
+    """A GlobalAveragePool's channel groups, outermost over the tiles (each
+    holds its own partial sums and outputs, written when it ends); one group
+    of every channel when not cut."""
     planned_peak: int
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
@@ -289,8 +306,14 @@ def _maps(tables: GraphTables, k: int) -> dict[str, tuple[RowMap, RowMap | None]
     return {name: (m, col) for name, m, _, col in tables.node_bands[k].ins}
 
 
-def _normal_unit(graph: PlanGraph, dt: Mapping[str, np.dtype], index: int, st: StagePlan,
-                 in_place: bool, capacity: int) -> NormalUnit:
+def _normal_unit(
+    graph: PlanGraph,
+    dt: Mapping[str, np.dtype],
+    index: int,
+    st: StagePlan,
+    in_place: bool,
+    capacity: int,
+) -> NormalUnit:
     """Lifetimes as the planner's cost model has them, offsets by `place`."""
     start, stop = st.start, st.stop
     last: dict[str, int] = {}
@@ -317,9 +340,7 @@ def _normal_unit(graph: PlanGraph, dt: Mapping[str, np.dtype], index: int, st: S
             f"{live_peak(items)})"
         )
     buffers = {
-        i.key: Buffer(i.key, graph.tensors[i.key].shape,
-                      dt[i.key], offsets[i.key])
-        for i in items
+        i.key: Buffer(i.key, graph.tensors[i.key].shape, dt[i.key], offsets[i.key]) for i in items
     }
     events: list[tuple[str, str | int]] = [("load", x) for x in st.inputs]
     ends = {i.key: i.last for i in items}
@@ -344,10 +365,17 @@ def _nonempty(band: Band) -> bool:
     return all(hi > lo for lo, hi in band.values())
 
 
-def _band_of(axis: int, rows: Range, cols: Range | None, rank: int) -> dict[int, Range]:
-    band = {axis: rows}
-    if cols is not None and rank == 4 and axis == 1:
-        band[2] = cols
+def _band_of(axis: int, rows: Range, cols: Range | None, shape: Sequence[int]) -> dict[int, Range]:
+    """A band of a tensor; an empty range the planner puts past the tensor's
+    end (a clipped column range) is moved to the end, where it is a valid
+    empty slice."""
+
+    def clip(r: Range, size: int) -> Range:
+        return (min(r[0], size), min(r[1], size))
+
+    band = {axis: clip(rows, shape[axis])}
+    if cols is not None and len(shape) == 4 and axis == 1:
+        band[2] = clip(cols, shape[2])
     return band
 
 
@@ -368,6 +396,7 @@ def _tiled_unit(
     inputs: Sequence[str],
     outputs: Sequence[str],
     planned_peak: int,
+    tile_hw: tuple[int, int],
 ) -> TiledUnit:
     nodes = tuple(range(start, stop))
     axes = _axes(graph, tables, nodes)
@@ -395,16 +424,43 @@ def _tiled_unit(
         offset += buffers[acc].size
     loaded = [t for t in band_rows if t not in produced]
     spilled = [t for t in outputs if t in band_rows and t in produced]
-    roots_out = [t for t in outputs if t not in band_rows]
+    acc_groups: tuple[Range, ...] = ()
+    if gap is not None:
+        out_t = graph.nodes[gap].outputs[0]
+        acc_groups = ((0, graph.tensors[out_t].shape[-1]),)
     try:
-        steps = _tile_steps(graph, tables, nodes, axes, tiles, loaded, spilled, line_buffered,
-                            recompute, gap)
+        steps = _tile_steps(
+            graph,
+            tables,
+            nodes,
+            axes,
+            tiles,
+            loaded,
+            spilled,
+            line_buffered,
+            recompute,
+            gap,
+            tile_hw,
+        )
     except PlanDiscrepancy as e:
         raise PlanDiscrepancy(f"{name}: {e}") from None
     _check_capacity(name, steps, buffers)
-    return TiledUnit(index, name, kind, nodes, axes, buffers, (), tuple(steps),
-                     line_buffered, gap, tuple(roots_out), planned_peak, tuple(inputs),
-                     tuple(outputs))
+    return TiledUnit(
+        index,
+        name,
+        kind,
+        nodes,
+        axes,
+        buffers,
+        (),
+        tuple(steps),
+        line_buffered,
+        gap,
+        acc_groups,
+        planned_peak,
+        tuple(inputs),
+        tuple(outputs),
+    )
 
 
 def _lb_rows(
@@ -470,6 +526,27 @@ def _lb_rows(
     return news, lows
 
 
+def _tile_bounds(
+    tiles: Sequence[TileRows], tile_hw: tuple[int, int]
+) -> tuple[list[Range], list[Range] | None]:
+    """Each tile's own output rows (and columns): the tiles partition the
+    band's output, so spilling exactly these writes every row once."""
+    tile_h, tile_w = tile_hw
+    if not tiles or tile_h <= 0:
+        return [t.out for t in tiles], [t.cols for t in tiles if t.cols] or None
+    first = tiles[0]
+    height = max(t.out[1] for t in tiles)
+    rows = [(a, min(a + tile_h, height)) for a in range(0, height, tile_h)]
+    if first.cols is None or tile_w <= 0:
+        return [rows[i] for i in range(len(tiles))], None
+    width = max(t.cols[1] for t in tiles if t.cols)
+    cols = [(a, min(a + tile_w, width)) for a in range(0, width, tile_w)]
+    return (
+        [rows[i // len(cols)] for i in range(len(tiles))],
+        [cols[i % len(cols)] for i in range(len(tiles))],
+    )
+
+
 def _check_capacity(name: str, tiles: Sequence[Tile], buffers: Mapping[str, Buffer]) -> None:
     """Every band a tile holds fits its buffer (allocated once, at the plan's rows)."""
     for tile in tiles:
@@ -494,6 +571,7 @@ def _tile_steps(
     line_buffered: bool,
     recompute: frozenset[int],
     gap: int | None,
+    tile_hw: tuple[int, int] = (0, 0),
 ) -> list[Tile]:
     """Per tile: held bands, kept rows, loads, op bands and spills, as the
     planner's cost model runs them. A line buffer evicts a row only when no
@@ -501,7 +579,7 @@ def _tile_steps(
     held, and a row a later tile needs stays (a dilated window's clipped
     ranges do not grow monotonically at the top border)."""
     names = list(tiles[0].rows) if tiles else []
-    rank = {t: graph.tensors[t].rank for t in names}
+    shapes = {t: graph.tensors[t].shape for t in names}
     gap_in = graph.nodes[gap].inputs[0] if gap is not None else None
     if line_buffered:
         news, lows = _lb_rows(graph, tables, nodes, axes, tiles, recompute)
@@ -515,6 +593,7 @@ def _tile_steps(
     else:
         news = [dict(tile.rows) for tile in tiles]
         lows = [{t: tile.rows[t][0] for t in names} for tile in tiles]
+    out_rows, out_cols = _tile_bounds(tiles, tile_hw)
     out: list[Tile] = []
     prev_held: dict[str, Range] = {}
     for tile, new, low in zip(tiles, news, lows):
@@ -522,7 +601,7 @@ def _tile_steps(
         cols = tile.col_ranges
 
         def band(t: str, r: Range, cols: Mapping[str, Range] | None = cols) -> Band:
-            return _band_of(axes[t], r, cols[t] if cols is not None else None, rank[t])
+            return _band_of(axes[t], r, cols[t] if cols is not None else None, shapes[t])
 
         held: dict[str, Band] = {}
         keep: dict[str, Range] = {}
@@ -552,18 +631,32 @@ def _tile_steps(
             b = band(outs[0], r)
             if _nonempty(b):
                 ops.append(OpStep(k, b))
-        spills = tuple((t, band(t, new[t])) for t in spilled if _nonempty(band(t, new[t])))
-        acc = _band_of(axes[gap_in], rng[gap_in], None, rank[gap_in]) if gap_in else None
-        out.append(Tile(tile.index, held, keep, loads, tuple(ops), spills, acc))
+        spills = []
+        for t in spilled:
+            r = new[t]
+            c = cols[t] if cols is not None else None
+            if not line_buffered:  # a root read with a halo: spill the tile's own rows once
+                r = (max(r[0], out_rows[tile.index][0]), min(r[1], out_rows[tile.index][1]))
+                if c is not None and out_cols is not None:
+                    ci = out_cols[tile.index]
+                    c = (max(c[0], ci[0]), min(c[1], ci[1]))
+            b = _band_of(axes[t], r, c, shapes[t])
+            if _nonempty(b):
+                spills.append((t, b))
+        acc = _band_of(axes[gap_in], rng[gap_in], None, shapes[gap_in]) if gap_in else None
+        out.append(Tile(tile.index, held, keep, loads, tuple(ops), tuple(spills), acc))
     return out
 
 
-def _subrow_tiles(graph: PlanGraph, tables: GraphTables, st: StagePlan,
-                  axes: Mapping[str, int]) -> tuple[dict[str, tuple[int, ...]], list[Tile],
-                                                    list[str]]:
+def _subrow_tiles(
+    graph: PlanGraph, tables: GraphTables, st: StagePlan
+) -> tuple[dict[str, tuple[int, ...]], list[Tile], list[str], tuple[Range, ...]]:
     """The sub-row bands of an accumulation (the planner records no ranges):
-    runs of `tile_w` positions of one row, or one position in groups of
-    `channel_group` channels. Whole reads are loaded once."""
+    with no channel group, runs of `tile_w` positions of one row, rows
+    outermost; with groups of `channel_group` channels, the groups outermost,
+    each over bands of `tile_h` rows x `tile_w` positions. Whole reads are
+    loaded once. Returns the buffer shapes, the tiles, the inputs loaded
+    once and the channel groups."""
     nodes = tuple(range(st.start, st.stop))
     gap = nodes[-1]
     x = graph.nodes[gap].inputs[0]
@@ -573,68 +666,56 @@ def _subrow_tiles(graph: PlanGraph, tables: GraphTables, st: StagePlan,
     positions = math.prod(xs[2:-1]) if rank >= 3 else 1
     chans = xs[-1]
     produced = {o for k in nodes for o in graph.nodes[k].outputs}
-    banded: list[str] = []
     whole: list[str] = []
-    touched = [n for k in nodes for n in (*graph.nodes[k].inputs, *graph.nodes[k].outputs)
-               if not graph.tensors[n].is_const]
-    for k in nodes:
-        if k == gap:
-            continue
+    for k in nodes[:-1]:
         for name, m, _, _ in tables.node_bands[k].ins:
             if m[0] == WHOLE and name not in whole:
                 whole.append(name)
-    for n in dict.fromkeys(touched):
-        if n not in whole and n != graph.nodes[gap].outputs[0] and n not in banded:
-            banded.append(n)
-    if st.channel_group:
-        g = st.channel_group
-        shapes = {}
-        for t in banded:
-            s = list(graph.tensors[t].shape)
-            s[1] = 1
-            if rank == 4:
-                s[2] = 1
-            s[-1] = g
-            shapes[t] = tuple(s)
-        bands = []
-        for r in range(height):
-            for p in range(positions):
-                for c0 in range(0, chans, g):
-                    b = {1: (r, r + 1), rank - 1: (c0, min(c0 + g, chans))}
-                    if rank == 4:
-                        b[2] = (p, p + 1)
-                    bands.append(b)
-    else:
-        w = st.tile_w
-        shapes = {}
-        for t in banded:
-            s = list(graph.tensors[t].shape)
-            s[1] = 1
-            if rank == 4:
-                s[2] = w
-            shapes[t] = tuple(s)
-        bands = []
-        for r in range(height):
-            for p0 in range(0, positions, w):
-                b = {1: (r, r + 1)}
-                if rank == 4:
-                    b[2] = (p0, min(p0 + w, positions))
-                bands.append(b)
+    touched = [
+        n
+        for k in nodes
+        for n in (*graph.nodes[k].inputs, *graph.nodes[k].outputs)
+        if not graph.tensors[n].is_const
+    ]
+    out_t = graph.nodes[gap].outputs[0]
+    banded = [n for n in dict.fromkeys(touched) if n not in whole and n != out_t]
+    g = st.channel_group
+    th, tw = (st.tile_h, st.tile_w) if g else (1, st.tile_w)
+    tw = min(max(tw, 1), positions)
+    groups = [(c0, min(c0 + g, chans)) for c0 in range(0, chans, g)] if g else [(0, chans)]
+    shapes: dict[str, tuple[int, ...]] = {}
+    for t in banded:
+        shape = list(graph.tensors[t].shape)
+        shape[1] = th
+        if rank == 4:
+            shape[2] = tw
+        if g:
+            shape[-1] = g
+        shapes[t] = tuple(shape)
     for t in whole:
         shapes[t] = graph.tensors[t].shape
-    tiles = []
+    bands: list[dict[int, Range]] = []
+    for c0, c1 in groups:
+        for r0 in range(0, height, th):
+            for p0 in range(0, positions, tw):
+                b = {1: (r0, min(r0 + th, height))}
+                if rank == 4:
+                    b[2] = (p0, min(p0 + tw, positions))
+                if g:
+                    b[rank - 1] = (c0, c1)
+                bands.append(b)
     loaded = [t for t in banded if t not in produced]
     spilled = [t for t in banded if t in produced and t in st.outputs]
+    tiles = []
     for i, b in enumerate(bands):
-        held = {t: dict(b) for t in banded}
+        held: dict[str, Band] = {t: dict(b) for t in banded}
         held.update({t: {} for t in whole})
-        ops = tuple(OpStep(k, dict(b)) for k in nodes if k != gap)
+        ops = tuple(OpStep(k, dict(b)) for k in nodes[:-1])
         loads = tuple((t, dict(b)) for t in loaded)
         spills = tuple((t, dict(b)) for t in spilled)
         tiles.append(Tile(i, held, {}, loads, ops, spills, dict(b)))
     once = [t for t in whole if t not in produced]
-    del axes
-    return shapes, tiles, once
+    return shapes, tiles, once, tuple(groups)
 
 
 def schedule(view: GraphView, p: Plan) -> Program:
@@ -686,13 +767,14 @@ def _unit_nodes(u: Unit) -> range | tuple[int, ...]:
     return range(u.stage.start, u.stage.stop) if isinstance(u, NormalUnit) else u.nodes
 
 
-def _stage_unit(graph: PlanGraph, dt: Mapping[str, np.dtype], tables: GraphTables, index: int,
-                st: StagePlan) -> TiledUnit:
+def _stage_unit(
+    graph: PlanGraph, dt: Mapping[str, np.dtype], tables: GraphTables, index: int, st: StagePlan
+) -> TiledUnit:
     name = f"stage {st.index}"
     if st.strategy == "accumulate" and not st.tiles:
         nodes = tuple(range(st.start, st.stop))
         axes = _axes(graph, tables, nodes)
-        shapes, tiles, once = _subrow_tiles(graph, tables, st, axes)
+        shapes, tiles, once, groups = _subrow_tiles(graph, tables, st)
         buffers: dict[str, Buffer] = {}
         offset = 0
         for t, shape in shapes.items():
@@ -700,32 +782,94 @@ def _stage_unit(graph: PlanGraph, dt: Mapping[str, np.dtype], tables: GraphTable
             offset += buffers[t].size
         gap = nodes[-1]
         out = graph.nodes[gap].outputs[0]
-        oshape = graph.tensors[out].shape
-        buffers[out] = Buffer(out, oshape, dt[out], offset)
+        oshape = list(graph.tensors[out].shape)
+        oshape[-1] = max(b - a for a, b in groups)
+        buffers[out] = Buffer(out, tuple(oshape), dt[out], offset)
         offset += buffers[out].size
-        buffers[out + ".acc"] = Buffer(out + ".acc", oshape, np.dtype(np.float32), offset)
-        return TiledUnit(index, name, "accumulate", nodes, axes, buffers, tuple(once),
-                         tuple(tiles), False, gap, (out,), st.peak, st.inputs, st.outputs)
-    if st.strategy not in ("strips", "grid", "accumulate", "rows", "resize", "axis",
-                           "whole_rows", "reshape", "expanded"):
+        buffers[out + ".acc"] = Buffer(out + ".acc", tuple(oshape), np.dtype(np.float32), offset)
+        return TiledUnit(
+            index,
+            name,
+            "accumulate",
+            nodes,
+            axes,
+            buffers,
+            tuple(once),
+            tuple(tiles),
+            False,
+            gap,
+            groups,
+            st.peak,
+            st.inputs,
+            st.outputs,
+        )
+    if st.strategy not in (
+        "strips",
+        "grid",
+        "accumulate",
+        "rows",
+        "resize",
+        "axis",
+        "whole_rows",
+        "reshape",
+        "expanded",
+    ):
         raise UnsupportedBand(f"{name}: strategy '{st.strategy}' has no loop-level runner")
     if not st.tiles:
         raise UnsupportedBand(f"{name}: strategy '{st.strategy}' carries no tile ranges")
-    return _tiled_unit(graph, dt, tables, index, name, st.strategy, st.start, st.stop,
-                       st.band_rows, st.band_cols, st.tiles, False, frozenset(), st.inputs,
-                       st.outputs, st.peak)
+    return _tiled_unit(
+        graph,
+        dt,
+        tables,
+        index,
+        name,
+        st.strategy,
+        st.start,
+        st.stop,
+        st.band_rows,
+        st.band_cols,
+        st.tiles,
+        False,
+        frozenset(),
+        st.inputs,
+        st.outputs,
+        st.peak,
+        (st.tile_h, st.tile_w),
+    )
 
 
-def _chain_unit(graph: PlanGraph, dt: Mapping[str, np.dtype], tables: GraphTables, index: int,
-                c: ChainPlan, p: Plan) -> TiledUnit:
+def _chain_unit(
+    graph: PlanGraph,
+    dt: Mapping[str, np.dtype],
+    tables: GraphTables,
+    index: int,
+    c: ChainPlan,
+    p: Plan,
+) -> TiledUnit:
     recompute: set[int] = set()
     for s in c.stages:
         st = p.stages[s]
         if any(graph.nodes[k].is_channel_concat for k in range(st.start, st.stop)):
             recompute.update(range(st.start, st.stop))
-    return _tiled_unit(graph, dt, tables, index, f"chain {c.index}", "chain", c.start, c.stop,
-                       c.band_rows, {}, c.tiles, c.line_buffered, frozenset(recompute),
-                       c.inputs, c.outputs, c.peak)
+    return _tiled_unit(
+        graph,
+        dt,
+        tables,
+        index,
+        f"chain {c.index}",
+        "chain",
+        c.start,
+        c.stop,
+        c.band_rows,
+        {},
+        c.tiles,
+        c.line_buffered,
+        frozenset(recompute),
+        c.inputs,
+        c.outputs,
+        c.peak,
+        (c.tile_h, 0),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -766,7 +910,7 @@ class FastArena:
         return self.view(buf)
 
     def view(self, buf: Buffer) -> np.ndarray:
-        raw = self.mem[buf.offset:buf.offset + buf.nbytes]
+        raw = self.mem[buf.offset : buf.offset + buf.nbytes]
         return raw.view(buf.dtype).reshape(buf.shape)
 
     def free(self, key: str) -> None:
@@ -888,8 +1032,10 @@ class _Runner:
         return [self.slow.arrays[o].copy() for o in graph.outputs]
 
     def _args(self, k: int, views: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        return [self.consts[n] if self.graph.tensors[n].is_const else views[n]
-                for n in self.graph.nodes[k].inputs]
+        return [
+            self.consts[n] if self.graph.tensors[n].is_const else views[n]
+            for n in self.graph.nodes[k].inputs
+        ]
 
     def _normal(self, u: NormalUnit, given: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         views: dict[str, np.ndarray] = {}
@@ -926,32 +1072,36 @@ class _Runner:
         views = {key: self.arena.alloc(buf, u.name) for key, buf in u.buffers.items()}
         for t in u.once:
             views[t][...] = self.slow.load(t, {})
-        gap_op = None
-        gap = u.gap if u.gap is not None else -1
-        if u.gap is not None:
-            op = self.ops[u.gap]
-            assert isinstance(op, nn.GlobalAveragePoolOp)
-            gap_op = op
-            views[graph.nodes[u.gap].outputs[0] + ".acc"][...] = 0
         base: dict[str, Band] = {}
-        for tile in u.tiles:
-            self.tiles += 1
-            self._tile(u, tile, views, base)
-            if gap_op is not None and tile.accumulate is not None:
-                x = graph.nodes[gap].inputs[0]
-                acc = views[graph.nodes[gap].outputs[0] + ".acc"]
+        if u.gap is None:
+            for tile in u.tiles:
+                self.tiles += 1
+                self._tile(u, tile, views, base)
+            return
+        gap_op = self.ops[u.gap]
+        assert isinstance(gap_op, nn.GlobalAveragePoolOp)
+        x = graph.nodes[u.gap].inputs[0]
+        out = graph.nodes[u.gap].outputs[0]
+        acc, res = views[out + ".acc"], views[out]
+        per = len(u.tiles) // len(u.acc_groups)
+        last = graph.tensors[out].rank - 1
+        for gi, (c0, c1) in enumerate(u.acc_groups):
+            acc[...] = 0
+            n = c1 - c0
+            for tile in u.tiles[gi * per : (gi + 1) * per]:
+                self.tiles += 1
+                self._tile(u, tile, views, base)
                 band = tile.accumulate
+                assert band is not None
                 src = self._read(u, x, views, base, band, band)
-                ch = band.get(graph.tensors[x].rank - 1)
-                target = acc[..., ch[0]:ch[1]] if ch is not None else acc
-                band_exec.accumulate(gap_op, src, target)
-        if gap_op is not None:
-            out = graph.nodes[gap].outputs[0]
-            views[out][...] = band_exec.finish(gap_op, views[out + ".acc"])
-            self.slow.store(out, {}, views[out])
+                band_exec.accumulate(gap_op, src, acc[..., :n])
+            res[..., :n] = band_exec.finish(gap_op, acc[..., :n])
+            cut = {last: (c0, c1)} if n != graph.tensors[out].shape[-1] else {}
+            self.slow.store(out, cut, res[..., :n])
 
-    def _tile(self, u: TiledUnit, tile: Tile, views: dict[str, np.ndarray],
-              base: dict[str, Band]) -> None:
+    def _tile(
+        self, u: TiledUnit, tile: Tile, views: dict[str, np.ndarray], base: dict[str, Band]
+    ) -> None:
         # a line buffer keeps its history rows: move them to the buffer's start
         for t, (lo, hi) in tile.keep.items():
             old = base.get(t)
@@ -978,8 +1128,9 @@ class _Runner:
         for t, band in tile.spills:
             self.slow.store(t, band, self._read(u, t, views, base, band, band))
 
-    def _index(self, u: TiledUnit, t: str, base: Mapping[str, Band], band: Band,
-               ndim: int) -> tuple[slice, ...]:
+    def _index(
+        self, u: TiledUnit, t: str, base: Mapping[str, Band], band: Band, ndim: int
+    ) -> tuple[slice, ...]:
         held = base[t]
         idx = [slice(None)] * ndim
         for ax, (lo, hi) in band.items():
@@ -997,24 +1148,36 @@ class _Runner:
             idx[ax] = slice(lo - h0, hi - h0)
         return tuple(idx)
 
-    def _write(self, u: TiledUnit, t: str, views: dict[str, np.ndarray],
-               base: Mapping[str, Band], band: Band, value: np.ndarray) -> None:
+    def _write(
+        self,
+        u: TiledUnit,
+        t: str,
+        views: dict[str, np.ndarray],
+        base: Mapping[str, Band],
+        band: Band,
+        value: np.ndarray,
+    ) -> None:
         v = views[t]
         v[self._index(u, t, base, band, v.ndim)] = value
 
-    def _read(self, u: TiledUnit, t: str, views: dict[str, np.ndarray],
-              base: Mapping[str, Band], band: Band, _: Band) -> np.ndarray:
+    def _read(
+        self,
+        u: TiledUnit,
+        t: str,
+        views: dict[str, np.ndarray],
+        base: Mapping[str, Band],
+        band: Band,
+        _: Band,
+    ) -> np.ndarray:
         v = views[t]
         return v[self._index(u, t, base, band, v.ndim)]
 
-    def _op(self, u: TiledUnit, step: OpStep, views: dict[str, np.ndarray],
-            base: Mapping[str, Band]) -> None:
+    def _op(
+        self, u: TiledUnit, step: OpStep, views: dict[str, np.ndarray], base: Mapping[str, Band]
+    ) -> None:
         graph = self.graph
         k = step.node
         node = graph.nodes[k]
-        maps = _maps(self.tables, k)
-        nb = self.tables.node_bands[k]
-        out_axis = nb.out_axis
         args: list[np.ndarray] = []
         held: list[Band] = []
         for name in node.inputs:
@@ -1022,27 +1185,22 @@ class _Runner:
                 args.append(self.consts[name])
                 held.append({})
                 continue
-            m, col = maps[name]
             v = views[name]
-            hb = base[name]
-            if not hb or m[0] == WHOLE:
+            src = operand_source(self.tables, u, k, name, base[name])
+            if src is None:
                 shape = graph.tensors[name].shape
                 if v.shape != shape:
-                    raise BandError(f"{u.name}: '{name}' is read whole but its buffer "
-                                    f"holds {v.shape} of {shape}")
+                    raise BandError(
+                        f"{u.name}: '{name}' is read whole but its buffer "
+                        f"holds {v.shape} of {shape}"
+                    )
                 args.append(v)
                 held.append({})
                 continue
-            ax = u.axes[name]
-            want = dict(hb)
-            for a_ in hb:
-                if a_ == ax:
-                    if m[0] == IDENT:
-                        want[a_] = step.out[out_axis]
-                elif a_ in step.out:
-                    cm = col if a_ == 2 and col is not None else IDENT_MAP
-                    if cm[0] == IDENT:
-                        want[a_] = step.out[a_]
+            want = {
+                a: (base[name][a] if kind == "held" else step.out[ax])
+                for a, (kind, ax) in src.items()
+            }
             args.append(v[self._index(u, name, base, want, v.ndim)])
             held.append(want)
         res = band_exec.compute(self.ops[k], args, held, step.out)
@@ -1051,24 +1209,74 @@ class _Runner:
                 self._write(u, o, views, base, step.out, r)
 
 
+def operand_source(
+    tables: GraphTables, u: TiledUnit, k: int, name: str, held: Band
+) -> dict[int, tuple[str, int]] | None:
+    """Which band op `k` reads of its operand `name` whose buffer holds
+    `held`: None for the whole tensor; else per held axis ("held", axis) for
+    the rows the buffer holds (a window reads its halo from them) or ("out",
+    output axis) for exactly the op's output band (an elementwise read)."""
+    m, col = _maps(tables, k)[name]
+    if not held or m[0] == WHOLE:
+        return None
+    out_axis = tables.node_bands[k].out_axis
+    ax = u.axes[name]
+    src: dict[int, tuple[str, int]] = {}
+    for a in held:
+        if a == ax:
+            src[a] = ("out", out_axis) if m[0] == IDENT else ("held", a)
+        else:
+            cm = col if a == 2 and col is not None else IDENT_MAP
+            src[a] = ("out", a) if cm[0] == IDENT else ("held", a)
+    return src
+
+
+def weight_ref(view: GraphView, name: str) -> str:
+    """The weight-table key of a constant tensor (its `nn.weight` reference)."""
+    owner = view.values[name].owner
+    ref = owner.properties.get("ref") if isinstance(owner, Operation) else None
+    if (
+        owner is None
+        or getattr(owner, "name", "") != "nn.weight"
+        or not isinstance(ref, StringAttr)
+    ):
+        raise PlanRunError(f"constant '{name}' is not an nn.weight")
+    return ref.data
+
+
 def tensor_consts(view: GraphView, weights: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Constant tensors by graph name, from the module's weight table."""
     out: dict[str, np.ndarray] = {}
     for name, info in view.graph.tensors.items():
         if not info.is_const:
             continue
-        owner = view.values[name].owner
-        if not isinstance(owner, nn.WeightOp):
-            raise PlanRunError(f"constant '{name}' is not an nn.weight")
-        ref = owner.ref.data
+        ref = weight_ref(view, name)
         if ref not in weights:
             raise PlanRunError(f"weight '{ref}' is not in the weight table")
         out[name] = weights[ref]
     return out
 
 
-def run_program(prog: Program, view: GraphView, weights: Mapping[str, np.ndarray],
-                inputs: Sequence[np.ndarray]) -> RunResult:
+def untiled_reference(
+    fn: func.FuncOp, weights: Mapping[str, np.ndarray], inputs: Sequence[np.ndarray]
+) -> list[np.ndarray]:
+    """The untiled oracle on internal-layout inputs: every `nn` op once, on
+    whole tensors, in order (through stages and chains if the function has
+    them)."""
+    view = build_view(fn)
+    graph = view.graph
+    consts = tensor_consts(view, weights)
+    env: dict[str, np.ndarray] = dict(zip(graph.inputs, inputs))
+    for node in graph.nodes:
+        op: nn.NNOp = view.ops[node.name]  # type: ignore[assignment]
+        res = op.reference([consts[n] if n in consts else env[n] for n in node.inputs])
+        env.update(zip(node.outputs, res))
+    return [env[o] for o in graph.outputs]
+
+
+def run_program(
+    prog: Program, view: GraphView, weights: Mapping[str, np.ndarray], inputs: Sequence[np.ndarray]
+) -> RunResult:
     """Run a program on internal-layout inputs; outputs and measured figures."""
     graph = view.graph
     if len(inputs) != len(graph.inputs):
@@ -1088,8 +1296,13 @@ def run_program(prog: Program, view: GraphView, weights: Mapping[str, np.ndarray
     return RunResult(outs, stats)
 
 
-def run_plan(fn: func.FuncOp, weights: Mapping[str, np.ndarray], inputs: Sequence[np.ndarray],
-             budget: int, p: Plan | None = None) -> RunResult:
+def run_plan(
+    fn: func.FuncOp,
+    weights: Mapping[str, np.ndarray],
+    inputs: Sequence[np.ndarray],
+    budget: int,
+    p: Plan | None = None,
+) -> RunResult:
     """Plan `fn` under `budget` (or take `p`) and run it on internal-layout inputs."""
     view = build_view(fn)
     if p is None:
@@ -1098,8 +1311,594 @@ def run_plan(fn: func.FuncOp, weights: Mapping[str, np.ndarray], inputs: Sequenc
     return run_program(prog, view, weights, inputs)
 
 
+# ---------------------------------------------------------------------------
+# The loop IR: lifetimes, the arena check and the interpreter
+
+OFFSET_ATTR = "loop.offset"
+ARENA_ATTR = "loop.arena"
+SLOW_ARENA_ATTR = "loop.slow_arena"
+
+
+@dataclass(frozen=True)
+class Lifetime:
+    """A buffer of the loop IR: its memory space, aligned size and the
+    top-level op positions it is live over (function arguments too)."""
+
+    key: str
+    tensor: str
+    space: str
+    size: int
+    first: int
+    last: int
+    owner: object
+
+
+def _memref_bytes(t: Attribute) -> int:
+    assert isinstance(t, MemRefType)
+    dt = _numpy_dtype(t.element_type)
+    return align(math.prod(t.get_shape()) * dt.itemsize)
+
+
+def _numpy_dtype(elt: Attribute) -> np.dtype:
+    if isinstance(elt, IndexType):
+        return np.dtype(np.int64)
+    return nn.element_dtype(elt)
+
+
+def lifetimes(fn: func.FuncOp) -> list[Lifetime]:
+    """Every fast and slow buffer of a lowered function: `memref.alloc` from
+    its position to its `memref.dealloc` (or the end), an argument from the
+    start to its last use. Positions count the function body's top-level ops,
+    so a buffer used inside a tile loop is live over the whole loop."""
+    ops = list(fn.body.block.ops)
+    top: dict[int, int] = {}
+    for pos, op in enumerate(ops):
+        for inner in op.walk():
+            top[id(inner)] = pos
+    end = len(ops)
+    out: list[Lifetime] = []
+    names = _arg_names(fn)
+    for i, a in enumerate(fn.body.block.args):
+        space = loop.space_of(a.type)
+        if not space:
+            continue
+        uses = [top[id(u.operation)] for u in a.uses]
+        returned = any(isinstance(u.operation, func.ReturnOp) for u in a.uses)
+        last = end if returned else max(uses, default=0)
+        out.append(Lifetime(f"arg{i}", names[i], space, _memref_bytes(a.type), 0, last, a))
+    for pos, op in enumerate(ops):
+        if not isinstance(op, mr.AllocOp):
+            continue
+        space = loop.space_of(op.memref.type)
+        if not space:
+            continue
+        last = end
+        for u in op.memref.uses:
+            if isinstance(u.operation, mr.DeallocOp):
+                last = top[id(u.operation)]
+        tensor = op.attributes.get("loop.tensor")
+        name = tensor.data if isinstance(tensor, StringAttr) else f"buffer{pos}"
+        out.append(
+            Lifetime(f"alloc{pos}", name, space, _memref_bytes(op.memref.type), pos, last, op)
+        )
+    return out
+
+
+def _arg_names(fn: func.FuncOp) -> list[str]:
+    a = fn.attributes.get("nn.input_names")
+    n = len(fn.body.block.args)
+    if isinstance(a, ArrayAttr) and len(a.data) == n:
+        return [x.data if isinstance(x, StringAttr) else f"arg{i}" for i, x in enumerate(a.data)]
+    return [f"arg{i}" for i in range(n)]
+
+
+def _components(items: Sequence[Interval]) -> list[list[Interval]]:
+    """Groups of buffers whose lifetimes chain together (units never share one)."""
+    out: list[list[Interval]] = []
+    end = -1
+    for it in sorted(items, key=lambda i: (i.first, i.last)):
+        if not out or it.first > end:
+            out.append([])
+        out[-1].append(it)
+        end = max(end, it.last)
+    return out
+
+
+def place_lifetimes(lives: Sequence[Lifetime]) -> tuple[dict[str, int], dict[str, int]]:
+    """Static offsets per buffer key, and the arena size per space: each
+    space's buffers placed within its live peak (the planner's accounting)."""
+    offsets: dict[str, int] = {}
+    sizes: dict[str, int] = {}
+    for space in ("fast", "slow"):
+        items = [Interval(lv.key, lv.size, lv.first, lv.last) for lv in lives if lv.space == space]
+        peak = live_peak(items)
+        top = 0
+        for group in _components(items):
+            got, hi = place(group, peak)
+            offsets.update(got)
+            top = max(top, hi)
+        sizes[space] = top
+    return offsets, sizes
+
+
+def _offset_of(lv: Lifetime, fn: func.FuncOp) -> int | None:
+    if isinstance(lv.owner, Operation):
+        a = lv.owner.attributes.get(OFFSET_ATTR)
+        return int(a.value.data) if isinstance(a, IntegerAttr) else None
+    i = int(lv.key.removeprefix("arg"))
+    attrs = fn.arg_attrs
+    if isinstance(attrs, ArrayAttr) and i < len(attrs.data):
+        d = attrs.data[i]
+        if isinstance(d, DictionaryAttr):
+            a = d.data.get(OFFSET_ATTR)
+            if isinstance(a, IntegerAttr):
+                return int(a.value.data)
+    return None
+
+
+def _int_attr(fn: func.FuncOp, key: str) -> int | None:
+    a = fn.attributes.get(key)
+    return int(a.value.data) if isinstance(a, IntegerAttr) else None
+
+
+def planned(fn: func.FuncOp) -> dict[str, int]:
+    """The plan's figures recorded on a lowered function (`loop.plan`)."""
+    a = fn.attributes.get("loop.plan")
+    if not isinstance(a, DictionaryAttr):
+        return {}
+    return {k: int(v.value.data) for k, v in a.data.items() if isinstance(v, IntegerAttr)}
+
+
+def arena_problems(fn: func.FuncOp, budget: int | None) -> list[str]:
+    """What is wrong with a planned arena: buffers without an aligned offset,
+    live buffers that overlap, an arena above the budget or not the planned
+    peak. Empty when the arena is sound."""
+    lives = lifetimes(fn)
+    problems: list[str] = []
+    where: dict[str, int] = {}
+    for lv in lives:
+        off = _offset_of(lv, fn)
+        if off is None:
+            problems.append(
+                f"{lv.space} buffer '{lv.tensor}' has no {OFFSET_ATTR} (run plan-arena)"
+            )
+        elif off % ALIGN or off < 0:
+            problems.append(
+                f"{lv.space} buffer '{lv.tensor}' is at offset {off}, not a multiple of {ALIGN}"
+            )
+        else:
+            where[lv.key] = off
+    for space, attr in (("fast", ARENA_ATTR), ("slow", SLOW_ARENA_ATTR)):
+        size = _int_attr(fn, attr)
+        group = [lv for lv in lives if lv.space == space and lv.key in where]
+        for i, a in enumerate(group):
+            a0 = where[a.key]
+            if size is not None and a0 + a.size > size:
+                problems.append(
+                    f"{space} buffer '{a.tensor}' [{a0}, {a0 + a.size}) ends "
+                    f"past the {space} arena of {size} bytes"
+                )
+            for b in group[i + 1 :]:
+                b0 = where[b.key]
+                if (
+                    a.first <= b.last
+                    and b.first <= a.last
+                    and a0 < b0 + b.size
+                    and b0 < a0 + a.size
+                ):
+                    problems.append(
+                        f"{space} buffers '{a.tensor}' [{a0}, {a0 + a.size}) and '{b.tensor}' "
+                        f"[{b0}, {b0 + b.size}) overlap while both are live"
+                    )
+    fast = _int_attr(fn, ARENA_ATTR)
+    plan_figs = planned(fn)
+    items = [Interval(lv.key, lv.size, lv.first, lv.last) for lv in lives if lv.space == "fast"]
+    peak = live_peak(items)
+    if fast is None:
+        problems.append(f"the function has no {ARENA_ATTR} (run plan-arena)")
+    else:
+        if budget is not None and fast > budget:
+            problems.append(f"the fast arena of {fast} bytes exceeds the budget of {budget}")
+        if "peak" in plan_figs and peak != plan_figs["peak"]:
+            problems.append(
+                f"the buffers' live peak is {peak} bytes but the plan's is {plan_figs['peak']}"
+            )
+        if fast > peak:
+            problems.append(
+                f"no static placement fits the live peak of {peak} bytes: the arena needs {fast}"
+            )
+    return problems
+
+
+class LoopIRError(PlanRunError):
+    """The loop IR does something the plan forbids (a dry run names it)."""
+
+
+@dataclass
+class MemRef:
+    """A memref at run time: a numpy view, which of its elements hold data
+    (loaded, computed or written), its memory space and buffer name."""
+
+    data: np.ndarray
+    valid: np.ndarray | None
+    space: str
+    name: str
+
+
+class LoopRunner:
+    """Runs a lowered function (`lower-to-loops`, `plan-arena`) on numpy.
+
+    Fast buffers are views of one byte arena of `loop.arena` bytes at their
+    static offsets; slow ones of a second arena. Every copy between the
+    spaces is counted. With `compute=False` (a dry run, what `plan-arena`
+    verifies) no band is computed, but every rule is still checked: each
+    band reads only rows that were loaded or computed and lie in the band it
+    holds, buffers stay inside their arena and never overlap live ones."""
+
+    def __init__(self, module: ModuleOp, weights: Mapping[str, np.ndarray], compute: bool = True):
+        self.module = module
+        self.fn = main_func(module)
+        self.weights = weights
+        self.compute = compute
+        fast = _int_attr(self.fn, ARENA_ATTR)
+        slow = _int_attr(self.fn, SLOW_ARENA_ATTR)
+        if fast is None or slow is None:
+            raise LoopIRError("the loop IR has no arena: run plan-arena first")
+        self.fast = FastArena(fast)
+        self.slow = FastArena(slow)
+        self.reads = 0
+        self.writes = 0
+        self.tiles = 0
+        self.env: dict[object, object] = {}
+        self.globals = {op.sym_name.data: op for op in module.ops if isinstance(op, mr.GlobalOp)}
+        self.lives = {id(lv.owner): lv for lv in lifetimes(self.fn)}
+        self.ends: dict[int, list[Lifetime]] = {}
+        for lv in self.lives.values():
+            if not isinstance(lv.owner, Operation):
+                self.ends.setdefault(lv.last, []).append(lv)
+        self.where = ""
+
+    # ---- memory ---------------------------------------------------------
+
+    def _alloc(self, lv: Lifetime, t: Attribute) -> MemRef:
+        assert isinstance(t, MemRefType)
+        off = _offset_of(lv, self.fn)
+        if off is None:
+            raise LoopIRError(f"{lv.space} buffer '{lv.tensor}' has no offset: run plan-arena")
+        buf = Buffer(lv.key, tuple(t.get_shape()), _numpy_dtype(t.element_type), off)
+        arena = self.fast if lv.space == "fast" else self.slow
+        data = arena.alloc(buf, f"{lv.space} memory")
+        return MemRef(data, np.zeros(data.shape, dtype=bool), lv.space, lv.tensor)
+
+    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        block = self.fn.body.block
+        if len(inputs) != len(block.args):
+            raise PlanRunError(f"the model takes {len(block.args)} input(s), got {len(inputs)}")
+        names = _arg_names(self.fn)
+        for i, (a, x) in enumerate(zip(block.args, inputs)):
+            t = a.type
+            lv = self.lives.get(id(a))
+            assert isinstance(t, MemRefType)
+            shape, dt = tuple(t.get_shape()), _numpy_dtype(t.element_type)
+            if tuple(x.shape) != shape or x.dtype != dt:
+                raise PlanRunError(
+                    f"input '{names[i]}' must be {dt} of shape {'x'.join(map(str, shape))}, got "
+                    f"{x.dtype} of shape {'x'.join(map(str, x.shape))}"
+                )
+            if lv is None:
+                self.env[a] = MemRef(np.array(x), None, "", names[i])
+                continue
+            m = self._alloc(lv, t)
+            m.data[...] = x
+            m.valid[...] = True  # type: ignore[index]
+            self.env[a] = m
+        for pos, op in enumerate(block.ops):
+            if isinstance(op, func.ReturnOp):
+                return [self._mem(v).data.copy() for v in op.arguments]
+            self._compile(op)()
+            for lv in self.ends.get(pos, []):
+                (self.fast if lv.space == "fast" else self.slow).free(lv.key)
+        raise LoopIRError("the function has no func.return")
+
+    def _mem(self, v: object) -> MemRef:
+        m = self.env[v]
+        assert isinstance(m, MemRef)
+        return m
+
+    def _int(self, v: object) -> int:
+        x = self.env[v]
+        assert isinstance(x, int)
+        return x
+
+    # ---- ops ----------------------------------------------------------------
+
+    def _compile(self, op: Operation) -> Callable[[], None]:
+        """A thunk running `op` on `self.env`, its static operands resolved
+        once (the tile loop runs it many times)."""
+        env = self.env
+        if isinstance(op, arith.ConstantOp):
+            v = op.value
+            if isinstance(v, IntegerAttr):
+                val: object = int(v.value.data)
+            elif isinstance(v, FloatAttr):
+                val = float(v.value.data)
+            else:
+                raise LoopIRError(f"arith.constant {v} is not a scalar")
+            res = op.result
+            return lambda: env.__setitem__(res, val)
+        if isinstance(op, arith.SubiOp | arith.AddiOp | arith.MuliOp):
+            a, b, res = op.lhs, op.rhs, op.result
+            if isinstance(op, arith.SubiOp):
+                return lambda: env.__setitem__(res, env[a] - env[b])  # type: ignore[operator]
+            if isinstance(op, arith.AddiOp):
+                return lambda: env.__setitem__(res, env[a] + env[b])  # type: ignore[operator]
+            return lambda: env.__setitem__(res, env[a] * env[b])  # type: ignore[operator]
+        if isinstance(op, mr.LoadOp):
+            src, idx, res = op.memref, tuple(op.indices), op.res
+
+            def load() -> None:
+                m = env[src]
+                assert isinstance(m, MemRef)
+                env[res] = int(m.data[tuple(env[i] for i in idx)])  # type: ignore[index]
+
+            return load
+        if isinstance(op, mr.GetGlobalOp):
+            sym, res = op.name_.root_reference.data, op.memref
+            return lambda: env.__setitem__(res, self._global(sym))
+        if isinstance(op, mr.AllocOp):
+            lv, t, res = self.lives[id(op)], op.memref.type, op.memref
+            return lambda: env.__setitem__(res, self._alloc(lv, t))
+        if isinstance(op, mr.DeallocOp):
+            lv = self.lives[id(op.memref.owner)]
+            return lambda: (self.fast if lv.space == "fast" else self.slow).free(lv.key)
+        if isinstance(op, mr.SubviewOp):
+            return self._subview(op)
+        if isinstance(op, mr.CopyOp):
+            src, dst = op.source, op.destination
+            return lambda: self._copy(self._mem(src), self._mem(dst))
+        if isinstance(op, FillOp):
+            vin, vout = op.inputs[0], op.outputs[0]
+
+            def fill() -> None:
+                m = self._mem(vout)
+                m.data[...] = env[vin]
+                if m.valid is not None:
+                    m.valid[...] = True
+
+            return fill
+        if isinstance(op, scf.ForOp):
+            return self._for(op)
+        if isinstance(op, loop.BandComputeOp):
+            return self._band(op)
+        raise LoopIRError(f"the loop interpreter cannot run '{op.name}'")
+
+    def _for(self, op: scf.ForOp) -> Callable[[], None]:
+        env = self.env
+        lb, ub, step = op.lb, op.ub, op.step
+        unit = op.attributes.get("loop.unit")
+        name = unit.data if isinstance(unit, StringAttr) else "loop"
+        tiles = "loop.kind" in op.attributes  # a tile loop (not a loop of channel groups)
+        body = op.body.block
+        iv = body.args[0]
+        thunks = [self._compile(inner) for inner in body.ops if not isinstance(inner, scf.YieldOp)]
+
+        def run() -> None:
+            for i in range(self._int(lb), self._int(ub), self._int(step)):
+                self.tiles += tiles
+                self.where = f"{name} {'tile' if tiles else 'group'} {i}"
+                env[iv] = i
+                for t in thunks:
+                    t()
+            self.where = ""
+
+        return run
+
+    def _global(self, sym: str) -> MemRef:
+        g = self.globals.get(sym)
+        if g is None:
+            raise LoopIRError(f"no memref.global @{sym}")
+        t = g.type
+        assert isinstance(t, MemRefType)
+        init = g.initial_value
+        if isinstance(init, DenseIntOrFPElementsAttr):
+            arr = np.array(init.get_values(), dtype=_numpy_dtype(t.element_type))
+            return MemRef(arr.reshape(tuple(t.get_shape())), None, "", sym)
+        ref = g.attributes.get("loop.ref")
+        key = ref.data if isinstance(ref, StringAttr) else sym
+        if key not in self.weights:
+            raise LoopIRError(f"weight '{key}' (@{sym}) is not in the weight table")
+        w = self.weights[key]
+        shape, dt = tuple(t.get_shape()), _numpy_dtype(t.element_type)
+        if tuple(w.shape) != shape or w.dtype != dt:
+            raise LoopIRError(
+                f"weight '{key}' is {w.dtype}{list(w.shape)}, the IR says {dt}{list(shape)}"
+            )
+        return MemRef(w, None, "", key)
+
+    def _subview(self, op: mr.SubviewOp) -> Callable[[], None]:
+        env = self.env
+        src_v, res = op.source, op.result
+        offs: list[object] = []
+        dyn = iter(op.offsets)
+        for v in op.static_offsets.get_values():
+            offs.append(next(dyn) if v == DYNAMIC_INDEX else int(v))
+        sizes: list[object] = []
+        dyn = iter(op.sizes)
+        for v in op.static_sizes.get_values():
+            sizes.append(next(dyn) if v == DYNAMIC_INDEX else int(v))
+
+        def subview() -> None:
+            src = env[src_v]
+            assert isinstance(src, MemRef)
+            index = []
+            for ax, (o, n) in enumerate(zip(offs, sizes)):
+                o = o if isinstance(o, int) else env[o]
+                n = n if isinstance(n, int) else env[n]
+                assert isinstance(o, int) and isinstance(n, int)
+                if o < 0 or n < 0 or o + n > src.data.shape[ax]:
+                    raise LoopIRError(
+                        f"{self.where}: a subview of '{src.name}' takes [{o}, {o + n}) along "
+                        f"axis {ax} of {src.data.shape[ax]}"
+                    )
+                index.append(slice(o, o + n))
+            idx = tuple(index)
+            valid = src.valid[idx] if src.valid is not None else None
+            env[res] = MemRef(src.data[idx], valid, src.space, src.name)
+
+        return subview
+
+    def _copy(self, src: MemRef, dst: MemRef) -> None:
+        if src.data.shape != dst.data.shape:
+            raise LoopIRError(
+                f"{self.where}: memref.copy of {src.data.shape} into {dst.data.shape}"
+            )
+        if src.valid is not None and not src.valid.all():
+            raise LoopIRError(
+                f"{self.where}: copying '{src.name}' into '{dst.name}' reads elements never written"
+            )
+        if src.space == "slow" and dst.space == "fast":
+            self.reads += src.data.nbytes
+        elif src.space == "fast" and dst.space == "slow":
+            self.writes += src.data.nbytes
+        dst.data[...] = src.data
+        if dst.valid is not None:
+            dst.valid[...] = True
+
+    def _band(self, op: loop.BandComputeOp) -> Callable[[], None]:
+        env = self.env
+        nn_op = op.nn_op
+        assert isinstance(nn_op, nn.NNOp)
+        cuts = op.cut_axes()
+        bounds = list(op.bounds)
+        in_vs, out_vs = list(op.inputs), list(op.outputs)
+        n_in = len(in_vs)
+        finish = isinstance(op, loop.FinishOp)
+        accumulate = isinstance(op, loop.AccumulateOp)
+        compute = self.compute
+
+        def bands() -> list[dict[int, tuple[int, int]]]:
+            vals = [env[b] for b in bounds]
+            out: list[dict[int, tuple[int, int]]] = []
+            i = 0
+            for axes in cuts:
+                band: dict[int, tuple[int, int]] = {}
+                for ax in axes:
+                    band[ax] = (vals[i], vals[i + 1])  # type: ignore[assignment]
+                    i += 2
+                out.append(band)
+            return out
+
+        def run() -> None:
+            bs = bands()
+            held, out = bs[:n_in], bs[n_in]
+            if any(hi <= lo for lo, hi in out.values()):
+                return  # nothing to compute in this tile
+            ins = [self._mem(v) for v in in_vs]
+            outs = [self._mem(v) for v in out_vs]
+            what = f"{self.where}: {op.name} of {nn_op.name}"
+            if finish:
+                self._need(what, ins[0], {}, {})
+                if compute:
+                    assert isinstance(nn_op, nn.GlobalAveragePoolOp)
+                    outs[0].data[...] = band_exec.finish(nn_op, ins[0].data)
+                self._mark(outs[0])
+                return
+            if accumulate:
+                self._need(what, ins[0], held[0], held[0])
+                if compute:
+                    assert isinstance(nn_op, nn.GlobalAveragePoolOp)
+                    band_exec.accumulate(nn_op, ins[0].data, outs[0].data)
+                return
+            for i, (m, h) in enumerate(zip(ins, held)):
+                try:
+                    need = band_exec.required(nn_op, i, h, out)
+                except BandError as e:
+                    raise LoopIRError(f"{what}: {e}") from None
+                self._need(f"{what} operand #{i}", m, h, need)
+            if compute:
+                try:
+                    res = band_exec.compute(nn_op, [m.data for m in ins], held, out)
+                except BandError as e:
+                    raise LoopIRError(f"{what}: {e}") from None
+                for m, r in zip(outs, res):
+                    m.data[...] = r
+            for m in outs:
+                self._mark(m)
+
+        return run
+
+    def _need(self, what: str, m: MemRef, held: Band, need: Band) -> None:
+        """The rows `need` lie in the band `held` and were loaded or computed."""
+        if m.valid is None:
+            return
+        idx = [slice(None)] * m.data.ndim
+        for ax, (lo, hi) in need.items():
+            if hi <= lo:
+                idx[ax] = slice(0, 0)
+                continue
+            h0, h1 = held.get(ax, (0, m.data.shape[ax]))
+            if lo < h0 or hi > h1:
+                raise LoopIRError(
+                    f"{what} reads rows [{lo}, {hi}) of '{m.name}' along axis "
+                    f"{ax}, outside the band it holds, [{h0}, {h1})"
+                )
+            idx[ax] = slice(lo - h0, hi - h0)
+        part = m.valid[tuple(idx)]
+        if not part.all():
+            bad = np.argwhere(~part)[0]
+            raise LoopIRError(
+                f"{what} reads '{m.name}' at {tuple(int(b) for b in bad)} of its band "
+                f"{dict(need)}, which was never loaded or computed"
+            )
+
+    @staticmethod
+    def _mark(m: MemRef) -> None:
+        if m.valid is not None:
+            m.valid[...] = True
+
+
+def run_loop_module(
+    module: ModuleOp,
+    weights: Mapping[str, np.ndarray],
+    inputs: Sequence[np.ndarray],
+    compute: bool = True,
+) -> RunResult:
+    """Run a lowered, arena-planned module on internal-layout inputs."""
+    r = LoopRunner(module, weights, compute)
+    outs = r.run(inputs)
+    stats = RunStats(r.fast.peak, r.fast.high, r.fast.size, r.slow.peak, r.reads, r.writes, r.tiles)
+    return RunResult(outs, stats)
+
+
+def dry_run(module: ModuleOp) -> None:
+    """Run the loop IR without computing: LoopIRError if a band reads rows
+    never loaded or outside its band, or a buffer leaves its arena."""
+    fn = main_func(module)
+    weights: dict[str, np.ndarray] = {}
+    for g in module.ops:
+        ref = g.attributes.get("loop.ref")
+        if isinstance(g, mr.GlobalOp) and isinstance(ref, StringAttr):
+            t = g.type
+            assert isinstance(t, MemRefType)
+            weights[ref.data] = np.zeros(tuple(t.get_shape()), _numpy_dtype(t.element_type))
+    inputs = []
+    for a in fn.body.block.args:
+        t = a.type
+        assert isinstance(t, MemRefType)
+        inputs.append(np.zeros(tuple(t.get_shape()), _numpy_dtype(t.element_type)))
+    LoopRunner(module, weights, compute=False).run(inputs)
+
+
 __all__ = [
     "BandError",
+    "LoopIRError",
+    "LoopRunner",
+    "arena_problems",
+    "dry_run",
+    "lifetimes",
+    "place_lifetimes",
+    "run_loop_module",
+    "untiled_reference",
     "Interval",
     "PlanRunError",
     "Program",

@@ -72,6 +72,18 @@ def _backprop_heights() -> type[ModulePass]:
     return BackpropHeightsPass
 
 
+def _lower_to_loops() -> type[ModulePass]:
+    from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+
+    return LowerToLoopsPass
+
+
+def _plan_arena() -> type[ModulePass]:
+    from tigris_ir.passes.plan_arena import PlanArenaPass
+
+    return PlanArenaPass
+
+
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "form-stages": _form_stages,
     "tile-stages": _tile_stages,
@@ -79,6 +91,8 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "backprop-heights": _backprop_heights,
     "gebp-tile": _gebp_tile,
     "lower-gebp": _lower_gebp,
+    "lower-to-loops": _lower_to_loops,
+    "plan-arena": _plan_arena,
 }
 
 

@@ -1,9 +1,17 @@
 """`tigris-run`: run a model (`.onnx` or `.mlir`) on `.npy` inputs with numpy.
 
 Inputs and outputs are in the model's own layout (NCHW for feature maps).
-`--check` compares the result with onnxruntime when the model is an `.onnx`
-file (float32 to a relative 1e-4, int8 models to 1 quantization step), and
-exits 1 on a mismatch, saying where it differs.
+Without a plan, the untiled reference runs, and `--check` compares it with
+onnxruntime when the model is an `.onnx` file (float32 to a relative 1e-4,
+int8 models to 1 quantization step).
+
+A plan runs at the loop level: `PLAN.mlir` as `tigris-opt ... --lower-to-loops
+--plan-arena` prints it, or a model with `-m BUDGET` (the whole pipeline:
+plan, lower, place the arena). The arena is verified first; nothing runs on a
+plan that fails. `--stats` prints the measured fast peak, slow peak, slow
+reads and slow writes in bytes; `--check` compares the outputs with the
+untiled reference (int8 bit-exact, float32 to a relative 1e-5). A mismatch
+exits 1, saying where it differs.
 """
 
 from __future__ import annotations
@@ -59,7 +67,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--check",
         action="store_true",
-        help="compare with onnxruntime (needs an .onnx model); exit 1 on mismatch",
+        help="compare with onnxruntime (needs an .onnx model), or a plan with the untiled "
+        "reference; exit 1 on mismatch",
+    )
+    p.add_argument(
+        "--budget",
+        "-m",
+        metavar="BUDGET",
+        help="plan the model under this fast-memory budget (262144, 256K, 1M) and run the "
+        "plan at the loop level",
+    )
+    p.add_argument(
+        "--stats",
+        action="store_true",
+        help="print the measured fast peak, slow peak, slow reads and slow writes (bytes)",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     return p
@@ -71,10 +92,10 @@ def load_module(path: Path, input_shapes: dict[str, tuple[int, ...]], need_weigh
     from xdsl.dialects.builtin import Builtin
     from xdsl.dialects.func import Func
     from xdsl.parser import Parser
+    from xdsl.universe import Universe
 
     from tigris_ir.onnx_import import import_file
     from tigris_ir.reference import load_weights
-    from tigris_ir.universe import DIALECTS
 
     if path.suffix == ".onnx":
         imported = import_file(path, input_shapes=input_shapes)
@@ -84,8 +105,13 @@ def load_module(path: Path, input_shapes: dict[str, tuple[int, ...]], need_weigh
     ctx = Context()
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Func)
-    for name, factory in DIALECTS.items():
-        ctx.register_dialect(name, factory)
+    for name, factory in Universe.get_multiverse().all_dialects.items():
+        if name not in ctx.registered_dialect_names:
+            ctx.register_dialect(name, factory)
+    if "loop" not in ctx.registered_dialect_names:
+        from tigris_ir.dialects.loop import Loop
+
+        ctx.register_dialect("loop", lambda: Loop)
     module = Parser(ctx, path.read_text(), str(path)).parse_module()
     module.verify()
     return module, (load_weights(module, path.parent) if need_weights else {})
@@ -109,6 +135,10 @@ def run(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     module, weights = load_module(path, shapes)
     t_load = time.perf_counter() - t0
+    if args.budget is not None or _is_plan(module):
+        return _run_plan(args, module, weights, t_load)
+    if args.stats:
+        raise RunError("--stats measures a plan: give -m BUDGET or a lowered PLAN.mlir")
     fn, in_names, in_layouts, out_names, _ = module_io(module)
     inputs = _inputs(args, fn, in_names, in_layouts)
     t0 = time.perf_counter()
@@ -171,6 +201,172 @@ def _check(path: Path, shapes, in_names, inputs, outputs, out_names, quiet: bool
     if not quiet or not report.ok:
         print(report.text)
     return 0 if report.ok else 1
+
+
+def _is_plan(module) -> bool:
+    """A module at the loop level, or with tiling passes' stages."""
+    from tigris_ir.passes.plan_arena import is_lowered
+
+    from tigris_ir.plan_ir import main_func
+
+    fn = main_func(module)
+    return is_lowered(fn) or any(op.name in ("tile.stage", "tile.chain") for op in fn.walk())
+
+
+def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
+    """Lower (if needed), verify and run a plan at the loop level."""
+    from tigris_ir.passes.lower_to_loops import LowerToLoopsPass, untiled_func
+    from tigris_ir.passes.plan_arena import PlanArenaPass, is_lowered, verify_arena
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import IntegerAttr
+
+    from tigris_ir.loop_run import run_loop_module, untiled_reference
+    from tigris_ir.memory import parse_budget
+    from tigris_ir.plan_ir import BUDGET_ATTR, main_func
+    from tigris_ir.reference import module_layouts, to_boundary, to_internal
+
+    budget: int | None = None
+    if args.budget is not None:
+        try:
+            budget = parse_budget(args.budget)
+        except ValueError as e:
+            raise RunError(str(e)) from None
+    t0 = time.perf_counter()
+    if not is_lowered(main_func(module)):
+        attr = module.attributes.get(BUDGET_ATTR)
+        if budget is None and isinstance(attr, IntegerAttr):
+            budget = int(attr.value.data)
+        if budget is None:
+            raise RunError("give the fast-memory budget of the plan with -m BUDGET")
+        ctx = Context()
+        LowerToLoopsPass(budget=budget).apply(ctx, module)
+        PlanArenaPass(budget=budget).apply(ctx, module)
+    else:
+        problems = verify_arena(module, budget)
+        if problems:
+            raise RunError("the plan does not verify, nothing runs:\n  " + "\n  ".join(problems))
+    t_plan = time.perf_counter() - t0
+    fn = main_func(module)
+    in_layouts, out_layouts = module_layouts(fn)
+    names = _names(fn, "nn.input_names", len(fn.function_type.inputs.data))
+    out_names = _names(fn, "nn.output_names", len(fn.function_type.outputs.data))
+    inputs = _plan_inputs(args, fn, names, in_layouts)
+    internal = [to_internal(x, lay) for x, lay in zip(inputs, in_layouts)]
+    t0 = time.perf_counter()
+    res = run_loop_module(module, weights, internal)
+    t_run = time.perf_counter() - t0
+    outputs = [to_boundary(y, lay) for y, lay in zip(res.outputs, out_layouts)]
+    if args.output and len(args.output) != len(outputs):
+        raise RunError(
+            f"the model has {len(outputs)} output(s) but {len(args.output)} --output given"
+        )
+    for dest, y in zip(args.output, outputs):
+        np.save(dest, y)
+    if not args.quiet:
+        for name, y in zip(out_names, outputs):
+            print(f"output '{name}': {y.dtype} {'x'.join(map(str, y.shape))}")
+        print(
+            f"load: {t_load:.3f} s, plan: {t_plan:.3f} s, run: {t_run:.3f} s, "
+            f"{res.stats.tiles} tiles"
+        )
+    if args.stats:
+        for line in res.stats.lines():
+            print(line)
+    if args.check:
+        ref_fn = untiled_func(module)
+        if ref_fn is None:
+            raise RunError(
+                "--check needs the untiled function the plan was lowered from "
+                "(lower-to-loops keeps it as @<name>_untiled)"
+            )
+        ref = [
+            to_boundary(y, lay)
+            for y, lay in zip(untiled_reference(ref_fn, weights, internal), out_layouts)
+        ]
+        return _check_plan(out_names, outputs, ref, args.quiet)
+    return 0
+
+
+def _names(fn, key: str, n: int) -> list[str]:
+    from xdsl.dialects.builtin import ArrayAttr, StringAttr
+
+    a = fn.attributes.get(key)
+    if isinstance(a, ArrayAttr) and len(a.data) == n:
+        return [x.data if isinstance(x, StringAttr) else f"arg{i}" for i, x in enumerate(a.data)]
+    return [f"arg{i}" for i in range(n)]
+
+
+def _plan_inputs(
+    args: argparse.Namespace, fn, names: list[str], layouts: list[str]
+) -> list[np.ndarray]:
+    """The inputs in the model's layout, checked against the plan's arguments."""
+    from tigris_ir.dialects import nn
+    from xdsl.dialects.builtin import MemRefType
+
+    want: list[tuple[tuple[int, ...], np.dtype]] = []
+    for a, lay in zip(fn.body.block.args, layouts):
+        t = a.type
+        assert isinstance(t, MemRefType)
+        s = tuple(t.get_shape())
+        if lay in ("nchw", "ncw"):
+            s = (s[0], s[-1], *s[1:-1])
+        want.append((s, nn.element_dtype(t.element_type)))
+    if args.random_input is not None:
+        if args.input:
+            raise RunError("give either --input or --random-input, not both")
+        rng = np.random.default_rng(args.random_input)
+        return [
+            rng.standard_normal(s).astype(np.float32)
+            if dt == np.float32
+            else rng.integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, s).astype(dt)
+            for s, dt in want
+        ]
+    if len(args.input) != len(want):
+        raise RunError(
+            f"the model takes {len(want)} input(s) ({', '.join(names)}); "
+            f"{len(args.input)} --input given (or use --random-input SEED)"
+        )
+    out = []
+    for f, name, (s, dt) in zip(args.input, names, want):
+        try:
+            x = np.load(f, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise RunError(f"cannot read input '{f}': {e}") from None
+        if tuple(x.shape) != s or x.dtype != dt:
+            raise RunError(
+                f"input '{name}' must be {dt} of shape {'x'.join(map(str, s))}, got "
+                f"{x.dtype} of shape {'x'.join(map(str, x.shape))} (from '{f}')"
+            )
+        out.append(x)
+    return out
+
+
+def _check_plan(
+    names: list[str], outputs: list[np.ndarray], ref: list[np.ndarray], quiet: bool
+) -> int:
+    """The plan's outputs against the untiled reference: int8 bit-exact,
+    float32 to a relative 1e-5 of the output's largest magnitude."""
+    ok = True
+    for name, y, r in zip(names, outputs, ref):
+        if r.dtype == np.float32:
+            scale = max(float(np.max(np.abs(r))), 1e-30) if r.size else 1.0
+            err = np.abs(y.astype(np.float64) - r.astype(np.float64)) / scale
+            bad = bool(err.max() > 1e-5) if err.size else False
+            worst = f"{float(err.max()) if err.size else 0.0:.2e} relative"
+        else:
+            err = np.abs(y.astype(np.int64) - r.astype(np.int64))
+            bad = bool(err.max() > 0) if err.size else False
+            worst = f"{int(err.max()) if err.size else 0} LSB"
+        where = tuple(int(i) for i in np.unravel_index(int(np.argmax(err)), err.shape))
+        if bad:
+            ok = False
+            print(
+                f"output '{name}': MISMATCH with the untiled reference: {worst} at {where} "
+                f"(plan {y[where]}, reference {r[where]})"
+            )
+        elif not quiet:
+            print(f"output '{name}': equals the untiled reference ({worst} at most)")
+    return 0 if ok else 1
 
 
 def main() -> int:

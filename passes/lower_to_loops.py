@@ -1,0 +1,756 @@
+"""`lower-to-loops`: the plan as loop-level IR (scf, memref, arith, loop).
+
+The function becomes its schedule (`tigris_ir.loop_run.schedule`, the one
+the plan interpreter runs): model inputs are `"slow"` memref arguments and
+outputs returned memrefs (`"fast"` ones when the plan runs in place); a
+tensor crossing a unit boundary is a `"slow"` `memref.alloc` from the start
+of its producing unit to the end of its last reader. Per unit:
+
+* a normal stage: `memref.alloc` of each fast buffer where the planner's cost
+  model allocates it, `memref.copy` of whole inputs in and outputs out,
+  `loop.band` on whole tensors, `memref.dealloc` at last use;
+* a tiled stage or chain: every buffer allocated once (at the plan's rows),
+  then `scf.for` over the tiles. Each tile's exact row ranges come from a
+  table (`memref.global` of index values, one row per tile, column names in
+  `loop.columns`): `memref.subview` + `memref.copy` move a line buffer's
+  history to its start, load new rows from slow memory and spill the tile's
+  output rows; `loop.band` computes each op's rows (its padding at the image
+  border), `loop.accumulate` / `loop.finish` a GlobalAveragePool.
+
+Weights become external `memref.global`s (initial value `uninitialized`,
+`loop.ref` naming the weight) in the default memory space: they live in
+flash. Buffers have no addresses yet: `plan-arena` gives them static offsets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from tigris_ir.dialects import loop, nn
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FloatAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    f32,
+    i64,
+)
+from xdsl.dialects.linalg.ops import FillOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from tigris_ir.band_exec import Band
+from tigris_ir.loop_run import (
+    NormalUnit,
+    PlanRunError,
+    Program,
+    Tile,
+    TiledUnit,
+    operand_source,
+    schedule,
+    weight_ref,
+)
+from tigris_ir.nn_graph import GraphView
+from tigris_ir.plan_ir import budget_of, main_func, plan_of, require_fit
+from tigris_ir.tiling import GraphTables
+
+TENSOR_ATTR = "loop.tensor"
+"""The tensor a buffer holds (a `memref.alloc` attribute), for diagnostics."""
+PLAN_ATTR = "loop.plan"
+"""The plan's figures on the lowered function: peak, slow_peak, reads, writes, budget."""
+
+
+def memref_of(shape: Sequence[int], dtype: np.dtype, space: StringAttr | None) -> MemRefType:
+    elem = nn.tensor_type((1,), dtype).element_type
+    return MemRefType(elem, list(shape), NoneAttr(), space if space is not None else NoneAttr())
+
+
+def _hint(name: str) -> str:
+    """An SSA name hint for a tensor name (xDSL reads `_N` as a uniquing
+    suffix, so `conv_2` becomes `conv2`)."""
+    h = re.sub(r"_(\d+)", r"\1", re.sub(r"[^A-Za-z0-9_]", "_", name))
+    return h if h and not h[0].isdigit() else f"t{h}"
+
+
+@dataclass
+class _Table:
+    """Per-tile index values of one unit: columns by key."""
+
+    keys: list[tuple[object, ...]]
+    rows: list[list[int]]
+
+    def col(self, key: tuple[object, ...]) -> int:
+        return self.keys.index(key)
+
+
+def _put(
+    v: dict[tuple[object, ...], int],
+    tile: Tile,
+    held_axes: Mapping[str, list[int]],
+    kind: str,
+    who: object,
+    t: str,
+    band: Band,
+) -> None:
+    """Table values of a band of tensor t (empty: at its buffer's first row)."""
+    for a in held_axes[t]:
+        base = tile.held[t][a][0]
+        lo, hi = band.get(a, (base, base))
+        v[(kind, who, a, 0)] = lo
+        v[(kind, who, a, 1)] = hi
+
+
+class _Lowering:
+    def __init__(self, prog: Program, view: GraphView, fn: func.FuncOp):
+        self.prog = prog
+        self.view = view
+        self.graph = prog.graph
+        self.fn = fn
+        self.tables = GraphTables(self.graph)
+        self.globals: list[Operation] = []
+        self.block = Block()
+        self.ops: list[Operation] = []
+        self.slow: dict[str, SSAValue] = {}
+        self.weights: dict[str, SSAValue] = {}
+        self.consts: dict[int, SSAValue] = {}
+        self.results: list[SSAValue | None] = [None] * len(self.graph.outputs)
+        self.symbols: set[str] = set()
+
+    # ---- helpers -------------------------------------------------------
+
+    def add(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        return op
+
+    def const(self, v: int) -> SSAValue:
+        if v not in self.consts:
+            c = arith.ConstantOp(IntegerAttr(v, IndexType()))
+            c.result.name_hint = f"c{v}" if v >= 0 else f"cm{-v}"
+            # constants live at the top of the function
+            first = self.block.first_op
+            if first is None:
+                self.block.add_op(c)
+            else:
+                self.block.insert_op_before(c, first)
+            self.consts[v] = c.result
+        return self.consts[v]
+
+    def symbol(self, base: str) -> str:
+        name = _hint(base)
+        n = name
+        i = 1
+        while n in self.symbols:
+            n = f"{name}_{i}"
+            i += 1
+        self.symbols.add(n)
+        return n
+
+    def dtype(self, name: str) -> np.dtype:
+        return self.prog.dtypes[name]
+
+    def weight(self, name: str) -> SSAValue:
+        """The `memref.get_global` of a constant tensor (at the function top)."""
+        if name not in self.weights:
+            ref = weight_ref(self.view, name)
+            info = self.graph.tensors[name]
+            t = memref_of(info.shape, self.dtype(name), None)
+            sym = self.symbol("w_" + ref)
+            g = memref.GlobalOp.get(StringAttr(sym), t, UnitAttr())
+            g.attributes["loop.ref"] = StringAttr(ref)
+            self.globals.append(g)
+            get = memref.GetGlobalOp(sym, t)
+            get.memref.name_hint = _hint("w_" + ref)
+            self.add(get)
+            self.weights[name] = get.memref
+        return self.weights[name]
+
+    def alloc(
+        self,
+        key: str,
+        shape: Sequence[int],
+        dtype: np.dtype,
+        space: StringAttr,
+        tensor: str | None = None,
+    ) -> SSAValue:
+        op = memref.AllocOp.get(
+            memref_of(shape, dtype, space).element_type, shape=list(shape), memory_space=space
+        )
+        op.attributes[TENSOR_ATTR] = StringAttr(tensor or key)
+        op.memref.name_hint = _hint(("s_" if space == loop.SLOW else "") + key)
+        self.add(op)
+        return op.memref
+
+    def subview(
+        self, source: SSAValue, band: Mapping[int, tuple[SSAValue, SSAValue]], into: list[Operation]
+    ) -> SSAValue:
+        """A band of `source`: per cut axis (offset, size) index values."""
+        t = source.type
+        assert isinstance(t, MemRefType)
+        shape = t.get_shape()
+        offsets: list[SSAValue | int] = [0] * len(shape)
+        sizes: list[SSAValue | int] = list(shape)
+        for ax, (off, size) in band.items():
+            offsets[ax] = off
+            sizes[ax] = size
+        strides: list[SSAValue | int] = [1] * len(shape)
+        rt = memref.SubviewOp.infer_result_type(t, offsets, sizes, strides)
+        op = memref.SubviewOp.get(source, offsets, sizes, strides, rt)
+        into.append(op)
+        return op.result
+
+    # ---- the function ----------------------------------------------------
+
+    def lower(self) -> func.FuncOp:
+        graph, prog = self.graph, self.prog
+        in_place = prog.plan.in_place
+        space = loop.FAST if in_place else loop.SLOW
+        arg_types = [memref_of(graph.tensors[x].shape, self.dtype(x), space) for x in graph.inputs]
+        self.block = Block(arg_types=arg_types)
+        for x, a in zip(graph.inputs, self.block.args):
+            a.name_hint = _hint(x)
+            self.slow[x] = a
+        for u in prog.units:
+            if not in_place:
+                for name, b in prog.slow_birth.items():
+                    if b == u.index and graph.producer(name) is not None:
+                        info = graph.tensors[name]
+                        self.slow[name] = self.alloc(name, info.shape, self.dtype(name), loop.SLOW)
+            if isinstance(u, NormalUnit):
+                self.normal(u)
+            else:
+                self.tiled(u)
+            if not in_place:
+                for name, d in prog.slow_death.items():
+                    if (
+                        d == u.index
+                        and name not in graph.outputs
+                        and graph.producer(name) is not None
+                    ):
+                        self.add(memref.DeallocOp.get(self.slow[name]))
+        outs = [self.slow[o] for o in graph.outputs]
+        self.add(func.ReturnOp(*outs))
+        ftype = FunctionType.from_lists(arg_types, [v.type for v in outs])
+        new = func.FuncOp(self.fn.sym_name.data, ftype, Region(self.block))
+        for key in ("nn.input_names", "nn.input_layouts", "nn.output_names", "nn.output_layouts"):
+            if key in self.fn.attributes:
+                new.attributes[key] = self.fn.attributes[key]
+        p = prog.plan
+        new.attributes[PLAN_ATTR] = DictionaryAttr(
+            {
+                "peak": IntegerAttr(p.peak, i64),
+                "slow_peak": IntegerAttr(p.slow_peak, i64),
+                "slow_reads": IntegerAttr(p.slow_reads, i64),
+                "slow_writes": IntegerAttr(p.slow_writes, i64),
+                "budget": IntegerAttr(p.budget, i64),
+            }
+        )
+        return new
+
+    # ---- units -------------------------------------------------------------
+
+    def band_op(
+        self,
+        k: int,
+        ins: list[SSAValue],
+        outs: list[SSAValue],
+        bounds: list[SSAValue],
+        cuts: list[list[int]],
+        cls: type[loop.BandComputeOp] = loop.BandOp,
+    ) -> loop.BandComputeOp:
+        nn_op = self.view.ops[self.graph.nodes[k].name]
+        return cls(ins, outs, bounds, cuts, loop.band_body(nn_op))
+
+    def normal(self, u: NormalUnit) -> None:
+        graph = self.graph
+        in_place = u.in_place
+        fast: dict[str, SSAValue] = {}
+        for ev, what in u.events:
+            if ev == "load":
+                assert isinstance(what, str)
+                if in_place:
+                    fast[what] = self.slow[what]
+                    continue
+                buf = u.buffers[what]
+                fast[what] = self.alloc(what, buf.shape, buf.dtype, loop.FAST)
+                self.add(memref.CopyOp(self.slow[what], fast[what]))
+            elif ev == "alloc":
+                assert isinstance(what, str)
+                buf = u.buffers[what]
+                fast[what] = self.alloc(what, buf.shape, buf.dtype, loop.FAST)
+                if in_place and what in graph.outputs:
+                    self.slow[what] = fast[what]
+            elif ev == "op":
+                assert isinstance(what, int)
+                node = graph.nodes[what]
+                ins = [
+                    self.weight(n) if graph.tensors[n].is_const else fast[n] for n in node.inputs
+                ]
+                outs = [fast[o] for o in node.outputs]
+                cuts: list[list[int]] = [[] for _ in (*ins, *outs)]
+                self.add(self.band_op(what, ins, outs, [], cuts))
+            elif ev == "free":
+                assert isinstance(what, str)
+                if not (in_place and what in graph.inputs):
+                    self.add(memref.DeallocOp.get(fast[what]))
+            else:
+                assert isinstance(what, str)
+                if not in_place:
+                    self.add(memref.CopyOp(fast[what], self.slow[what]))
+        if not in_place:
+            for o in u.stage.outputs:
+                self.add(memref.DeallocOp.get(fast[o]))
+
+    def tiled(self, u: TiledUnit) -> None:
+        graph = self.graph
+        fast: dict[str, SSAValue] = {}
+        for key, buf in u.buffers.items():
+            tensor = key.removesuffix(".acc")
+            fast[key] = self.alloc(key, buf.shape, buf.dtype, loop.FAST, tensor)
+        for t in u.once:
+            self.add(memref.CopyOp(self.slow[t], fast[t]))
+        for k in u.nodes:
+            if k != u.gap:
+                for n in graph.nodes[k].inputs:
+                    if graph.tensors[n].is_const:
+                        self.weight(n)
+        if u.gap is None:
+            if u.tiles:
+                self.add(self.tile_loop(u, fast))
+        else:
+            self.accumulation(u, fast)
+        for key in u.buffers:
+            self.add(memref.DeallocOp.get(fast[key]))
+
+    def accumulation(self, u: TiledUnit, fast: dict[str, SSAValue]) -> None:
+        """A GlobalAveragePool's tiles: per channel group (one when the
+        channels are not cut) the sums start at zero, the group's tiles add
+        their bands, `loop.finish` takes the mean and the group's outputs are
+        spilled. Several groups are an outer `scf.for` over a group table."""
+        graph = self.graph
+        assert u.gap is not None
+        out = graph.nodes[u.gap].outputs[0]
+        acc, res = fast[out + ".acc"], fast[out]
+        last = graph.tensors[out].rank - 1
+        per = len(u.tiles) // len(u.acc_groups)
+        whole = len(u.acc_groups) == 1 and u.acc_groups[0] == (0, graph.tensors[out].shape[-1])
+        zero = arith.ConstantOp(FloatAttr(0.0, f32))
+        self.add(zero)
+        if whole:
+            self.add(FillOp([zero.result], [acc], res=[]))
+            if u.tiles:
+                self.add(self.tile_loop(u, fast))
+            self.add(self.band_op(u.gap, [acc], [res], [], [[], []], loop.FinishOp))
+            self.add(memref.CopyOp(res, self.slow[out]))
+            return
+        n_groups = len(u.acc_groups)
+        sym = self.symbol(f"{u.name.replace(' ', '')}_groups")
+        ttype = MemRefType(IndexType(), [n_groups, 2])
+        init = DenseIntOrFPElementsAttr.from_list(
+            TensorType(IndexType(), [n_groups, 2]), [v for g in u.acc_groups for v in g]
+        )
+        g = memref.GlobalOp.get(StringAttr(sym), ttype, init, constant=UnitAttr())
+        g.attributes["loop.columns"] = ArrayAttr([StringAttr("c.0"), StringAttr("c.1")])
+        self.globals.append(g)
+        get = memref.GetGlobalOp(sym, ttype)
+        get.memref.name_hint = sym
+        self.add(get)
+        body = Block(arg_types=[IndexType()])
+        grp = body.args[0]
+        grp.name_hint = "group"
+        ops: list[Operation] = [FillOp([zero.result], [acc], res=[])]
+        inner = self.tile_loop(u, fast, (grp, per))
+        ops.append(inner)
+        c0 = memref.LoadOp.get(get.memref, [grp, self.const(0)])
+        c1 = memref.LoadOp.get(get.memref, [grp, self.const(1)])
+        c0.res.name_hint, c1.res.name_hint = "group_lo", "group_hi"
+        n = arith.SubiOp(c1.res, c0.res)
+        ops += [c0, c1, n]
+        acc_g = self.subview(acc, {last: (self.const(0), n.result)}, ops)
+        res_g = self.subview(res, {last: (self.const(0), n.result)}, ops)
+        ops.append(
+            self.band_op(
+                u.gap,
+                [acc_g],
+                [res_g],
+                [c0.res, c1.res, c0.res, c1.res],
+                [[last], [last]],
+                loop.FinishOp,
+            )
+        )
+        slow_g = self.subview(self.slow[out], {last: (c0.res, n.result)}, ops)
+        ops.append(memref.CopyOp(res_g, slow_g))
+        ops.append(scf.YieldOp())
+        for op in ops:
+            body.add_op(op)
+        outer = scf.ForOp(self.const(0), self.const(n_groups), self.const(1), [], Region(body))
+        outer.attributes["loop.unit"] = StringAttr(u.name + " channel groups")
+        self.add(outer)
+
+    # ---- the tile loop -----------------------------------------------------
+
+    def table(self, u: TiledUnit) -> _Table:
+        """The unit's per-tile index values (the exact ranges of the plan)."""
+        graph = self.graph
+        first = u.tiles[0]
+        held_axes = {t: sorted(b) for t, b in first.held.items()}
+        keys: list[tuple[object, ...]] = []
+
+        def add(*key: object) -> None:
+            if key not in keys:
+                keys.append(key)
+
+        for t, axes in held_axes.items():
+            for a in axes:
+                add("held", t, a, 0)
+                add("held", t, a, 1)
+        for tile in u.tiles:
+            for t in tile.keep:
+                add("keep", t, "src")
+                add("keep", t, "n")
+        load_t = sorted({t for tile in u.tiles for t, _ in tile.loads}, key=list(first.held).index)
+        spill_t = sorted(
+            {t for tile in u.tiles for t, _ in tile.spills}, key=list(first.held).index
+        )
+        op_k = sorted({s.node for tile in u.tiles for s in tile.ops})
+        for t in load_t:
+            for a in held_axes[t]:
+                add("load", t, a, 0)
+                add("load", t, a, 1)
+        for k in op_k:
+            o = graph.nodes[k].outputs[0]
+            for a in held_axes[o]:
+                add("out", k, a, 0)
+                add("out", k, a, 1)
+        for t in spill_t:
+            for a in held_axes[t]:
+                add("spill", t, a, 0)
+                add("spill", t, a, 1)
+        if first.accumulate is not None:
+            for a in sorted(first.accumulate):
+                add("acc", a, 0)
+                add("acc", a, 1)
+        rows: list[list[int]] = []
+        prev: dict[str, Band] = {}
+        for tile in u.tiles:
+            v: dict[tuple[object, ...], int] = {}
+            for t, b in tile.held.items():
+                for a, (lo, hi) in b.items():
+                    v[("held", t, a, 0)] = lo
+                    v[("held", t, a, 1)] = hi
+            for t, (lo, hi) in tile.keep.items():
+                v[("keep", t, "src")] = lo - prev[t][u.axes[t]][0]
+                v[("keep", t, "n")] = hi - lo
+            loads, spills = dict(tile.loads), dict(tile.spills)
+            steps = {s.node: s.out for s in tile.ops}
+            for t in load_t:
+                _put(v, tile, held_axes, "load", t, t, loads.get(t, {}))
+            for k in op_k:
+                o = graph.nodes[k].outputs[0]
+                _put(v, tile, held_axes, "out", k, o, steps.get(k) or self.empty_band(u, tile, k))
+            for t in spill_t:
+                _put(v, tile, held_axes, "spill", t, t, spills.get(t, {}))
+            if tile.accumulate is not None:
+                for a, (lo, hi) in tile.accumulate.items():
+                    v[("acc", a, 0)] = lo
+                    v[("acc", a, 1)] = hi
+            rows.append([v.get(key, 0) for key in keys])
+            prev = dict(tile.held)
+        return _Table(keys, rows)
+
+    def col_name(self, key: tuple[object, ...]) -> str:
+        """`load_x_lo`, `out_conv0_hi2`: a table value's SSA name."""
+        kind = str(key[0])
+        if kind == "keep":
+            return _hint(f"keep_{key[1]}_{key[2]}")
+        if kind == "acc":
+            ax, end = key[1], key[2]
+            who = ""
+        else:
+            who, ax, end = key[1], key[2], key[3]
+            if isinstance(who, int):
+                who = self.graph.nodes[who].name
+            who = f"_{who}"
+        side = "lo" if end == 0 else "hi"
+        return _hint(f"{kind}{who}_{side}") + ("" if ax == 1 else f"_ax{ax}")
+
+    def empty_band(self, u: TiledUnit, tile: Tile, k: int) -> Band:
+        """An empty band for an op with no rows in this tile: at a row every
+        buffer its subviews cut holds, so each subview stays in bounds."""
+        graph = self.graph
+        node = graph.nodes[k]
+        band: dict[int, tuple[int, int]] = {}
+        for a, (lo0, _) in tile.held[node.outputs[0]].items():
+            lo = lo0
+            hi_cap = lo0 + u.buffers[node.outputs[0]].shape[a]
+            for name in node.inputs:
+                if graph.tensors[name].is_const or not tile.held.get(name):
+                    continue
+                src = operand_source(self.tables, u, k, name, tile.held[name])
+                for b, (kind, ax) in (src or {}).items():
+                    if kind == "out" and ax == a:
+                        lo = max(lo, tile.held[name][b][0])
+                        hi_cap = min(hi_cap, tile.held[name][b][0] + u.buffers[name].shape[b])
+            if lo > hi_cap:
+                raise PassFailedException(
+                    f"lower-to-loops: {u.name} tile {tile.index}: no row of '{node.name}' lies "
+                    "in every buffer it reads (an empty band cannot be placed)"
+                )
+            band[a] = (lo, lo)
+        return band
+
+    def tile_loop(
+        self, u: TiledUnit, fast: dict[str, SSAValue], group: tuple[SSAValue, int] | None = None
+    ) -> scf.ForOp:
+        """The `scf.for` over a unit's tiles (with `group` = (g, n): the n
+        tiles of channel group g, tile g * n + t)."""
+        graph = self.graph
+        tab = self.table(u)
+        n = len(tab.rows)
+        unit = u.name.replace(" ", "")
+        groups: dict[tuple[object, ...], list[int]] = {}
+        for j, key in enumerate(tab.keys):
+            groups.setdefault(key[:1] if key[0] == "acc" else key[:2], []).append(j)
+        tables: dict[tuple[object, ...], tuple[SSAValue, list[int]]] = {}
+        for gkey, cols_of in groups.items():
+            parts = list(gkey)
+            what = parts[1] if len(parts) > 1 else ""
+            if isinstance(what, int):
+                what = graph.nodes[what].name
+            sym = self.symbol(f"{unit}_{parts[0]}_{what}" if what else f"{unit}_{parts[0]}")
+            ttype = MemRefType(IndexType(), [n, len(cols_of)])
+            flat = [row[j] for row in tab.rows for j in cols_of]
+            init = DenseIntOrFPElementsAttr.from_list(
+                TensorType(IndexType(), [n, len(cols_of)]), flat
+            )
+            g = memref.GlobalOp.get(StringAttr(sym), ttype, init, constant=UnitAttr())
+            g.attributes["loop.columns"] = ArrayAttr(
+                [StringAttr(".".join(str(x) for x in tab.keys[j][len(gkey) :])) for j in cols_of]
+            )
+            self.globals.append(g)
+            get = memref.GetGlobalOp(sym, ttype)
+            get.memref.name_hint = sym
+            self.add(get)
+            tables[gkey] = (get.memref, cols_of)
+        body = Block(arg_types=[IndexType()])
+        i: SSAValue = body.args[0]
+        i.name_hint = "tile"
+        ops: list[Operation] = []
+        count = n
+        if group is not None:
+            grp, count = group
+            first = arith.MuliOp(grp, self.const(count))
+            idx = arith.AddiOp(first.result, i)
+            idx.result.name_hint = "index"
+            ops += [first, idx]
+            i = idx.result
+        cols: dict[tuple[object, ...], SSAValue] = {}
+        diffs: dict[tuple[int, int], SSAValue] = {}
+
+        def col(*key: object) -> SSAValue:
+            if key not in cols:
+                gkey = key[:1] if key[0] == "acc" else key[:2]
+                table, cols_of = tables[gkey]
+                ld = memref.LoadOp.get(table, [i, self.const(cols_of.index(tab.col(key)))])
+                ld.res.name_hint = self.col_name(key)
+                ops.append(ld)
+                cols[key] = ld.res
+            return cols[key]
+
+        def sub(a: SSAValue, b: SSAValue) -> SSAValue:
+            key = (id(a), id(b))
+            if key not in diffs:
+                op = arith.SubiOp(a, b)
+                ops.append(op)
+                diffs[key] = op.result
+            return diffs[key]
+
+        held_axes = {t: sorted(b) for t, b in u.tiles[0].held.items()}
+
+        def local(t: str, kind: str, who: object) -> dict[int, tuple[SSAValue, SSAValue]]:
+            """(offset in t's buffer, size) per held axis of the band `kind`."""
+            band = {}
+            for a in held_axes[t]:
+                lo, hi = col(kind, who, a, 0), col(kind, who, a, 1)
+                band[a] = (sub(lo, col("held", t, a, 0)), sub(hi, lo))
+            return band
+
+        def glob(t: str, kind: str, who: object) -> dict[int, tuple[SSAValue, SSAValue]]:
+            band = {}
+            for a in held_axes[t]:
+                lo, hi = col(kind, who, a, 0), col(kind, who, a, 1)
+                band[a] = (lo, sub(hi, lo))
+            return band
+
+        keep_t = [key[1] for key in tab.keys if key[0] == "keep" and key[2] == "src"]
+        for t in keep_t:
+            assert isinstance(t, str)
+            ax = u.axes[t]
+            nrows = col("keep", t, "n")
+            src = self.subview(fast[t], {ax: (col("keep", t, "src"), nrows)}, ops)
+            dst = self.subview(fast[t], {ax: (self.const(0), nrows)}, ops)
+            ops.append(memref.CopyOp(src, dst))
+        for t in dict.fromkeys(key[1] for key in tab.keys if key[0] == "load"):
+            assert isinstance(t, str)
+            s = self.subview(self.slow[t], glob(t, "load", t), ops)
+            f = self.subview(fast[t], local(t, "load", t), ops)
+            ops.append(memref.CopyOp(s, f))
+        for k in dict.fromkeys(key[1] for key in tab.keys if key[0] == "out"):
+            assert isinstance(k, int)
+            ops.append(self.tile_op(u, k, fast, col, sub, ops))
+        if u.tiles[0].accumulate is not None and u.gap is not None:
+            x = graph.nodes[u.gap].inputs[0]
+            out = graph.nodes[u.gap].outputs[0]
+            acc_axes = sorted(u.tiles[0].accumulate)
+            xb = {
+                a: (
+                    sub(col("acc", a, 0), col("held", x, a, 0)),
+                    sub(col("acc", a, 1), col("acc", a, 0)),
+                )
+                for a in acc_axes
+            }
+            xs = self.subview(fast[x], xb, ops)
+            bounds = [v for a in acc_axes for v in (col("acc", a, 0), col("acc", a, 1))]
+            last = graph.tensors[x].rank - 1
+            acc = fast[out + ".acc"]
+            cuts: list[list[int]] = [acc_axes, []]
+            if last in acc_axes:  # a channel group: its sums start the buffer
+                lo, hi = col("acc", last, 0), col("acc", last, 1)
+                acc = self.subview(acc, {last: (self.const(0), sub(hi, lo))}, ops)
+                cuts = [acc_axes, [last]]
+                bounds += [lo, hi]
+            ops.append(self.band_op(u.gap, [xs], [acc], bounds, cuts, loop.AccumulateOp))
+        for t in dict.fromkeys(key[1] for key in tab.keys if key[0] == "spill"):
+            assert isinstance(t, str)
+            f = self.subview(fast[t], local(t, "spill", t), ops)
+            s = self.subview(self.slow[t], glob(t, "spill", t), ops)
+            ops.append(memref.CopyOp(f, s))
+        ops.append(scf.YieldOp())
+        for op in ops:
+            body.add_op(op)
+        for_op = scf.ForOp(self.const(0), self.const(count), self.const(1), [], Region(body))
+        for_op.attributes["loop.unit"] = StringAttr(u.name)
+        for_op.attributes["loop.kind"] = StringAttr(
+            u.kind + (", line-buffered" if u.line_buffered else "")
+        )
+        return for_op
+
+    def tile_op(
+        self, u: TiledUnit, k: int, fast: dict[str, SSAValue], col, sub, ops: list[Operation]
+    ) -> Operation:
+        """One op's band: operands as the executor reads them (`operand_source`)."""
+        graph = self.graph
+        node = graph.nodes[k]
+        first = u.tiles[0]
+        ins: list[SSAValue] = []
+        bounds: list[SSAValue] = []
+        cuts: list[list[int]] = []
+        for name in node.inputs:
+            if graph.tensors[name].is_const:
+                ins.append(self.weight(name))
+                cuts.append([])
+                continue
+            src = operand_source(self.tables, u, k, name, first.held[name])
+            if src is None:
+                ins.append(fast[name])
+                cuts.append([])
+                continue
+            band = {}
+            axes = sorted(src)
+            for a in axes:
+                kind, ax = src[a]
+                if kind == "held":  # the rows the buffer holds: from its first row
+                    lo, hi = col("held", name, a, 0), col("held", name, a, 1)
+                    band[a] = (self.const(0), sub(hi, lo))
+                else:
+                    lo, hi = col("out", k, ax, 0), col("out", k, ax, 1)
+                    band[a] = (sub(lo, col("held", name, a, 0)), sub(hi, lo))
+                bounds += [lo, hi]
+            ins.append(self.subview(fast[name], band, ops))
+            cuts.append(axes)
+        outs: list[SSAValue] = []
+        for o in node.outputs:
+            axes = sorted(first.held[o])
+            band = {}
+            for a in axes:
+                lo, hi = col("out", k, a, 0), col("out", k, a, 1)
+                band[a] = (sub(lo, col("held", o, a, 0)), sub(hi, lo))
+                bounds += [lo, hi]
+            outs.append(self.subview(fast[o], band, ops))
+            cuts.append(axes)
+        return self.band_op(k, ins, outs, bounds, cuts)
+
+
+UNTILED_SUFFIX = "_untiled"
+"""The `nn` function a lowered one came from keeps this suffix (the oracle
+`tigris-run --check` compares a plan with)."""
+
+
+def lower_program(prog: Program, view: GraphView, module: ModuleOp, fn: func.FuncOp) -> None:
+    """Put the loop-level form of `fn` in its place; `fn` stays beside it as
+    the private `<name>_untiled`; weights and tables become globals."""
+    low = _Lowering(prog, view, fn)
+    new = low.lower()
+    body = module.body.block
+    anchor = body.first_op
+    for g in low.globals:
+        if anchor is None:
+            body.add_op(g)
+        else:
+            body.insert_op_before(g, anchor)
+    body.insert_op_before(new, fn)
+    fn.sym_name = StringAttr(fn.sym_name.data + UNTILED_SUFFIX)
+    fn.sym_visibility = StringAttr("private")
+
+
+def untiled_func(module: ModuleOp) -> func.FuncOp | None:
+    """The `nn` function a lowered module was made from, if it kept it."""
+    main = main_func(module)
+    want = main.sym_name.data + UNTILED_SUFFIX
+    return next(
+        (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == want), None
+    )
+
+
+@dataclass(frozen=True)
+class LowerToLoopsPass(ModulePass):
+    """Lower the plan to loop IR: scf.for over tiles, fast/slow memrefs, loop.band.
+
+    The plan is the function's under the budget (the option, else the module's
+    `tile.budget`, else 256K); stages, chains and band records of the tiling
+    passes, if present, are the same plan. Every tile's exact row ranges are
+    a `memref.global` table indexed by the tile loop's induction variable.
+    """
+
+    name = "lower-to-loops"
+
+    budget: int | str = 0
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        budget = budget_of(op, self.budget)
+        fn = main_func(op)
+        if any(isinstance(o, loop.BandComputeOp) for o in fn.walk()):
+            return  # already lowered
+        view, p = plan_of(fn, budget)
+        require_fit(view, p)
+        try:
+            prog = schedule(view, p)
+        except PlanRunError as e:
+            raise PassFailedException(f"lower-to-loops: {e}") from None
+        if loop.Loop.name not in ctx.registered_dialect_names:
+            ctx.load_dialect(loop.Loop)
+        lower_program(prog, view, op, fn)

@@ -15,6 +15,8 @@ tigris-opt "$OUT/model.mlir" --tile-stages=budget="$BUDGET" --fuse-chains --back
   -o "$OUT/model.tiled.mlir"
 echo "   $(grep -c 'tile.stage' "$OUT/model.tiled.mlir") stages, $(grep -c 'tile.chain' "$OUT/model.tiled.mlir") chains in $OUT/model.tiled.mlir"
 tigris-analyze "$MODEL" -m "$BUDGET" -v
+echo "== run the plan tile by tile in a fast arena of the planned size; check it"
+tigris-run "$MODEL" -m "$BUDGET" --random-input 0 --check --stats
 echo "== run the IR with the numpy reference, and the model against onnxruntime"
 tigris-run "$OUT/model.mlir" --random-input 0 -o "$OUT/y_ir.npy"
 tigris-run "$MODEL" --random-input 0 -o "$OUT/y_onnx.npy" --check

@@ -76,6 +76,12 @@ class PlanDiscrepancy(PlanRunError):
     """The plan's schedule cannot run as its figures say (a planner bug)."""
 
 
+class LineBufferGap(PlanDiscrepancy):
+    """A line-buffered chain whose tile ranges go back or skip rows (dilated
+    windows under the image padding): its planned line buffers would read
+    rows no tile computed or that it already dropped."""
+
+
 # ---------------------------------------------------------------------------
 # Static placement (shared with plan-arena)
 
@@ -443,8 +449,17 @@ def _tiled_unit(
             tile_hw,
         )
     except PlanDiscrepancy as e:
-        raise PlanDiscrepancy(f"{name}: {e}") from None
-    _check_capacity(name, steps, buffers)
+        raise type(e)(f"{name}: {e}") from None
+    try:
+        _check_capacity(name, steps, buffers)
+    except PlanDiscrepancy as e:
+        if line_buffered and not all(_monotone(tiles, t) for t in band_rows):
+            back = [t for t in band_rows if not _monotone(tiles, t)]
+            raise LineBufferGap(
+                f"{e}: the tile ranges of {', '.join(repr(t) for t in back)} go back, so a "
+                "row a later tile reads again must stay in its line buffer"
+            ) from None
+        raise
     return TiledUnit(
         index,
         name,
@@ -463,6 +478,34 @@ def _tiled_unit(
     )
 
 
+def _uncovered(done: list[Range], x: int, y: int) -> int | None:
+    """The first row of [x, y) not in the sorted, disjoint ranges `done`."""
+    row = x
+    for a, b in done:
+        if a > row:
+            break
+        row = max(row, b)
+    return row if row < y else None
+
+
+def _add_range(done: list[Range], r: Range) -> None:
+    if r[1] <= r[0]:
+        return
+    done.append(r)
+    done.sort()
+    merged: list[Range] = []
+    for a, b in done:
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    done[:] = merged
+
+
+def _starts(tiles: Sequence[TileRows], t: str, upto: int) -> str:
+    return ", ".join(f"[{a}, {b})" for a, b in (tr.rows[t] for tr in tiles[: upto + 1]))
+
+
 def _lb_rows(
     graph: PlanGraph,
     tables: GraphTables,
@@ -474,13 +517,16 @@ def _lb_rows(
     """Per tile of a line-buffered chain: the new rows of every tensor (those
     of its range from the previous tile's end on; the whole range for ops
     that recompute) and the first row a reader of this tile's new rows needs
-    (`BandModel.line_buffer`)."""
+    (`BandModel.line_buffer`). A read of a row no tile has computed or
+    loaded so far (the ranges went back, or skipped rows) is a
+    `LineBufferGap`."""
     names = list(tiles[0].rows)
     produced = {o for k in nodes for o in graph.nodes[k].outputs}
     stop = nodes[-1] + 1
     roots = [t for t in names if t in produced and tables.is_root(t, stop)]
     prev = {t: -1 for t in names}
-    first = {t: 1 << 40 for t in names}
+    done: dict[str, list[Range]] = {t: [] for t in names}
+    outputs_of = {o: k for k in nodes for o in graph.nodes[k].outputs}
     news: list[dict[str, Range]] = []
     lows: list[dict[str, int]] = []
     for tile in tiles:
@@ -490,8 +536,7 @@ def _lb_rows(
             x, y = rng[t]
             nx = x if prev[t] < 0 else max(prev[t], x)
             new[t] = (nx, max(nx, y))
-            if y > nx:
-                first[t] = min(first[t], nx)
+            _add_range(done[t], rng[t] if outputs_of.get(t) in recompute else new[t])
         low = {t: new[t][0] for t in names}
         for t in roots:
             low[t] = min(low[t], rng[t][0])
@@ -509,13 +554,14 @@ def _lb_rows(
                 continue
             for t, (m, _) in _maps(tables, k).items():
                 x, y = map_range(m, src[0], src[1], graph.tensors[t].shape[axes[t]])
-                if y > x and x < first[t]:
-                    raise PlanDiscrepancy(
+                missing = _uncovered(done[t], x, y) if y > x else None
+                if missing is not None:
+                    raise LineBufferGap(
                         f"line-buffered tile {tile.index}: '{graph.nodes[k].name}' reads "
-                        f"rows [{x}, {y}) of '{t}', but the line buffers compute it only "
-                        f"from row {first[t]} on (its tile ranges start at "
-                        f"{[tr.rows[t][0] for tr in tiles[: tile.index + 1]]}): rows "
-                        "below the first tile's range are never computed or loaded"
+                        f"rows [{x}, {y}) of '{t}', but row {missing} is never computed or "
+                        f"loaded (the ranges of '{t}' in tiles 0..{tile.index} are "
+                        f"{_starts(tiles, t, tile.index)}: a tile computes only from the "
+                        "previous tile's end on)"
                     )
                 if y > x and x < low[t]:
                     low[t] = x
@@ -524,6 +570,11 @@ def _lb_rows(
         for t in names:
             prev[t] = max(prev[t], rng[t][1])
     return news, lows
+
+
+def _monotone(tiles: Sequence[TileRows], t: str) -> bool:
+    rs = [tr.rows[t] for tr in tiles]
+    return all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(rs, rs[1:]))
 
 
 def _tile_bounds(
@@ -1891,6 +1942,7 @@ def dry_run(module: ModuleOp) -> None:
 
 __all__ = [
     "BandError",
+    "LineBufferGap",
     "LoopIRError",
     "LoopRunner",
     "arena_problems",

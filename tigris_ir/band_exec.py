@@ -138,35 +138,68 @@ def _window_geometry(
     return tuple(sl), (*begins, *ends), where
 
 
+_F64: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+"""float64 copies of weights, by the weight array's id (the array is kept
+alive beside its copy, so the id is not reused): every tile of a conv
+converts the same weights otherwise."""
+
+
+def _as_f64(w: np.ndarray) -> np.ndarray:
+    hit = _F64.get(id(w))
+    if hit is not None and hit[0] is w:
+        return hit[1]
+    if len(_F64) > 4096:
+        _F64.clear()
+    w64 = w.astype(np.float64)
+    _F64[id(w)] = (w, w64)
+    return w64
+
+
+def _conv_core(x: np.ndarray, w64: np.ndarray, op: nn.ConvOp, pads: Sequence[int],
+               out: Sequence[int]) -> np.ndarray:
+    """`kernels.conv`'s float64 accumulator (before bias and rounding) on a
+    band: the band zero-padded by `pads`, then the same depthwise taps or
+    im2col matrix product."""
+    n = x.ndim - 2
+    shape = (x.shape[0], *(x.shape[1 + i] + pads[i] + pads[n + i] for i in range(n)), x.shape[-1])
+    xp = np.zeros(shape, dtype=np.float64)
+    xp[(slice(None), *(slice(pads[i], pads[i] + x.shape[1 + i]) for i in range(n)))] = x
+    st, dl = op.strides(), op.dilations()
+    if w64.shape[-1] == 1:
+        return K._depthwise(xp, w64, st, dl, out)  # noqa: SLF001
+    return K._im2col(xp, w64, st, dl, out, op.groups())  # noqa: SLF001
+
+
 def _conv(op: nn.ConvOp, args: list[np.ndarray], held: Band, out: Band) -> list[np.ndarray]:
+    """`kernels.conv` on a band, with the same arithmetic (float64 sums, one
+    rounding; integer sums exact) and its weights converted once."""
     out_shape = nn.shape_of(op.output)
     sl, pads, _ = _window_geometry(op, held, out, out_shape)
+    n = len(out_shape) - 2
+    sizes = tuple(b - a for a, b in (out.get(1 + i, (0, out_shape[1 + i])) for i in range(n)))
 
     def real(a: list[np.ndarray]) -> list[np.ndarray]:
-        return [
-            K.conv(
-                a[0][sl],
-                a[1],
-                a[2],
-                strides=op.strides(),
-                pads=pads,
-                dilations=op.dilations(),
-                group=op.groups(),
-            )
-        ]
+        acc = _conv_core(a[0][sl], _as_f64(a[1]), op, pads, sizes)
+        return [(acc + a[2].astype(np.float64)).astype(np.float32)]
 
     def integer(a: list[np.ndarray]) -> list[np.ndarray]:
         qx, qy = nn.quant_of(op.input), nn.quant_of(op.output)
         assert qx is not None and qy is not None
-        acc = K.conv(
-            a[0][sl].astype(np.int32) - np.int32(qx.zp_value),
-            a[1].astype(np.int32),
-            a[2].astype(np.int32),
-            strides=op.strides(),
-            pads=pads,
-            dilations=op.dilations(),
-            group=op.groups(),
-        )
+        x = a[0][sl].astype(np.int32) - np.int32(qx.zp_value)
+        w = a[1]
+        terms = math.prod(w.shape[1:])
+        bound = max(int(np.abs(x).max(initial=0)), 0) * max(int(np.abs(w.astype(np.int32)).max(
+            initial=0)), 0) * terms
+        if bound < 2**53:  # kernels.conv sums exactly in float64 then
+            acc64 = _conv_core(x, _as_f64(w), op, pads, sizes).astype(np.int64)
+            acc64 += a[2].astype(np.int64)
+            if acc64.size and (acc64.max() > np.iinfo(np.int32).max
+                               or acc64.min() < np.iinfo(np.int32).min):
+                raise OverflowError("integer accumulator does not fit int32")
+            acc = acc64.astype(np.int32)
+        else:
+            acc = K.conv(x, w.astype(np.int32), a[2].astype(np.int32), strides=op.strides(),
+                         pads=pads, dilations=op.dilations(), group=op.groups())
         return [nn.requantize_acc(acc, qx.scale_value, a[3], qy, nn.dtype_of(op.output))]
 
     return _dispatch(op, list(args), real, integer)

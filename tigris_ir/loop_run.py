@@ -42,7 +42,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
 )
 from xdsl.dialects.linalg.ops import FillOp
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from tigris_ir import band_exec
 from tigris_ir.band_exec import Band, BandError, Range
@@ -1581,10 +1581,11 @@ class LoopRunner:
 
     Fast buffers are views of one byte arena of `loop.arena` bytes at their
     static offsets; slow ones of a second arena. Every copy between the
-    spaces is counted. With `compute=False` (a dry run, what `plan-arena`
-    verifies) no band is computed, but every rule is still checked: each
-    band reads only rows that were loaded or computed and lie in the band it
-    holds, buffers stay inside their arena and never overlap live ones."""
+    spaces is counted, and the arenas check every allocation (inside, no
+    overlap with a live buffer). With `compute=False` (a dry run, what
+    `plan-arena` verifies) no band is computed, but every element's state is
+    tracked: each band reads only rows that were loaded or computed and lie
+    in the band it holds. A verified plan then runs without that tracking."""
 
     def __init__(self, module: ModuleOp, weights: Mapping[str, np.ndarray], compute: bool = True):
         self.module = module
@@ -1600,7 +1601,8 @@ class LoopRunner:
         self.reads = 0
         self.writes = 0
         self.tiles = 0
-        self.env: dict[object, object] = {}
+        self.slots: dict[SSAValue, int] = {}
+        self.vals: list[object] = []
         self.globals = {op.sym_name.data: op for op in module.ops if isinstance(op, mr.GlobalOp)}
         self.lives = {id(lv.owner): lv for lv in lifetimes(self.fn)}
         self.ends: dict[int, list[Lifetime]] = {}
@@ -1619,7 +1621,8 @@ class LoopRunner:
         buf = Buffer(lv.key, tuple(t.get_shape()), _numpy_dtype(t.element_type), off)
         arena = self.fast if lv.space == "fast" else self.slow
         data = arena.alloc(buf, f"{lv.space} memory")
-        return MemRef(data, np.zeros(data.shape, dtype=bool), lv.space, lv.tensor)
+        valid = np.zeros(data.shape, dtype=bool) if not self.compute else None
+        return MemRef(data, valid, lv.space, lv.tensor)
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         block = self.fn.body.block
@@ -1637,12 +1640,13 @@ class LoopRunner:
                     f"{x.dtype} of shape {'x'.join(map(str, x.shape))}"
                 )
             if lv is None:
-                self.env[a] = MemRef(np.array(x), None, "", names[i])
+                self.vals[self._slot(a)] = MemRef(np.array(x), None, "", names[i])
                 continue
             m = self._alloc(lv, t)
             m.data[...] = x
-            m.valid[...] = True  # type: ignore[index]
-            self.env[a] = m
+            if m.valid is not None:
+                m.valid[...] = True
+            self.vals[self._slot(a)] = m
         for pos, op in enumerate(block.ops):
             if isinstance(op, func.ReturnOp):
                 return [self._mem(v).data.copy() for v in op.arguments]
@@ -1651,22 +1655,31 @@ class LoopRunner:
                 (self.fast if lv.space == "fast" else self.slow).free(lv.key)
         raise LoopIRError("the function has no func.return")
 
-    def _mem(self, v: object) -> MemRef:
-        m = self.env[v]
+    def _slot(self, v: SSAValue) -> int:
+        """The index of an SSA value's run-time value in `vals` (no hashing of
+        SSA values in the tile loop)."""
+        i = self.slots.get(v)
+        if i is None:
+            i = self.slots[v] = len(self.vals)
+            self.vals.append(None)
+        return i
+
+    def _mem(self, v: SSAValue) -> MemRef:
+        m = self.vals[self._slot(v)]
         assert isinstance(m, MemRef)
         return m
 
-    def _int(self, v: object) -> int:
-        x = self.env[v]
+    def _int(self, v: SSAValue) -> int:
+        x = self.vals[self._slot(v)]
         assert isinstance(x, int)
         return x
 
     # ---- ops ----------------------------------------------------------------
 
     def _compile(self, op: Operation) -> Callable[[], None]:
-        """A thunk running `op` on `self.env`, its static operands resolved
+        """A thunk running `op` on `self.vals`, its static operands resolved
         once (the tile loop runs it many times)."""
-        env = self.env
+        vals, slot = self.vals, self._slot
         if isinstance(op, arith.ConstantOp):
             v = op.value
             if isinstance(v, IntegerAttr):
@@ -1675,44 +1688,45 @@ class LoopRunner:
                 val = float(v.value.data)
             else:
                 raise LoopIRError(f"arith.constant {v} is not a scalar")
-            res = op.result
-            return lambda: env.__setitem__(res, val)
+            res = slot(op.result)
+            return lambda: vals.__setitem__(res, val)
         if isinstance(op, arith.SubiOp | arith.AddiOp | arith.MuliOp):
-            a, b, res = op.lhs, op.rhs, op.result
+            a, b, res = slot(op.lhs), slot(op.rhs), slot(op.result)
             if isinstance(op, arith.SubiOp):
-                return lambda: env.__setitem__(res, env[a] - env[b])  # type: ignore[operator]
+                return lambda: vals.__setitem__(res, vals[a] - vals[b])  # type: ignore[operator]
             if isinstance(op, arith.AddiOp):
-                return lambda: env.__setitem__(res, env[a] + env[b])  # type: ignore[operator]
-            return lambda: env.__setitem__(res, env[a] * env[b])  # type: ignore[operator]
+                return lambda: vals.__setitem__(res, vals[a] + vals[b])  # type: ignore[operator]
+            return lambda: vals.__setitem__(res, vals[a] * vals[b])  # type: ignore[operator]
         if isinstance(op, mr.LoadOp):
-            src, idx, res = op.memref, tuple(op.indices), op.res
+            src, idx, res = slot(op.memref), tuple(slot(i) for i in op.indices), slot(op.res)
 
             def load() -> None:
-                m = env[src]
+                m = vals[src]
                 assert isinstance(m, MemRef)
-                env[res] = int(m.data[tuple(env[i] for i in idx)])  # type: ignore[index]
+                vals[res] = int(m.data[tuple(vals[i] for i in idx)])  # type: ignore[index]
 
             return load
         if isinstance(op, mr.GetGlobalOp):
-            sym, res = op.name_.root_reference.data, op.memref
-            return lambda: env.__setitem__(res, self._global(sym))
+            sym, res = op.name_.root_reference.data, slot(op.memref)
+            return lambda: vals.__setitem__(res, self._global(sym))
         if isinstance(op, mr.AllocOp):
-            lv, t, res = self.lives[id(op)], op.memref.type, op.memref
-            return lambda: env.__setitem__(res, self._alloc(lv, t))
+            lv, t, res = self.lives[id(op)], op.memref.type, slot(op.memref)
+            return lambda: vals.__setitem__(res, self._alloc(lv, t))
         if isinstance(op, mr.DeallocOp):
             lv = self.lives[id(op.memref.owner)]
             return lambda: (self.fast if lv.space == "fast" else self.slow).free(lv.key)
         if isinstance(op, mr.SubviewOp):
             return self._subview(op)
         if isinstance(op, mr.CopyOp):
-            src, dst = op.source, op.destination
-            return lambda: self._copy(self._mem(src), self._mem(dst))
+            src, dst = slot(op.source), slot(op.destination)
+            return lambda: self._copy(vals[src], vals[dst])  # type: ignore[arg-type]
         if isinstance(op, FillOp):
-            vin, vout = op.inputs[0], op.outputs[0]
+            vin, vout = slot(op.inputs[0]), slot(op.outputs[0])
 
             def fill() -> None:
-                m = self._mem(vout)
-                m.data[...] = env[vin]
+                m = vals[vout]
+                assert isinstance(m, MemRef)
+                m.data[...] = vals[vin]
                 if m.valid is not None:
                     m.valid[...] = True
 
@@ -1724,20 +1738,20 @@ class LoopRunner:
         raise LoopIRError(f"the loop interpreter cannot run '{op.name}'")
 
     def _for(self, op: scf.ForOp) -> Callable[[], None]:
-        env = self.env
+        vals = self.vals
         lb, ub, step = op.lb, op.ub, op.step
         unit = op.attributes.get("loop.unit")
         name = unit.data if isinstance(unit, StringAttr) else "loop"
         tiles = "loop.kind" in op.attributes  # a tile loop (not a loop of channel groups)
         body = op.body.block
-        iv = body.args[0]
+        iv = self._slot(body.args[0])
         thunks = [self._compile(inner) for inner in body.ops if not isinstance(inner, scf.YieldOp)]
 
         def run() -> None:
             for i in range(self._int(lb), self._int(ub), self._int(step)):
                 self.tiles += tiles
                 self.where = f"{name} {'tile' if tiles else 'group'} {i}"
-                env[iv] = i
+                vals[iv] = i
                 for t in thunks:
                     t()
             self.where = ""
@@ -1767,24 +1781,25 @@ class LoopRunner:
         return MemRef(w, None, "", key)
 
     def _subview(self, op: mr.SubviewOp) -> Callable[[], None]:
-        env = self.env
-        src_v, res = op.source, op.result
-        offs: list[object] = []
+        """Static offsets and sizes as ints, dynamic ones as (slot,) tuples."""
+        vals = self.vals
+        src_v, res = self._slot(op.source), self._slot(op.result)
+        offs: list[int | tuple[int]] = []
         dyn = iter(op.offsets)
         for v in op.static_offsets.get_values():
-            offs.append(next(dyn) if v == DYNAMIC_INDEX else int(v))
-        sizes: list[object] = []
+            offs.append((self._slot(next(dyn)),) if v == DYNAMIC_INDEX else int(v))
+        sizes: list[int | tuple[int]] = []
         dyn = iter(op.sizes)
         for v in op.static_sizes.get_values():
-            sizes.append(next(dyn) if v == DYNAMIC_INDEX else int(v))
+            sizes.append((self._slot(next(dyn)),) if v == DYNAMIC_INDEX else int(v))
 
         def subview() -> None:
-            src = env[src_v]
+            src = vals[src_v]
             assert isinstance(src, MemRef)
             index = []
             for ax, (o, n) in enumerate(zip(offs, sizes)):
-                o = o if isinstance(o, int) else env[o]
-                n = n if isinstance(n, int) else env[n]
+                o = o if isinstance(o, int) else vals[o[0]]
+                n = n if isinstance(n, int) else vals[n[0]]
                 assert isinstance(o, int) and isinstance(n, int)
                 if o < 0 or n < 0 or o + n > src.data.shape[ax]:
                     raise LoopIRError(
@@ -1794,7 +1809,7 @@ class LoopRunner:
                 index.append(slice(o, o + n))
             idx = tuple(index)
             valid = src.valid[idx] if src.valid is not None else None
-            env[res] = MemRef(src.data[idx], valid, src.space, src.name)
+            vals[res] = MemRef(src.data[idx], valid, src.space, src.name)
 
         return subview
 
@@ -1816,25 +1831,26 @@ class LoopRunner:
             dst.valid[...] = True
 
     def _band(self, op: loop.BandComputeOp) -> Callable[[], None]:
-        env = self.env
+        vals = self.vals
         nn_op = op.nn_op
         assert isinstance(nn_op, nn.NNOp)
         cuts = op.cut_axes()
-        bounds = list(op.bounds)
-        in_vs, out_vs = list(op.inputs), list(op.outputs)
+        bounds = [self._slot(b) for b in op.bounds]
+        in_vs = [self._slot(v) for v in op.inputs]
+        out_vs = [self._slot(v) for v in op.outputs]
         n_in = len(in_vs)
         finish = isinstance(op, loop.FinishOp)
         accumulate = isinstance(op, loop.AccumulateOp)
         compute = self.compute
 
         def bands() -> list[dict[int, tuple[int, int]]]:
-            vals = [env[b] for b in bounds]
+            values = [vals[b] for b in bounds]
             out: list[dict[int, tuple[int, int]]] = []
             i = 0
             for axes in cuts:
                 band: dict[int, tuple[int, int]] = {}
                 for ax in axes:
-                    band[ax] = (vals[i], vals[i + 1])  # type: ignore[assignment]
+                    band[ax] = (values[i], values[i + 1])  # type: ignore[assignment]
                     i += 2
                 out.append(band)
             return out
@@ -1844,8 +1860,8 @@ class LoopRunner:
             held, out = bs[:n_in], bs[n_in]
             if any(hi <= lo for lo, hi in out.values()):
                 return  # nothing to compute in this tile
-            ins = [self._mem(v) for v in in_vs]
-            outs = [self._mem(v) for v in out_vs]
+            ins: list[MemRef] = [vals[v] for v in in_vs]  # type: ignore[misc]
+            outs: list[MemRef] = [vals[v] for v in out_vs]  # type: ignore[misc]
             what = f"{self.where}: {op.name} of {nn_op.name}"
             if finish:
                 self._need(what, ins[0], {}, {})
@@ -1861,6 +1877,8 @@ class LoopRunner:
                     band_exec.accumulate(nn_op, ins[0].data, outs[0].data)
                 return
             for i, (m, h) in enumerate(zip(ins, held)):
+                if m.valid is None:
+                    continue  # a verified plan runs unchecked (plan-arena's dry run checked it)
                 try:
                     need = band_exec.required(nn_op, i, h, out)
                 except BandError as e:

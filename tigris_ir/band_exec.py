@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
@@ -56,6 +57,49 @@ def band_slices(band: Band, ndim: int) -> tuple[slice, ...]:
 # quantization dispatch, as `NNOp.reference` does it
 
 
+@dataclass(frozen=True)
+class _Static:
+    """What a band of an op needs from its IR, read once per op."""
+
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads: tuple[int, ...]
+    path: str
+    """"real", "integer", "exact" or "dequantize": how `NNOp.reference` runs it."""
+
+
+_STATIC: dict[int, tuple[nn.NNOp, _Static]] = {}
+
+
+def _static(op: nn.NNOp) -> _Static:
+    hit = _STATIC.get(id(op))
+    if hit is not None and hit[0] is op:
+        return hit[1]
+    if len(_STATIC) > 4096:
+        _STATIC.clear()
+    in_shape = nn.shape_of(op.operands[0]) if op.operands else ()
+    out_shape = nn.shape_of(op.results[0])
+    k = s = d = p = ()
+    if isinstance(op, nn.WindowOp):
+        n = len(in_shape) - 2
+        k, s, d, p = op.kernel(), op.strides(), op.dilations(), op.pads()
+        d = d if len(d) == n else (1,) * n
+    if not op.is_quantized():
+        path = "real"
+    elif op.quant_kind() is nn.QuantKind.INTEGER:
+        path = "integer"
+    elif op.quant_kind() is nn.QuantKind.EXACT and op._same_quantization():  # noqa: SLF001
+        path = "exact"
+    else:
+        path = "dequantize"
+    info = _Static(in_shape, out_shape, k, s, d, p, path)
+    _STATIC[id(op)] = (op, info)
+    return info
+
+
 def _dispatch(
     op: nn.NNOp,
     args: list[np.ndarray],
@@ -64,14 +108,13 @@ def _dispatch(
 ) -> list[np.ndarray]:
     """Run `real` (float semantics) or `integer` the way the op's reference
     chooses between them, and cast to the result types."""
-    if not op.is_quantized():
+    path = _static(op).path
+    if path in ("real", "exact"):
         outs = real(args)
-    elif op.quant_kind() is nn.QuantKind.INTEGER:
+    elif path == "integer":
         if integer is None:
             raise BandError(f"{op.name}: no integer band kernel")
         outs = integer(args)
-    elif op.quant_kind() is nn.QuantKind.EXACT and op._same_quantization():  # noqa: SLF001
-        outs = real(args)
     else:
         deq = [nn.dequantize_array(a, nn.quant_of(v)) for a, v in zip(args, op.operands)]
         outs = real(deq)
@@ -115,11 +158,10 @@ def _window_geometry(
 ) -> tuple[tuple[slice, ...], tuple[int, ...], list[np.ndarray]]:
     """Slices of the held input, ONNX pads (begins, ends) and, per spatial
     axis, the global position of each padded row (for average pools)."""
-    in_shape = nn.shape_of(op.operands[0])
+    info = _static(op)
+    in_shape = info.in_shape
     n = len(in_shape) - 2
-    k, s, d, p = op.kernel(), op.strides(), op.dilations(), op.pads()
-    if len(d) != n:
-        d = (1,) * n
+    k, s, d, p = info.kernel, info.strides, info.dilations, info.pads
     sl: list[slice] = [slice(None)]
     begins: list[int] = []
     ends: list[int] = []
@@ -155,16 +197,27 @@ def _as_f64(w: np.ndarray) -> np.ndarray:
     return w64
 
 
-def _conv_core(x: np.ndarray, w64: np.ndarray, op: nn.ConvOp, pads: Sequence[int],
-               out: Sequence[int]) -> np.ndarray:
+def _conv_core(
+    x: np.ndarray, w64: np.ndarray, op: nn.ConvOp, pads: Sequence[int], out: Sequence[int]
+) -> np.ndarray:
     """`kernels.conv`'s float64 accumulator (before bias and rounding) on a
     band: the band zero-padded by `pads`, then the same depthwise taps or
     im2col matrix product."""
     n = x.ndim - 2
+    info = _static(op)
+    st, dl = info.strides, info.dilations
+    if not any(pads) and all(k == 1 for k in info.kernel) and all(v == 1 for v in st):
+        # a 1x1 conv: im2col's patches are the band itself, the same product
+        cout, group = w64.shape[0], op.groups()
+        rows = math.prod(x.shape[:-1])
+        patches = x.astype(np.float64).reshape(rows, group, -1)
+        patches = np.ascontiguousarray(np.moveaxis(patches, 1, 0))
+        wm = w64.reshape(group, cout // group, -1).transpose(0, 2, 1)
+        acc = np.matmul(patches, wm)
+        return acc.transpose(1, 0, 2).reshape(*x.shape[:-1], cout)
     shape = (x.shape[0], *(x.shape[1 + i] + pads[i] + pads[n + i] for i in range(n)), x.shape[-1])
     xp = np.zeros(shape, dtype=np.float64)
     xp[(slice(None), *(slice(pads[i], pads[i] + x.shape[1 + i]) for i in range(n)))] = x
-    st, dl = op.strides(), op.dilations()
     if w64.shape[-1] == 1:
         return K._depthwise(xp, w64, st, dl, out)  # noqa: SLF001
     return K._im2col(xp, w64, st, dl, out, op.groups())  # noqa: SLF001
@@ -173,7 +226,7 @@ def _conv_core(x: np.ndarray, w64: np.ndarray, op: nn.ConvOp, pads: Sequence[int
 def _conv(op: nn.ConvOp, args: list[np.ndarray], held: Band, out: Band) -> list[np.ndarray]:
     """`kernels.conv` on a band, with the same arithmetic (float64 sums, one
     rounding; integer sums exact) and its weights converted once."""
-    out_shape = nn.shape_of(op.output)
+    out_shape = _static(op).out_shape
     sl, pads, _ = _window_geometry(op, held, out, out_shape)
     n = len(out_shape) - 2
     sizes = tuple(b - a for a, b in (out.get(1 + i, (0, out_shape[1 + i])) for i in range(n)))
@@ -188,18 +241,29 @@ def _conv(op: nn.ConvOp, args: list[np.ndarray], held: Band, out: Band) -> list[
         x = a[0][sl].astype(np.int32) - np.int32(qx.zp_value)
         w = a[1]
         terms = math.prod(w.shape[1:])
-        bound = max(int(np.abs(x).max(initial=0)), 0) * max(int(np.abs(w.astype(np.int32)).max(
-            initial=0)), 0) * terms
+        bound = (
+            max(int(np.abs(x).max(initial=0)), 0)
+            * max(int(np.abs(w.astype(np.int32)).max(initial=0)), 0)
+            * terms
+        )
         if bound < 2**53:  # kernels.conv sums exactly in float64 then
             acc64 = _conv_core(x, _as_f64(w), op, pads, sizes).astype(np.int64)
             acc64 += a[2].astype(np.int64)
-            if acc64.size and (acc64.max() > np.iinfo(np.int32).max
-                               or acc64.min() < np.iinfo(np.int32).min):
+            if acc64.size and (
+                acc64.max() > np.iinfo(np.int32).max or acc64.min() < np.iinfo(np.int32).min
+            ):
                 raise OverflowError("integer accumulator does not fit int32")
             acc = acc64.astype(np.int32)
         else:
-            acc = K.conv(x, w.astype(np.int32), a[2].astype(np.int32), strides=op.strides(),
-                         pads=pads, dilations=op.dilations(), group=op.groups())
+            acc = K.conv(
+                x,
+                w.astype(np.int32),
+                a[2].astype(np.int32),
+                strides=op.strides(),
+                pads=pads,
+                dilations=op.dilations(),
+                group=op.groups(),
+            )
         return [nn.requantize_acc(acc, qx.scale_value, a[3], qy, nn.dtype_of(op.output))]
 
     return _dispatch(op, list(args), real, integer)
@@ -464,8 +528,9 @@ def compute(
             if a[2].shape[0] == full[0] != 1:
                 a[2] = a[2][slice(*out.get(0, (0, full[0])))]
         res = op.reference(a)
-    for r, v in zip(res, op.results):
-        want = band_shape(nn.shape_of(v), out)
+    shapes = [_static(op).out_shape] if len(res) == 1 else [nn.shape_of(v) for v in op.results]
+    for r, shape in zip(res, shapes):
+        want = band_shape(shape, out)
         if tuple(r.shape) != want:
             raise BandError(f"{op.name}: the band result has shape {r.shape}, expected {want}")
     return res

@@ -59,7 +59,6 @@ from tigris_ir.tiling import (
     GraphTables,
     RowMap,
     map_range,
-    num_tiles,
 )
 from tigris_ir.tiling_class import TilingClass
 
@@ -1699,6 +1698,13 @@ class LoopRunner:
             return lambda: vals.__setitem__(res, vals[a] * vals[b])  # type: ignore[operator]
         if isinstance(op, mr.LoadOp):
             src, idx, res = slot(op.memref), tuple(slot(i) for i in op.indices), slot(op.res)
+            if len(idx) == 2:  # a tile table: [tile, column]
+                i0, i1 = idx
+
+                def load2() -> None:
+                    vals[res] = int(vals[src].data[vals[i0], vals[i1]])  # type: ignore[union-attr]
+
+                return load2
 
             def load() -> None:
                 m = vals[src]
@@ -1793,20 +1799,34 @@ class LoopRunner:
         for v in op.static_sizes.get_values():
             sizes.append((self._slot(next(dyn)),) if v == DYNAMIC_INDEX else int(v))
 
+        static = [
+            slice(o, o + n) if isinstance(o, int) and isinstance(n, int) else None
+            for o, n in zip(offs, sizes)
+        ]
+        src_t = op.source.type
+        assert isinstance(src_t, MemRefType)
+        for ax, (sl, dim) in enumerate(zip(static, src_t.get_shape())):
+            if sl is not None and dim != DYNAMIC_INDEX and (sl.start < 0 or sl.stop > dim):
+                raise LoopIRError(
+                    f"a subview takes [{sl.start}, {sl.stop}) along axis {ax} of {dim}"
+                )
+        dynamic = [(ax, o, n) for ax, (o, n) in enumerate(zip(offs, sizes)) if static[ax] is None]
+
         def subview() -> None:
             src = vals[src_v]
             assert isinstance(src, MemRef)
-            index = []
-            for ax, (o, n) in enumerate(zip(offs, sizes)):
+            index = list(static)
+            shape = src.data.shape
+            for ax, o, n in dynamic:
                 o = o if isinstance(o, int) else vals[o[0]]
                 n = n if isinstance(n, int) else vals[n[0]]
                 assert isinstance(o, int) and isinstance(n, int)
-                if o < 0 or n < 0 or o + n > src.data.shape[ax]:
+                if o < 0 or n < 0 or o + n > shape[ax]:
                     raise LoopIRError(
                         f"{self.where}: a subview of '{src.name}' takes [{o}, {o + n}) along "
-                        f"axis {ax} of {src.data.shape[ax]}"
+                        f"axis {ax} of {shape[ax]}"
                     )
-                index.append(slice(o, o + n))
+                index[ax] = slice(o, o + n)
             idx = tuple(index)
             valid = src.valid[idx] if src.valid is not None else None
             vals[res] = MemRef(src.data[idx], valid, src.space, src.name)
@@ -1960,25 +1980,25 @@ def dry_run(module: ModuleOp) -> None:
 
 __all__ = [
     "BandError",
+    "Interval",
     "LineBufferGap",
     "LoopIRError",
     "LoopRunner",
-    "arena_problems",
-    "dry_run",
-    "lifetimes",
-    "place_lifetimes",
-    "run_loop_module",
-    "untiled_reference",
-    "Interval",
+    "PlanDiscrepancy",
     "PlanRunError",
     "Program",
     "RunResult",
     "RunStats",
     "UnsupportedBand",
+    "arena_problems",
+    "dry_run",
+    "lifetimes",
     "live_peak",
-    "num_tiles",
     "place",
+    "place_lifetimes",
+    "run_loop_module",
     "run_plan",
     "run_program",
     "schedule",
+    "untiled_reference",
 ]

@@ -33,7 +33,18 @@ def _tile() -> Dialect:
     return Tile
 
 
-DIALECTS: dict[str, Callable[[], Dialect]] = {"nn": _nn, "rtile": _rtile, "tile": _tile}
+def _loop() -> Dialect:
+    from tigris_ir.dialects.loop import Loop
+
+    return Loop
+
+
+DIALECTS: dict[str, Callable[[], Dialect]] = {
+    "nn": _nn,
+    "rtile": _rtile,
+    "tile": _tile,
+    "loop": _loop,
+}
 
 
 def _gebp_tile() -> type[ModulePass]:

@@ -1,0 +1,221 @@
+"""Band ops as C: the contract between the network printer and the op emitters.
+
+The network printer (`c_net`) walks a loop-level plan and, at every
+`loop.band` / `loop.accumulate` / `loop.finish`, asks the emitter registered
+for the body's `nn` op class for C. The emitter sees each operand as a
+`CTensor`: a pointer variable to the memref's first element, the whole
+tensor's shape, the memref's static element strides and, per axis, the global
+index of the memref's first element and its size there, as C expressions
+(plain integers where they are static). The output memrefs hold exactly the
+band to compute; the inputs hold the rows the plan loaded or computed, and
+rows outside the image are the op's own padding (as `band_exec` defines).
+
+An emitter returns C statements (a call, usually) and adds the functions it
+calls to the unit once, through `CUnit.helper`, specialised on everything
+static (channels, kernel, strides, quantization): the kernels are printed per
+op from the IR, not taken from a runtime. Numerics:
+
+* float32: float32 arithmetic in any order (the tests allow a relative 1e-5
+  against the interpreter, which rounds once from float64);
+* int8: bit-identical to the interpreter: int32 accumulators,
+  `requantize` as `nearbyintf((float)acc * m) + zp` saturated, with floating
+  point contraction off (the build passes `-ffp-contract=off`); an op the
+  reference runs in float on dequantized values is either a 256-entry table
+  computed here by the reference itself, or the same float32 operations in
+  the same order.
+
+Vector code sits under `#ifndef TIGRIS_PORTABLE` with a plain C loop in the
+`#else` branch; `TIGRIS_BOUND(cond)` asserts an access in the bounds-checking
+build and is empty otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+
+from tigris_ir.dialects import nn
+
+Kind = Literal["band", "accumulate", "finish"]
+
+
+class CLoweringError(Exception):
+    """An op (named in the message) that has no C lowering for this band."""
+
+
+@dataclass(frozen=True)
+class CTensor:
+    """One operand of a band op, as C sees it."""
+
+    name: str
+    """A C pointer variable (`T *` or `const T *`) to the memref's first element."""
+    ctype: str
+    """Element type: "float", "int8_t", "uint8_t" or "int32_t"."""
+    shape: tuple[int, ...]
+    """The whole tensor's shape (the band body's tensor type)."""
+    strides: tuple[int, ...]
+    """The memref's element strides (static)."""
+    origin: tuple[str, ...]
+    """Per axis, the global index of the memref's element 0 ("0" where uncut)."""
+    extent: tuple[str, ...]
+    """Per axis, the memref's size ("<shape[a]>" where uncut)."""
+    cut: tuple[int, ...]
+    """The axes this operand is a band of."""
+    value: np.ndarray | None = None
+    """A constant operand's value (weights and tables), in the IR's layout."""
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def static_origin(self, axis: int) -> int | None:
+        """The origin along `axis` when it is a compile-time integer."""
+        return _int(self.origin[axis])
+
+    def static_extent(self, axis: int) -> int | None:
+        """The extent along `axis` when it is a compile-time integer."""
+        return _int(self.extent[axis])
+
+    def contiguous(self) -> bool:
+        """Whether the memref's elements are row-major and dense."""
+        want = 1
+        for d, s in zip(reversed(self.shape), reversed(self.strides)):
+            if s != want:
+                return False
+            want *= d
+        return True
+
+
+def _int(expr: str) -> int | None:
+    try:
+        return int(expr)
+    except ValueError:
+        return None
+
+
+class CUnit(Protocol):
+    """What an emitter may add to the translation unit."""
+
+    def helper(self, key: str, code: str) -> None:
+        """Add a definition (a static function, a type) once, under `key`."""
+        ...
+
+    def const(self, hint: str, value: np.ndarray) -> str:
+        """A `static const` array holding `value` (in flash, 64-byte aligned);
+        returns its C name. Equal arrays are stored once."""
+        ...
+
+    def fresh(self, hint: str) -> str:
+        """A new C identifier starting with `hint`."""
+        ...
+
+
+Emitter = Callable[[nn.NNOp, Sequence[CTensor], Sequence[CTensor], CUnit], str]
+
+_REGISTRY: dict[tuple[Kind, type[nn.NNOp]], Emitter] = {}
+
+
+def register(kind: Kind, *ops: type[nn.NNOp]) -> Callable[[Emitter], Emitter]:
+    """Register an emitter for band ops of `kind` whose body is one of `ops`
+    (subclasses included, the nearest registration wins)."""
+
+    def deco(fn: Emitter) -> Emitter:
+        for cls in ops:
+            _REGISTRY[(kind, cls)] = fn
+        return fn
+
+    return deco
+
+
+def _load() -> None:
+    # the emitter modules register themselves on import
+    from tigris_ir import c_conv, c_ops  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
+
+def emitter(kind: Kind, op: nn.NNOp) -> Emitter:
+    """The emitter for a band op of `kind` over `op`, or CLoweringError."""
+    _load()
+    for cls in type(op).__mro__:
+        fn = _REGISTRY.get((kind, cls))  # type: ignore[arg-type]
+        if fn is not None:
+            return fn
+    what = {"band": "loop.band", "accumulate": "loop.accumulate", "finish": "loop.finish"}[kind]
+    raise CLoweringError(f"{op.name}: no C lowering for {what} of this op")
+
+
+def emit(
+    kind: Kind, op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
+) -> str:
+    """C statements computing the band op."""
+    return emitter(kind, op)(op, ins, outs, unit)
+
+
+def supported(kind: Kind, op: nn.NNOp) -> bool:
+    try:
+        emitter(kind, op)
+    except CLoweringError:
+        return False
+    return True
+
+
+C_TYPES = {
+    np.dtype(np.float32): "float",
+    np.dtype(np.int8): "int8_t",
+    np.dtype(np.uint8): "uint8_t",
+    np.dtype(np.int32): "int32_t",
+    np.dtype(np.int64): "int64_t",
+}
+
+
+def c_type(dtype: np.dtype) -> str:
+    """The C element type of a numpy dtype the loop level uses."""
+    try:
+        return C_TYPES[np.dtype(dtype)]
+    except KeyError:
+        raise CLoweringError(f"no C element type for {dtype}") from None
+
+
+PRELUDE = r"""#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+#ifdef TIGRIS_BOUNDS_CHECK
+void tigris_bound_fail(const char *what, int line);
+#define TIGRIS_BOUND(cond) \
+  do { if (!(cond)) tigris_bound_fail(#cond, __LINE__); } while (0)
+#else
+#define TIGRIS_BOUND(cond) ((void)0)
+#endif
+
+#if !defined(TIGRIS_PORTABLE) && (defined(__GNUC__) || defined(__clang__))
+#define TIGRIS_VECTOR 1
+#endif
+
+/* The one rounding rule of int8 plans: saturate(rint(float(acc) * m) + zp),
+   the product in float32, ties to even (the default rounding mode). */
+static inline int32_t tigris_requant(int32_t acc, float m, int32_t zp, int32_t lo, int32_t hi) {
+  float v = nearbyintf((float)acc * m) + (float)zp;
+  if (v < (float)lo) return lo;
+  if (v > (float)hi) return hi;
+  return (int32_t)v;
+}
+
+/* QuantizeLinear: saturate(rint(x / scale) + zp), the division in float32. */
+static inline int32_t tigris_quant(float x, float scale, int32_t zp, int32_t lo, int32_t hi) {
+  float v = nearbyintf(x / scale);
+  if (!(v == v)) return zp < lo ? lo : (zp > hi ? hi : zp);
+  v += (float)zp;
+  if (v < (float)lo) return lo;
+  if (v > (float)hi) return hi;
+  return (int32_t)v;
+}
+"""
+"""Included once at the top of every translation unit of band kernels.
+
+`tigris_requant` adds the zero point in float32: exact, since |rint(..)| below
+2**24 makes every value an integer float32 holds, and anything larger
+saturates either way."""

@@ -16,6 +16,8 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -142,6 +144,22 @@ def render(
 ) -> str:
     """The translation unit: `void band(void **p, const int *b)`."""
     unit = MiniUnit()
+    entry = _entry(unit, "band", kind, op, args, held, out, out_arrays, consts)
+    return _translation_unit(unit, [entry])
+
+
+def _entry(
+    unit: MiniUnit,
+    name: str,
+    kind: c_band.Kind,
+    op: nn.NNOp,
+    args: Sequence[np.ndarray],
+    held: Sequence[Band],
+    out: Band,
+    out_arrays: Sequence[np.ndarray],
+    consts: Sequence[bool],
+) -> str:
+    """The entry function `void <name>(void **p, const int *b)` of one band op."""
     ins: list[c_band.CTensor] = []
     outs: list[c_band.CTensor] = []
     decls: list[str] = []
@@ -153,7 +171,7 @@ def render(
     for i, (a, h, c) in enumerate(zip(args, held, consts)):
         t, vals = _tensor(f"in{i}", a, shapes_in[i], h, c, i)
         ins.append(t)
-        decls.append(f"  const {t.ctype} *in{i} = (const {t.ctype} *)p[{i}];")
+        decls.append(f"  const {t.ctype} *in{i} = (const {t.ctype} *)p[{i}]; (void)in{i};")
         for ax in sorted(h):
             bvals += _bound_decls(f"b{i}_{ax}", k)
             k += 2
@@ -163,11 +181,24 @@ def render(
         shape = nn.shape_of(op.results[j]) if kind != "accumulate" else nn.shape_of(op.results[0])
         t, _ = _tensor(f"out{j}", a, shape, out, False, idx)
         outs.append(t)
-        decls.append(f"  {t.ctype} *out{j} = ({t.ctype} *)p[{idx}];")
+        decls.append(f"  {t.ctype} *out{j} = ({t.ctype} *)p[{idx}]; (void)out{j};")
         for ax in sorted(out):
             bvals += _bound_decls(f"b{idx}_{ax}", k)
             k += 2
     body = c_band.emit(kind, op, ins, outs, unit)
+    return "\n".join(
+        [
+            f"void {name}(void **p, const int *b) {{",
+            *decls,
+            *bvals,
+            "  (void)p; (void)b;",
+            body,
+            "}",
+        ]
+    )
+
+
+def _translation_unit(unit: MiniUnit, entries: Sequence[str]) -> str:
     lines = [
         c_band.PRELUDE,
         "#include <stdio.h>",
@@ -178,12 +209,7 @@ def render(
         "}",
         *unit.const_text,
         *unit.helpers.values(),
-        "void band(void **p, const int *b) {",
-        *decls,
-        *bvals,
-        "  (void)p; (void)b;",
-        body,
-        "}",
+        *entries,
     ]
     return "\n".join(lines) + "\n"
 
@@ -196,12 +222,13 @@ def _bound_decls(stem: str, k: int) -> list[str]:
     ]
 
 
-def _load(source: str) -> ctypes.CDLL:
-    flags = (*FLAGS, "-DTIGRIS_BOUNDS_CHECK")
+def _load(source: str, extra: Sequence[str] = ()) -> ctypes.CDLL:
+    flags = (*FLAGS, "-DTIGRIS_BOUNDS_CHECK", *extra)
     key = hashlib.sha256((source + " ".join(flags)).encode()).hexdigest()[:20]
     if key in _LIBS:
         return _LIBS[key]
     d = _build_dir()
+    d.mkdir(parents=True, exist_ok=True)  # a cleanup elsewhere may have removed it
     src = d / f"band_{key}.c"
     so = d / f"band_{key}.so"
     src.write_text(source)
@@ -224,12 +251,36 @@ def run_band(
     kind: c_band.Kind = "band",
     consts: Sequence[bool] | None = None,
     acc: np.ndarray | None = None,
+    flags: Sequence[str] = (),
 ) -> list[np.ndarray]:
     """The printed C's result of the band op: like `band_exec.compute`
     (kind "band"), `accumulate` (adds into `acc`, returned) or `finish`.
 
     `consts` marks the operands the emitter sees as constants (by default
-    every operand that is not cut and not the first)."""
+    every operand that is not cut and not the first); `flags` are extra
+    compiler flags (`-DTIGRIS_PORTABLE` for the portable build)."""
+    case = _prepare(op, args, held, out, kind, consts, acc)
+    source = render(kind, op, case.arrays, held, out, case.outs, case.consts)
+    return _call(_load(source, flags), "band", op, case)
+
+
+@dataclass
+class _Case:
+    arrays: list[np.ndarray]
+    outs: list[np.ndarray]
+    consts: Sequence[bool]
+    bounds: list[int]
+
+
+def _prepare(
+    op: nn.NNOp,
+    args: Sequence[np.ndarray],
+    held: Sequence[Band],
+    out: Band,
+    kind: c_band.Kind,
+    consts: Sequence[bool] | None,
+    acc: np.ndarray | None,
+) -> _Case:
     arrays = [np.ascontiguousarray(a) for a in args]
     if consts is None:
         consts = [i > 0 and not h for i, h in enumerate(held)]
@@ -244,13 +295,6 @@ def run_band(
             shape = nn.shape_of(r)
             bshape = tuple(out[a][1] - out[a][0] if a in out else d for a, d in enumerate(shape))
             outs.append(np.zeros(bshape, dtype=nn.dtype_of(r)))
-    source = render(kind, op, arrays, held, out, outs, consts)
-    lib = _load(source)
-    failures = ctypes.c_int.in_dll(lib, "tigris_bound_failures")
-    failures.value = 0
-    ptrs = (ctypes.c_void_p * (len(arrays) + len(outs)))(
-        *[a.ctypes.data for a in arrays], *[o.ctypes.data for o in outs]
-    )
     bounds: list[int] = []
     for h in held:
         for ax in sorted(h):
@@ -258,11 +302,73 @@ def run_band(
     for _ in outs:
         for ax in sorted(out):
             bounds += [out[ax][0], out[ax][1] - out[ax][0]]
-    b = (ctypes.c_int * max(len(bounds), 1))(*bounds)
-    lib.band(ptrs, b)
+    return _Case(arrays, outs, consts, bounds)
+
+
+def _call(lib: ctypes.CDLL, name: str, op: nn.NNOp, case: _Case) -> list[np.ndarray]:
+    failures = ctypes.c_int.in_dll(lib, "tigris_bound_failures")
+    failures.value = 0
+    ptrs = (ctypes.c_void_p * (len(case.arrays) + len(case.outs)))(
+        *[a.ctypes.data for a in case.arrays], *[o.ctypes.data for o in case.outs]
+    )
+    b = (ctypes.c_int * max(len(case.bounds), 1))(*case.bounds)
+    getattr(lib, name)(ptrs, b)
     if failures.value:
         raise AssertionError(f"{op.name}: {failures.value} accesses outside the band")
-    return outs
+    return case.outs
+
+
+@dataclass
+class BandCase:
+    """The arguments of one `run_band` call, for `run_bands`."""
+
+    op: nn.NNOp
+    args: Sequence[np.ndarray]
+    held: Sequence[Band]
+    out: Band
+    kind: c_band.Kind = "band"
+    consts: Sequence[bool] | None = None
+    acc: np.ndarray | None = None
+
+
+def run_bands(cases: Sequence[BandCase], flags: Sequence[str] = ()) -> list[list[np.ndarray]]:
+    """`run_band` of every case, printed into a few translation units (one
+    compiler run per processor, in parallel: the test benches group their
+    cases)."""
+    jobs = max(1, min(len(cases), os.cpu_count() or 1))
+    step = -(-len(cases) // jobs)
+    groups = [list(range(i, min(i + step, len(cases)))) for i in range(0, len(cases), step)]
+    prepared: list[_Case] = []
+    sources: list[str] = []
+    for group in groups:
+        unit = MiniUnit()
+        entries: list[str] = []
+        for i in group:
+            c = cases[i]
+            case = _prepare(c.op, c.args, c.held, c.out, c.kind, c.consts, c.acc)
+            prepared.append(case)
+            entries.append(
+                _entry(
+                    unit,
+                    f"band_{i}",
+                    c.kind,
+                    c.op,
+                    case.arrays,
+                    c.held,
+                    c.out,
+                    case.outs,
+                    case.consts,
+                )
+            )
+        sources.append(_translation_unit(unit, entries))
+    _build_dir()
+    with ThreadPoolExecutor(len(sources)) as pool:
+        libs = list(pool.map(lambda src: _load(src, flags), sources))
+    return [
+        _call(libs[g], f"band_{i}", cases[i].op, prepared[i])
+        for g, group in enumerate(groups)
+        for i in group
+    ]
 
 
 def band_args(op: nn.NNOp, whole: Sequence[np.ndarray], held: Sequence[Band]) -> list[np.ndarray]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import IO, cast
+from typing import IO, TYPE_CHECKING, cast
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf, vector
@@ -49,6 +49,9 @@ from xdsl.utils.target import Target
 
 from tigris_ir import targets as tg
 from tigris_ir.dialects.rtile import DotAccOp
+
+if TYPE_CHECKING:
+    from tigris_ir.c_net import CSource
 
 
 class CEmitError(DiagnosticException):
@@ -867,7 +870,8 @@ def print_c(module: ModuleOp, isa: str = "") -> str:
 
 @dataclass(frozen=True)
 class CTarget(Target):
-    """Print loop-level IR (after lower-gebp) as C with GCC vector extensions.
+    """Print loop-level IR (after lower-gebp) as C with GCC vector extensions;
+    a planned network (after plan-arena) as one C unit (`c_net`).
 
     `isa` names a target preset for every kernel instead of its `rtile.target`
     (`-t c{isa=avx512-vnni}`).
@@ -878,4 +882,20 @@ class CTarget(Target):
     isa: str = ""
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        if holds_plan(module):
+            output.write(network_source(module).c)
+            return
         output.write(print_c(module, self.isa))
+
+
+def holds_plan(module: ModuleOp) -> bool:
+    """Whether the module is a loop-level plan (a function with `loop.plan`):
+    the `c` target prints it as a whole network (`c_net`)."""
+    return any(isinstance(op, func.FuncOp) and "loop.plan" in op.attributes for op in module.ops)
+
+
+def network_source(module: ModuleOp, name: str = "tigris") -> CSource:
+    """The network's C unit and header (`c_net.print_network`)."""
+    from tigris_ir.c_net import print_network
+
+    return print_network(module, name=name)

@@ -147,6 +147,19 @@ class TigrisOptMain(xDSLOptMain):
             imported.module.attributes["nn.weights"] = StringAttr(str(out.resolve()))
         return imported.module
 
+    # -- output --------------------------------------------------------------
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        """`-t c -o NAME.c` of a plan also writes the header NAME.h beside it."""
+        out = self.args.output_file
+        if out and out.endswith(".c") and self.args.target.split("{")[0] == "c":
+            from tigris_ir.c_target import holds_plan, network_source
+
+            if holds_plan(prog):
+                source = network_source(prog)
+                Path(out).with_suffix(".h").write_text(source.h)
+                return source.c
+        return super().output_resulting_program(prog)
+
     # -- pipeline ------------------------------------------------------------
     def setup_pipeline(self) -> None:
         specs = [s for s in (self.args.passes, *self.flag_passes) if s]

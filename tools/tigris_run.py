@@ -11,7 +11,9 @@ plan, lower, place the arena). The arena is verified first; nothing runs on a
 plan that fails. `--stats` prints the measured fast peak, slow peak, slow
 reads and slow writes in bytes; `--check` compares the outputs with the
 untiled reference (int8 bit-exact, float32 to a relative 1e-5). A mismatch
-exits 1, saying where it differs.
+exits 1, saying where it differs. `--backend c` runs the plan as compiled C
+instead (`tigris-opt -t c`; `--cc`, `--cflags`): the same outputs, and with
+`--stats` the figures the C counts in a `-DTIGRIS_STATS` build.
 """
 
 from __future__ import annotations
@@ -82,6 +84,24 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the measured fast peak, slow peak, slow reads and slow writes (bytes)",
     )
+    p.add_argument(
+        "--backend",
+        choices=("interp", "c"),
+        default="interp",
+        help="run a plan with the loop-level interpreter (default) or as compiled C "
+        "(tigris-opt -t c, built with --cc and --cflags)",
+    )
+    p.add_argument(
+        "--cc",
+        metavar="CC",
+        help="the C compiler of --backend c (default: $CC, else gcc)",
+    )
+    p.add_argument(
+        "--cflags",
+        metavar="FLAGS",
+        help="optimisation and target flags of --backend c, as --cflags='-O2 -mcpu=...' "
+        "(default: '-O3 -march=native'; -std=c99 -ffp-contract=off are always passed)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     return p
 
@@ -139,6 +159,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         return _run_plan(args, module, weights, t_load)
     if args.stats:
         raise RunError("--stats measures a plan: give -m BUDGET or a lowered PLAN.mlir")
+    if args.backend == "c":
+        raise RunError("--backend c runs a plan: give -m BUDGET or a lowered PLAN.mlir")
     fn, in_names, in_layouts, out_names, _ = module_io(module)
     inputs = _inputs(args, fn, in_names, in_layouts)
     t0 = time.perf_counter()
@@ -252,10 +274,16 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
     out_names = _names(fn, "nn.output_names", len(fn.function_type.outputs.data))
     inputs = _plan_inputs(args, fn, names, in_layouts)
     internal = [to_internal(x, lay) for x, lay in zip(inputs, in_layouts)]
-    t0 = time.perf_counter()
-    res = run_loop_module(module, weights, internal)
-    t_run = time.perf_counter() - t0
-    outputs = [to_boundary(y, lay) for y, lay in zip(res.outputs, out_layouts)]
+    if args.backend == "c":
+        outputs, stats, t_run, t_build = _run_c(args, module, weights, inputs)
+        tiles = stats.tiles if stats is not None else None
+    else:
+        t0 = time.perf_counter()
+        res = run_loop_module(module, weights, internal)
+        t_run = time.perf_counter() - t0
+        t_build = None
+        outputs = [to_boundary(y, lay) for y, lay in zip(res.outputs, out_layouts)]
+        stats, tiles = res.stats, res.stats.tiles
     if args.output and len(args.output) != len(outputs):
         raise RunError(
             f"the model has {len(outputs)} output(s) but {len(args.output)} --output given"
@@ -265,12 +293,14 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
     if not args.quiet:
         for name, y in zip(out_names, outputs):
             print(f"output '{name}': {y.dtype} {'x'.join(map(str, y.shape))}")
+        build = f"build: {t_build:.3f} s, " if t_build is not None else ""
         print(
-            f"load: {t_load:.3f} s, plan: {t_plan:.3f} s, run: {t_run:.3f} s, "
-            f"{res.stats.tiles} tiles"
+            f"load: {t_load:.3f} s, plan: {t_plan:.3f} s, {build}run: {t_run:.3f} s"
+            + (f", {tiles} tiles" if tiles is not None else "")
         )
     if args.stats:
-        for line in res.stats.lines():
+        assert stats is not None
+        for line in stats.lines():
             print(line)
     if args.check:
         ref_fn = untiled_func(module)
@@ -285,6 +315,36 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
         ]
         return _check_plan(out_names, outputs, ref, args.quiet)
     return 0
+
+
+def _run_c(args: argparse.Namespace, module, weights, inputs: list[np.ndarray]):
+    """Print, build and run the plan as C: outputs (boundary layout), the
+    figures of a stats build (with --stats), run and build seconds."""
+    from tigris_ir.c_build import CBuildError, CRunError, build, execute, stats_of
+    from tigris_ir.c_net import print_network
+
+    t0 = time.perf_counter()
+    # the plan was verified above (plan-arena or verify_arena)
+    source = print_network(module, weights=weights, verify=False)
+    try:
+        exe = build(source, flags=args.cflags, cc=args.cc)
+        stats_exe = (
+            build(source, flags=args.cflags, cc=args.cc, variant="stats") if args.stats else None
+        )
+        t_build = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        outputs, _ = execute(source, exe, inputs)
+        t_run = time.perf_counter() - t0
+        stats = None
+        if stats_exe is not None:
+            stats_out, figures = execute(source, stats_exe, inputs)
+            for a, b in zip(outputs, stats_out):
+                if a.tobytes() != b.tobytes():
+                    raise RunError("the stats build of the C computes other outputs than the build")
+            stats = stats_of(source, figures)
+    except (CBuildError, CRunError) as e:
+        raise RunError(str(e)) from None
+    return outputs, stats, t_run, t_build
 
 
 def _names(fn, key: str, n: int) -> list[str]:

@@ -1,0 +1,180 @@
+"""Whole networks as C: latency and memory against onnxruntime, side by side.
+
+For each model (full size) x dtype x fast budget: plan, lower and place the
+arenas, print the network as C, build it (`-O3 -march=native`, one thread) and
+time it with the harness's `-r` loop; run onnxruntime (all graph
+optimisations, one intra-op thread) on the same input in the same script; check
+the C output against the untiled reference (int8 bit-exact, float32 relative
+1e-5). Memory: the C program's fast and slow arenas beside onnxruntime's
+peak memory growth during one inference (the process's peak resident set,
+reset just before the run, minus its resident set then), measured in a child
+process per model. The target: float32 at 256K within 2x of onnxruntime.
+
+    python bench/network.py [--models mobilenet_v2,resnet,ds_cnn] [--budgets 256K,64K]
+                            [--dtypes f32,int8] [--repeat 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+from tigris_ir.passes.plan_arena import PlanArenaPass
+from xdsl.context import Context
+
+from tigris_ir import zoo
+from tigris_ir.c_build import build, execute
+from tigris_ir.c_net import print_network
+from tigris_ir.memory import parse_budget
+from tigris_ir.onnx_import import import_model
+from tigris_ir.plan_ir import main_func
+from tigris_ir.reference import module_layouts, run_function, to_boundary, to_internal
+
+_ORT_CHILD = r"""
+import json, sys, time
+import numpy as np
+import onnxruntime as ort
+
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+path, xpath, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+x = np.load(xpath)
+so = ort.SessionOptions()
+so.intra_op_num_threads = 1
+so.inter_op_num_threads = 1
+so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+so.log_severity_level = 3
+sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+name = sess.get_inputs()[0].name
+try:
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+except OSError:
+    pass
+before = status("VmRSS")
+y = sess.run(None, {name: x})[0]
+peak = status("VmHWM") - before
+best = float("inf")
+for _ in range(3):
+    t = time.perf_counter()
+    for _ in range(repeat):
+        sess.run(None, {name: x})
+    best = min(best, (time.perf_counter() - t) / repeat)
+np.save(sys.argv[4], y)
+print(json.dumps({"seconds": best, "peak_bytes": peak}))
+"""
+
+
+def ort_run(data: bytes, x: np.ndarray, repeat: int) -> tuple[float, int, np.ndarray]:
+    """onnxruntime's best mean latency, its peak memory growth, its output."""
+    with tempfile.TemporaryDirectory() as d:
+        model, xp, yp = Path(d) / "m.onnx", Path(d) / "x.npy", Path(d) / "y.npy"
+        model.write_bytes(data)
+        np.save(xp, x)
+        res = subprocess.run(
+            [sys.executable, "-c", _ORT_CHILD, str(model), str(xp), str(repeat), str(yp)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        fig = json.loads(res.stdout.strip().splitlines()[-1])
+        return float(fig["seconds"]), int(fig["peak_bytes"]), np.load(yp)
+
+
+def agree(a: np.ndarray, b: np.ndarray) -> str:
+    if a.dtype != np.float32:
+        d = int(np.max(np.abs(a.astype(np.int64) - b.astype(np.int64)))) if a.size else 0
+        return "exact" if d == 0 else f"{d} LSB"
+    rel = float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), 1e-30)
+    return "equal" if rel <= 1e-5 else f"rel {rel:.1e}"
+
+
+def kib(n: int) -> str:
+    return f"{n / 1024:.1f}K"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    ap.add_argument("--models", default="mobilenet_v2,resnet,ds_cnn")
+    ap.add_argument("--budgets", default="256K,64K")
+    ap.add_argument("--dtypes", default="f32,int8")
+    ap.add_argument("--repeat", type=int, default=20)
+    args = ap.parse_args()
+    table = Table(
+        title="Generated C (one thread, -O3 -march=native) against onnxruntime "
+        "(ORT_ENABLE_ALL, one intra-op thread), full-size models"
+    )
+    for col in (
+        "model",
+        "dtype",
+        "budget",
+        "C ms",
+        "ort ms",
+        "C / ort",
+        "fast arena",
+        "slow arena",
+        "ort peak",
+        "vs reference",
+        "print+build s",
+    ):
+        table.add_column(col, justify="left" if col in ("model", "dtype") else "right")
+    for name in args.models.split(","):
+        for dtype in args.dtypes.split(","):
+            model = zoo.build(name, size="full", int8=dtype == "int8")
+            data = model.SerializeToString()
+            rng = np.random.default_rng(7)
+            x = rng.standard_normal(tuple(zoo.input_shape(model))).astype(np.float32)
+            imp = import_model(model, origin=name)
+            fn = main_func(imp.module)
+            layouts = module_layouts(fn)
+            ref = run_function(fn, imp.weights, [to_internal(x, layouts[0][0])])[0]
+            ref = to_boundary(ref, layouts[1][0])
+            t_ort, ort_peak, _ = ort_run(data, x, args.repeat)
+            for budget in args.budgets.split(","):
+                module = import_model(model, origin=name).module
+                t = time.perf_counter()
+                try:
+                    LowerToLoopsPass(budget=parse_budget(budget)).apply(Context(), module)
+                    PlanArenaPass().apply(Context(), module)
+                    source = print_network(module, weights=imp.weights)
+                    exe = build(source)
+                except Exception as e:  # noqa: BLE001 - a row says what failed
+                    table.add_row(name, dtype, budget, f"[red]{type(e).__name__}: {e}"[:80])
+                    continue
+                t_build = time.perf_counter() - t
+                outs, fig = execute(source, exe, [x], repeat=args.repeat)
+                _, fig2 = execute(source, exe, [x], repeat=args.repeat)
+                t_c = min(fig["time"], fig2["time"])
+                table.add_row(
+                    name,
+                    dtype,
+                    budget,
+                    f"{t_c * 1e3:.2f}",
+                    f"{t_ort * 1e3:.2f}",
+                    f"{t_c / t_ort:.2f}x",
+                    kib(source.fast_arena),
+                    kib(source.slow_arena),
+                    kib(ort_peak),
+                    agree(outs[0], ref),
+                    f"{t_build:.1f}",
+                )
+    os.environ.setdefault("COLUMNS", "160")
+    Console(width=160).print(table)
+
+
+if __name__ == "__main__":
+    main()

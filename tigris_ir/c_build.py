@@ -1,0 +1,364 @@
+"""Compile and run a printed network (`c_net`) on the host.
+
+`build` writes the translation unit, its header and a small harness (`main`
+reads each input's raw bytes from a file, runs the network, writes each
+output's bytes) into a build directory and compiles them, cached by the hash
+of the sources, compiler and flags. `run_c` prints, builds and runs a plan on
+arrays. Variants (combinable):
+
+* "default": the flags as given (`-O3 -march=native` unless overridden);
+* "portable": `-DTIGRIS_PORTABLE`, no `-march`/`-mcpu`/`-mtune`;
+* "sanitize": `-fsanitize=address,undefined -fno-sanitize-recover=all`;
+* "bounds": `-DTIGRIS_BOUNDS_CHECK`;
+* "stats": `-DTIGRIS_STATS` (the run reports its measured figures);
+* "extern": `-DTIGRIS_SLOW_ARENA_EXTERN` (the harness defines the slow arena).
+
+`-std=c99 -ffp-contract=off` are always passed: int8 requantization is
+bit-exact only without floating-point contraction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from tigris_ir.c_net import CSource, print_network
+from tigris_ir.loop_run import RunStats
+
+REQUIRED_FLAGS = ("-std=c99", "-ffp-contract=off")
+DEFAULT_FLAGS = ("-O3", "-march=native")
+WARNING_FLAGS = ("-Wall", "-Wextra")
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "default": (),
+    "portable": ("-DTIGRIS_PORTABLE",),
+    "sanitize": ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"),
+    "bounds": ("-DTIGRIS_BOUNDS_CHECK",),
+    "stats": ("-DTIGRIS_STATS",),
+    "extern": ("-DTIGRIS_SLOW_ARENA_EXTERN",),
+}
+_TARGET_FLAGS = ("-march", "-mcpu", "-mtune", "-mavx", "-msse", "-mfma", "-mneon")
+
+
+class CBuildError(Exception):
+    """The C compiler failed (the message holds its output) or is missing."""
+
+
+class CRunError(Exception):
+    """The compiled network failed at run time (a sanitizer or bounds report)."""
+
+
+def default_cc() -> str:
+    return os.environ.get("CC") or "gcc"
+
+
+def cache_dir() -> Path:
+    """Where builds are kept: $TIGRIS_C_CACHE, else a folder of the temp dir."""
+    env = os.environ.get("TIGRIS_C_CACHE")
+    return Path(env) if env else Path(tempfile.gettempdir()) / "tigris-c-cache"
+
+
+def _variants(variant: str | Sequence[str]) -> tuple[str, ...]:
+    names = (variant,) if isinstance(variant, str) else tuple(variant)
+    for v in names:
+        if v not in VARIANTS:
+            raise CBuildError(f"unknown build variant '{v}' (known: {', '.join(VARIANTS)})")
+    return names
+
+
+def compile_flags(
+    flags: Sequence[str] | str | None = None,
+    variant: str | Sequence[str] = "default",
+    strict: bool = False,
+) -> list[str]:
+    """The compiler flags of a variant: required + (given or default) + variant."""
+    base = list(DEFAULT_FLAGS) if flags is None else _split(flags)
+    names = _variants(variant)
+    if "portable" in names:
+        base = [f for f in base if not f.startswith(_TARGET_FLAGS)]
+    out = [*REQUIRED_FLAGS, *WARNING_FLAGS, *(("-Werror",) if strict else ()), *base]
+    for v in names:
+        out += VARIANTS[v]
+    return out
+
+
+def _split(flags: Sequence[str] | str) -> list[str]:
+    return shlex.split(flags) if isinstance(flags, str) else list(flags)
+
+
+@cache
+def _compiler_id(cc: str) -> str:
+    exe = shutil.which(cc)
+    if exe is None:
+        raise CBuildError(f"C compiler '{cc}' not found (set $CC or pass --cc)")
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise CBuildError(f"cannot run C compiler '{cc}': {e}") from None
+    return out.stdout.splitlines()[0] if out.stdout else exe
+
+
+def harness(source: CSource) -> str:
+    """A `main` that runs the network once per call on files of raw bytes."""
+    n, u = source.name, source.name.upper()
+    ni, no = len(source.inputs), len(source.outputs)
+    in_bytes = ", ".join(str(p.nbytes) for p in source.inputs) or "0"
+    out_bytes = ", ".join(str(p.nbytes) for p in source.outputs) or "0"
+    slow = max(source.slow_arena, 1)
+    return f"""\
+/* The harness of '{n}': {n}_run_n on files of raw bytes.
+ *   ./run [-r REPEAT] IN0 ... OUT0 ...
+ * prints the mean time of a run with -r, the stats in a TIGRIS_STATS build. */
+#define _POSIX_C_SOURCE 199309L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "{n}.h"
+
+#if defined(TIGRIS_SLOW_ARENA_EXTERN) && {u}_SLOW_ARENA_BYTES > 0
+unsigned char {n}_slow_arena[{slow}] __attribute__((aligned({u}_ARENA_ALIGN)));
+#endif
+
+static const size_t in_bytes[] = {{{in_bytes}}};
+static const size_t out_bytes[] = {{{out_bytes}}};
+
+static void *read_file(const char *path, size_t n)
+{{
+    FILE *f = fopen(path, "rb");
+    void *p = malloc(n ? n : 1);
+    if (f == NULL || p == NULL || fread(p, 1, n, f) != n || fgetc(f) != EOF) {{
+        fprintf(stderr, "cannot read %zu bytes from '%s'\\n", n, path);
+        exit(2);
+    }}
+    fclose(f);
+    return p;
+}}
+
+int main(int argc, char **argv)
+{{
+    const void *ins[{max(ni, 1)}];
+    void *outs[{max(no, 1)}];
+    long repeat = 0;
+    int a = 1, i, rc = 0;
+    if (argc > 2 && strcmp(argv[1], "-r") == 0) {{
+        repeat = atol(argv[2]);
+        a = 3;
+    }}
+    if (argc - a != {ni + no}) {{
+        fprintf(stderr, "usage: %s [-r REPEAT] IN*{ni} OUT*{no}\\n", argv[0]);
+        return 2;
+    }}
+    for (i = 0; i < {ni}; ++i)
+        ins[i] = read_file(argv[a + i], in_bytes[i]);
+    for (i = 0; i < {no}; ++i)
+        outs[i] = malloc(out_bytes[i] ? out_bytes[i] : 1);
+    rc = {n}_run_n(ins, outs);
+    if (rc != 0) {{
+        fprintf(stderr, "{n}_run_n returned %d\\n", rc);
+        return 3;
+    }}
+    if (repeat > 0) {{
+        struct timespec t0, t1;
+        long k;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (k = 0; k < repeat; ++k)
+            rc |= {n}_run_n(ins, outs);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        printf("time: %.9f\\n", ((double)(t1.tv_sec - t0.tv_sec) +
+                                 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec)) / (double)repeat);
+    }}
+    for (i = 0; i < {no}; ++i) {{
+        FILE *f = fopen(argv[a + {ni} + i], "wb");
+        if (f == NULL || fwrite(outs[i], 1, out_bytes[i], f) != out_bytes[i]) {{
+            fprintf(stderr, "cannot write '%s'\\n", argv[a + {ni} + i]);
+            return 2;
+        }}
+        fclose(f);
+    }}
+#ifdef TIGRIS_STATS
+    {{
+        {n}_stats_t st;
+        if ({n}_stats(&st) != 0) {{
+            fprintf(stderr, "no stats\\n");
+            return 3;
+        }}
+        printf("fast peak: %llu\\nfast high: %llu\\nslow peak: %llu\\n", st.fast_peak,
+               st.fast_high, st.slow_peak);
+        printf("slow reads: %llu\\nslow writes: %llu\\ntiles: %llu\\n", st.slow_reads,
+               st.slow_writes, st.tiles);
+    }}
+#endif
+    for (i = 0; i < {ni}; ++i)
+        free((void *)ins[i]);
+    for (i = 0; i < {no}; ++i)
+        free(outs[i]);
+    return rc;
+}}
+"""
+
+
+def build(
+    source: CSource,
+    *,
+    flags: Sequence[str] | str | None = None,
+    variant: str | Sequence[str] = "default",
+    cc: str | None = None,
+    strict: bool = False,
+    build_dir: Path | None = None,
+    timeout: float = 600.0,
+) -> Path:
+    """The executable of `source` and its harness (built once per sources,
+    compiler and flags). `strict` adds -Werror."""
+    cc = cc or default_cc()
+    args = compile_flags(flags, variant, strict)
+    main = harness(source)
+    key = hashlib.sha256(
+        "\0".join([source.c, source.h, main, _compiler_id(cc), *args]).encode()
+    ).hexdigest()[:20]
+    root = build_dir or cache_dir()
+    out = root / key
+    exe = out / "run"
+    if exe.exists():
+        return exe
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
+    try:
+        (tmp / f"{source.name}.c").write_text(source.c)
+        (tmp / f"{source.name}.h").write_text(source.h)
+        (tmp / "main.c").write_text(main)
+        cmd = [cc, *args, "-o", "run", f"{source.name}.c", "main.c", "-lm"]
+        try:
+            res = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout)
+        except FileNotFoundError:
+            raise CBuildError(f"C compiler '{cc}' not found (set $CC or pass --cc)") from None
+        except subprocess.TimeoutExpired:
+            raise CBuildError(f"'{cc}' took more than {timeout:.0f} s") from None
+        (tmp / "build.log").write_text(shlex.join(cmd) + "\n" + res.stdout + res.stderr)
+        if res.returncode != 0:
+            msg = (res.stderr or res.stdout).strip()
+            lines = msg.splitlines()
+            if len(lines) > 40:
+                msg = "\n".join([*lines[:40], f"... ({len(lines) - 40} more lines)"])
+            raise CBuildError(f"{shlex.join(cmd)} failed in {tmp}:\n{msg}")
+        try:
+            tmp.rename(out)
+        except OSError:  # built meanwhile by another process
+            shutil.rmtree(tmp, ignore_errors=True)
+        return exe
+    except BaseException:
+        if tmp.exists() and not (tmp / "build.log").exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def execute(
+    source: CSource,
+    exe: Path,
+    inputs: Sequence[np.ndarray],
+    *,
+    timeout: float = 600.0,
+    repeat: int = 0,
+) -> tuple[list[np.ndarray], dict[str, float]]:
+    """Run a built network on inputs in the model's boundary layout: its
+    outputs and the `name: value` lines it printed (stats, time)."""
+    if len(inputs) != len(source.inputs):
+        raise CRunError(f"the model takes {len(source.inputs)} input(s), got {len(inputs)}")
+    for x, p in zip(inputs, source.inputs):
+        if tuple(x.shape) != p.shape or x.dtype != p.dtype:
+            raise CRunError(
+                f"input '{p.name}' must be {p.dtype} of shape {'x'.join(map(str, p.shape))}, "
+                f"got {x.dtype} of shape {'x'.join(map(str, x.shape))}"
+            )
+    with tempfile.TemporaryDirectory(prefix="tigris-run-") as d:
+        ins = [Path(d) / f"in{i}.bin" for i in range(len(inputs))]
+        outs = [Path(d) / f"out{i}.bin" for i in range(len(source.outputs))]
+        for path, x in zip(ins, inputs):
+            path.write_bytes(np.ascontiguousarray(x).tobytes())
+        cmd = [str(exe), *(["-r", str(repeat)] if repeat else []), *map(str, ins + outs)]
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise CRunError(f"the compiled network ran more than {timeout:.0f} s") from None
+        if res.returncode != 0:
+            raise CRunError(
+                f"the compiled network failed (exit status {res.returncode}):\n"
+                + (res.stderr or res.stdout).strip()
+            )
+        outputs = [
+            np.frombuffer(path.read_bytes(), dtype=p.dtype).reshape(p.shape).copy()
+            for path, p in zip(outs, source.outputs)
+        ]
+    figures: dict[str, float] = {}
+    for line in res.stdout.splitlines():
+        key, sep, val = line.partition(":")
+        if sep:
+            try:
+                figures[key.strip()] = float(val)
+            except ValueError:
+                pass
+    return outputs, figures
+
+
+def stats_of(source: CSource, figures: Mapping[str, float]) -> RunStats:
+    """The figures a stats build printed, as the interpreter reports them."""
+
+    def get(k: str) -> int:
+        if k not in figures:
+            raise CRunError(f"the stats build printed no '{k}'")
+        return int(figures[k])
+
+    return RunStats(
+        get("fast peak"),
+        get("fast high"),
+        source.fast_arena,
+        get("slow peak"),
+        get("slow reads"),
+        get("slow writes"),
+        get("tiles"),
+    )
+
+
+def run_c(
+    module: ModuleOp | CSource,
+    weights: Mapping[str, np.ndarray] | None,
+    inputs: Sequence[np.ndarray],
+    *,
+    variant: str | Sequence[str] = "default",
+    flags: Sequence[str] | str | None = None,
+    cc: str | None = None,
+    strict: bool = False,
+    name: str = "tigris",
+) -> tuple[list[np.ndarray], RunStats | None]:
+    """Print (unless given a `CSource`), build and run a plan on inputs in the
+    model's boundary layout; its outputs (boundary layout) and, for a variant
+    with "stats", the measured figures."""
+    source = (
+        module if isinstance(module, CSource) else print_network(module, name=name, weights=weights)
+    )
+    exe = build(source, flags=flags, variant=variant, cc=cc, strict=strict)
+    outputs, figures = execute(source, exe, inputs)
+    stats = stats_of(source, figures) if "stats" in _variants(variant) else None
+    return outputs, stats
+
+
+__all__ = [
+    "CBuildError",
+    "CRunError",
+    "VARIANTS",
+    "build",
+    "compile_flags",
+    "execute",
+    "harness",
+    "run_c",
+    "stats_of",
+]

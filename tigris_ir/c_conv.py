@@ -1,0 +1,1805 @@
+"""C emitters for convolutions and matrix products (see `c_band`).
+
+Every band op becomes one call of a function specialised on the op's static
+facts (shapes, kernel, strides, pads, groups, zero points, memref strides);
+the band's origins and extents are its only runtime arguments, so every band
+of an op, and every op of the same geometry, shares the function. Weights are
+repacked at print time and passed as arguments.
+
+Three fast paths, each with a plain-C `#else` branch over the same packed
+weights (the portable build):
+
+* pointwise (1x1, stride 1, no pads, one group) convolutions and matrix
+  products with constant weights: a register-blocked GEBP, rm x rn vector
+  accumulators as `register_tile.default` picks them for the host, weights
+  in zero-padded column panels, a dynamic row count with a row tail, K blocks
+  for float32; int8 runs int16 pair products (`pmaddwd`, exact) with the zero
+  point subtracted while the rows are packed, and one requantization;
+* depthwise convolutions: per output pixel one pointer per tap (a pad row of
+  zeros, or of the input zero point, where the tap leaves the image), vectors
+  over channels;
+* every other convolution (strides, dilations, groups, channel multipliers):
+  per output row, blocks of pixels gathered into a small stack buffer (im2col
+  rows, tap-major, zeros for padding), then the same GEBP per group.
+
+Anything else (weights that are not constants, channel cuts, channels or
+pixels that are not dense, transposed convolutions, matrix products whose B
+is an activation, a cut C or a transposed A) runs a generic loop nest that
+maps every global index through the operands' origins, with the bounds checks
+on every row it reads. Float kernels use GCC vector extensions (any target);
+int8 vector kernels need AVX2 and run the plain loops elsewhere.
+
+Numerics: float32 sums in any order; int8 int32 sums, exact, then
+`tigris_requant` (or the same float32 operations in AVX2 lanes:
+convert, multiply, round to nearest even, add the zero point, clamp).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from tigris_ir import register_tile as rt
+from tigris_ir.c_band import CLoweringError, CTensor, CUnit, c_type, register
+from tigris_ir.dialects import nn
+from tigris_ir.targets import avx2, host_target
+
+_NP = {"int8_t": np.int8, "uint8_t": np.uint8}
+
+# ---------------------------------------------------------------------------
+# units, names and literals
+
+_MEMO: weakref.WeakKeyDictionary[object, dict[str, str]] = weakref.WeakKeyDictionary()
+_MEMO_BY_ID: dict[int, tuple[object, dict[str, str]]] = {}
+
+
+def _memo(unit: CUnit) -> dict[str, str]:
+    try:
+        return _MEMO.setdefault(unit, {})
+    except TypeError:  # a unit that takes no weak reference
+        hit = _MEMO_BY_ID.get(id(unit))
+        if hit is None or hit[0] is not unit:
+            hit = (unit, {})
+            _MEMO_BY_ID[id(unit)] = hit
+        return hit[1]
+
+
+def _helper(unit: CUnit, key: str, hint: str, build: Callable[[str], str]) -> str:
+    """The name of the helper under `key`, printed once per unit.
+
+    `build` may add helpers of its own; they land before this one."""
+    memo = _memo(unit)
+    name = memo.get(key)
+    if name is None:
+        name = unit.fresh(hint)
+        code = build(name)
+        unit.helper(f"c_conv.{key}", code)
+        memo[key] = name
+    return name
+
+
+def _flt(v: float | np.floating) -> str:
+    """A float32 C literal, exact."""
+    return f"{float(np.float32(v)).hex()}f"
+
+
+def _lit(v: int) -> str:
+    return f"({v})" if v < 0 else str(v)
+
+
+LANES = max(4, host_target().vector_bytes // 4)
+"""float32 lanes of the host's vectors, the width of the float kernels."""
+
+_FMA = {
+    4: ("defined(__FMA__)", "__builtin_ia32_vfmaddps({a}, {b}, {c})", "__SSE__"),
+    8: (
+        "defined(__FMA__) && defined(__AVX__)",
+        "__builtin_ia32_vfmaddps256({a}, {b}, {c})",
+        "__AVX__",
+    ),
+    16: (
+        "defined(__AVX512F__)",
+        "__builtin_ia32_vfmaddps512_mask({a}, {b}, {c}, (unsigned short)-1, 4)",
+        "__AVX512F__",
+    ),
+}
+"""The x86 FMA built-ins by lane count, which GCC documents and clang's own
+intrinsics headers use (no intrinsics header: it costs more to parse than a
+whole band kernel to compile)."""
+
+
+def _vec_prelude(unit: CUnit) -> None:
+    """Vector types and macros of the float kernels."""
+    lanes = LANES
+    cond, fma, isa = _FMA.get(lanes, ("0", "", "__TIGRIS_NO_ISA__"))
+    fma = fma.format(a="(a)", b="(b)", c="(c)")
+    zeros = ", ".join(["0"] * lanes)
+    code = f"""#ifdef TIGRIS_VECTOR
+typedef float tg_vf __attribute__((vector_size({4 * lanes})));
+typedef float tg_vfu __attribute__((vector_size({4 * lanes}), aligned(4), may_alias));
+#define TG_LD(p) (*(const tg_vfu *)(const void *)(p))
+#define TG_ST(p, v) (*(tg_vfu *)(void *)(p) = (v))
+#if {cond}
+#define TG_FMA(c, a, b) ((c) = {fma})
+#else
+#define TG_FMA(c, a, b) ((c) += (a) * (b))
+#endif
+#if (defined(__x86_64__) || defined(__i386__)) && defined({isa})
+#define TG_KEEP(x) __asm__("" : "+v"(x))
+#else
+#define TG_KEEP(x) ((void)0)
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#define TG_UNROLL4 _Pragma("GCC unroll 4")
+#else
+#define TG_UNROLL4
+#endif
+/* a vector from / to the first n floats at p (no vector passes by value:
+   a unit printed for wider vectors than its target has must still build) */
+#define TG_LDP(dst, p, n) \\
+  do {{ float t_[{lanes}] = {{{zeros}}}; memcpy(t_, (p), (size_t)(n) * sizeof(float)); \\
+       (dst) = TG_LD(t_); }} while (0)
+#define TG_STP(p, v, n) \\
+  do {{ float t_[{lanes}]; TG_ST(t_, (v)); \\
+       memcpy((p), t_, (size_t)(n) * sizeof(float)); }} while (0)
+#endif"""
+    unit.helper("c_conv.vec", code)
+
+
+def _i8_prelude(unit: CUnit) -> None:
+    """AVX2 helpers of the int8 kernels, defined (with TG_AVX2) where they exist."""
+    code = """#if defined(TIGRIS_VECTOR) && defined(__AVX2__)
+#define TG_AVX2 1
+#include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#define TG_UNROLL4I _Pragma("GCC unroll 4")
+#else
+#define TG_UNROLL4I
+#endif
+#define TG_KEEPI(x) __asm__("" : "+v"(x))
+static inline __attribute__((unused)) int32_t tg_ld32(const int16_t *p) {
+  int32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+/* tigris_requant on eight lanes: the same float32 operations in order
+   (round: to nearest even, the default mode nearbyintf uses). */
+static inline __attribute__((unused)) __m256i tg_rq(
+    __m256i acc, __m256 m, __m256 zp, __m256 lo, __m256 hi) {
+  __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), m);
+  v = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  v = _mm256_add_ps(v, zp);
+  v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+  return _mm256_cvttps_epi32(v);
+}
+/* Eight int32 lanes already in range, stored as n bytes. */
+static inline __attribute__((unused)) void tg_st8s(int8_t *p, __m256i v, int n) {
+  __m128i h = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  h = _mm_packs_epi16(h, h);
+  if (n == 8) { _mm_storel_epi64((__m128i *)(void *)p, h); return; }
+  unsigned char t[16];
+  _mm_storeu_si128((__m128i *)(void *)t, h);
+  memcpy(p, t, (size_t)n);
+}
+static inline __attribute__((unused)) void tg_st8u(uint8_t *p, __m256i v, int n) {
+  __m128i h = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  h = _mm_packus_epi16(h, h);
+  if (n == 8) { _mm_storel_epi64((__m128i *)(void *)p, h); return; }
+  unsigned char t[16];
+  _mm_storeu_si128((__m128i *)(void *)t, h);
+  memcpy(p, t, (size_t)n);
+}
+static inline __attribute__((unused)) __m256i tg_ld8u(const uint8_t *p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+static inline __attribute__((unused)) __m256i tg_ld8s(const int8_t *p) {
+  return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+static inline __attribute__((unused)) __m256i tg_ldi(const int32_t *p) {
+  return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+#endif"""
+    unit.helper("c_conv.i8", code)
+
+
+# ---------------------------------------------------------------------------
+# operands as the kernels index them
+
+
+@dataclass(frozen=True)
+class _View:
+    """An operand's static strides and its bounds (origin, extent) per axis."""
+
+    strides: tuple[int, ...]
+    origin: tuple[str, ...]
+    extent: tuple[str, ...]
+
+    def bounds(self) -> str:
+        items = [v for pair in zip(self.origin, self.extent) for v in pair]
+        return f"(const int[{len(items)}]){{{', '.join(items)}}}"
+
+
+def _view(t: CTensor, rank: int | None = None) -> _View:
+    """The operand's view; a rank-3 feature map gains an H axis of one row.
+
+    The stride of an axis of size one is never used (its index is always 0)
+    and reads 0, so that bands of every height share one kernel."""
+    strides = tuple(0 if d == 1 else s for d, s in zip(t.shape, t.strides))
+    origin, extent = t.origin, t.extent
+    if rank == 4 and t.rank == 3:
+        strides = (strides[0], 0, *strides[1:])
+        origin = (origin[0], "0", *origin[1:])
+        extent = (extent[0], "1", *extent[1:])
+    return _View(tuple(strides), tuple(origin), tuple(extent))
+
+
+def _st(t: CTensor) -> tuple[int, ...]:
+    """The strides `_view` gives the operand."""
+    return _view(t).strides
+
+
+def _unpack(var: str, stem: str, rank: int) -> list[str]:
+    """`const int <stem>l<a> = var[..], <stem>n<a> = ..` for every axis."""
+    out = []
+    for a in range(rank):
+        out.append(
+            f"  const int {stem}l{a} = {var}[{2 * a}], {stem}n{a} = {var}[{2 * a + 1}];"
+            f" (void){stem}l{a}; (void){stem}n{a};"
+        )
+    return out
+
+
+def _voids(*names: str) -> str:
+    return "  " + " ".join(f"(void){n};" for n in names)
+
+
+def _const_or_ptr(unit: CUnit, t: CTensor, hint: str) -> str:
+    """A constant operand as a unit constant, anything else as its pointer."""
+    if t.value is not None:
+        return unit.const(hint, np.ascontiguousarray(t.value))
+    return t.name
+
+
+def _whole(op: nn.NNOp, t: CTensor, what: str) -> None:
+    if t.cut:
+        raise CLoweringError(f"{op.name}: the {what} is cut along axes {list(t.cut)}")
+    if not t.contiguous():
+        raise CLoweringError(f"{op.name}: the {what} is not a dense row-major array")
+
+
+# ---------------------------------------------------------------------------
+# int8 facts
+
+
+@dataclass(frozen=True)
+class _Q:
+    """Zero points, ranges and types of an op on the integer path."""
+
+    xt: str
+    yt: str
+    xzp: int
+    yzp: int
+    lo: int
+    hi: int
+    sx: np.float32
+    sy: np.float32
+
+
+def _qkey(q: _Q | None, scales: bool = False) -> str:
+    """What a kernel specialises on: types and zero points, the scales only
+    where it forms multipliers from runtime weight scales."""
+    if q is None:
+        return "f32"
+    tail = f".{float(q.sx).hex()}.{float(q.sy).hex()}" if scales else ""
+    return f"{q.xt}.{q.xzp}.{q.yt}.{q.yzp}{tail}"
+
+
+def _quant(op: nn.NNOp, x: SSAValue, y: SSAValue) -> _Q | None:
+    """int8 facts, None for a float op; CLoweringError off the integer path."""
+    if not op.is_quantized():
+        return None
+    if op.quant_kind() is not nn.QuantKind.INTEGER:
+        raise CLoweringError(f"{op.name}: a quantized op off the integer path has no C lowering")
+    qx, qy = nn.quant_of(x), nn.quant_of(y)
+    if qx is None or qy is None:
+        raise CLoweringError(f"{op.name}: a quantized op needs quantized input and result")
+    ydt = nn.dtype_of(y)
+    info = np.iinfo(ydt)
+    return _Q(
+        xt=c_type(nn.dtype_of(x)),
+        yt=c_type(ydt),
+        xzp=int(qx.zp_value),
+        yzp=int(qy.zp_value),
+        lo=int(info.min),
+        hi=int(info.max),
+        sx=np.float32(qx.scale_value),
+        sy=np.float32(qy.scale_value),
+    )
+
+
+def _multipliers(q: _Q, ws: np.ndarray, n: int) -> np.ndarray:
+    """`requantize_acc`'s float32(s_x * s_w) / s_y, per output channel."""
+    m = (q.sx * np.asarray(ws, np.float32).reshape(-1)) / q.sy
+    m = np.asarray(m, np.float32)
+    return np.ascontiguousarray(np.broadcast_to(m, (n,)) if m.size == 1 else m)
+
+
+def _mult_expr(q: _Q, ws: CTensor | None, idx: str) -> str:
+    """C for the multiplier of channel `idx` read from the runtime scales `ws`."""
+    if ws is None:
+        raise CLoweringError("no weight scales")
+    i = idx if math.prod(ws.shape) > 1 else "0"
+    return f"((({_flt(q.sx)}) * ws[{i}]) / ({_flt(q.sy)}))"
+
+
+def _store(q: _Q | None, acc: str, mult: str) -> str:
+    if q is None:
+        return acc
+    return f"({q.yt})tigris_requant({acc}, {mult}, {q.yzp}, {q.lo}, {q.hi})"
+
+
+# ---------------------------------------------------------------------------
+# GEBP panels
+
+
+@dataclass(frozen=True)
+class _Panels:
+    """Weights B[k, n] as zero-padded column panels, and the register tile."""
+
+    k: int
+    n: int
+    int8: bool
+    rm: int
+    rn: int
+    lanes: int
+    nfull: int
+    tv: int
+    last: int
+
+    @property
+    def nr(self) -> int:
+        return self.rn * self.lanes
+
+    @property
+    def ntp(self) -> int:
+        return self.tv * self.lanes
+
+    @property
+    def npad(self) -> int:
+        return self.nfull + self.ntp
+
+    @property
+    def kp(self) -> int:
+        """Packed rows: K, or K rounded up to pairs for int8."""
+        return self.k + (self.k % 2) if self.int8 else self.k
+
+    @property
+    def size(self) -> int:
+        return self.kp * self.npad
+
+    def key(self) -> str:
+        return f"{self.k}x{self.n}{'i' if self.int8 else 'f'}r{self.rm}n{self.rn}l{self.lanes}"
+
+
+def _panels(k: int, n: int, int8: bool) -> _Panels:
+    """The register tile `register_tile.default` picks for n columns (rows: a
+    nominal 64, the band's count is dynamic)."""
+    target = avx2 if int8 else host_target()
+    lanes = 8 if int8 else LANES
+    g = rt.default(target.with_elt_bytes(4), 64, n)
+    if g is None or g.lanes != lanes:
+        g = rt.Geometry(rt.rm_cap, 1, lanes)
+    cv = rt.cover(g, 64, n)
+    tv = len(cv.tail_widths)
+    last = cv.tail_widths[-1] if tv else lanes
+    return _Panels(k, n, int8, g.rm, g.rn, lanes, cv.n_full, tv, last)
+
+
+def _pack_b(p: _Panels, b: np.ndarray) -> np.ndarray:
+    """B[k, n] in panels: per panel of w columns, K rows of w values (float32)
+    or K/2 rows of w pairs (int8)."""
+    parts = []
+    spans = [(j, p.nr) for j in range(0, p.nfull, p.nr)]
+    if p.tv:
+        spans.append((p.nfull, p.ntp))
+    for j0, w in spans:
+        blk = np.zeros((p.kp, w), b.dtype)
+        cols = min(w, p.n - j0)
+        blk[: p.k, :cols] = b[:, j0 : j0 + cols]
+        if p.int8:
+            blk = blk.reshape(p.kp // 2, 2, w).transpose(0, 2, 1)
+        parts.append(blk.reshape(-1))
+    return np.concatenate(parts) if parts else np.zeros(0, b.dtype)
+
+
+def _pad_cols(p: _Panels, v: np.ndarray) -> np.ndarray:
+    out = np.zeros(p.npad, v.dtype)
+    out[: p.n] = v
+    return out
+
+
+def _f32_tile(unit: CUnit, r: int, v: int, last: int) -> str:
+    """One float32 micro-tile: r rows by v vectors, the last `last` lanes wide;
+    accumulators start from `init` (the bias) or from y (a later K block)."""
+    lanes = LANES
+
+    def build(name: str) -> str:
+        w = v * lanes
+        acc = {(i, j): f"c{i}_{j}" for i in range(r) for j in range(v)}
+        out = [
+            "#ifdef TIGRIS_VECTOR",
+            f"static inline __attribute__((always_inline)) void {name}(",
+            "    const float *restrict a, long lda, const float *restrict b, float *restrict y,",
+            "    long ldy, int kc, const float *restrict init, int first)",
+            "{",
+            "  tg_vf " + ", ".join(acc.values()) + ";",
+        ]
+        out += [f"  const float *a{i} = a + {i} * lda;" for i in range(r)]
+        out.append("  if (first) {")
+        out += [f"    {acc[i, j]} = TG_LD(init + {j * lanes});" for i in range(r) for j in range(v)]
+        out.append("  } else {")
+        for i in range(r):
+            for j in range(v):
+                ptr = f"y + {i} * ldy + {j * lanes}"
+                if j == v - 1 and last < lanes:
+                    out.append(f"    TG_LDP({acc[i, j]}, {ptr}, {last});")
+                else:
+                    out.append(f"    {acc[i, j]} = TG_LD({ptr});")
+        out.append("  }")
+        if r == rt.rm_cap:  # the row tails run once per block: not worth the code
+            out.append("  TG_UNROLL4")
+        out.append("  for (int k = 0; k < kc; ++k) {")
+        out.append(f"    const float *bk = b + (long)k * {w};")
+
+        def splat(i: int) -> str:
+            return f"    tg_vf s{i} = (tg_vf){{{', '.join([f'a{i}[k]'] * lanes)}}}; TG_KEEP(s{i});"
+
+        if v <= r:
+            out += [f"    tg_vf b{j} = TG_LD(bk + {j * lanes}); TG_KEEP(b{j});" for j in range(v)]
+            for i in range(r):
+                out.append(splat(i))
+                out += [f"    TG_FMA({acc[i, j]}, s{i}, b{j});" for j in range(v)]
+        else:
+            out += [splat(i) for i in range(r)]
+            for j in range(v):
+                out.append(f"    tg_vf b{j} = TG_LD(bk + {j * lanes}); TG_KEEP(b{j});")
+                out += [f"    TG_FMA({acc[i, j]}, s{i}, b{j});" for i in range(r)]
+        out.append("  }")
+        for i in range(r):
+            for j in range(v):
+                ptr = f"y + {i} * ldy + {j * lanes}"
+                if j == v - 1 and last < lanes:
+                    out.append(f"  TG_STP({ptr}, {acc[i, j]}, {last});")
+                else:
+                    out.append(f"  TG_ST({ptr}, {acc[i, j]});")
+        out += ["}", "#endif"]
+        return "\n".join(out)
+
+    return _helper(unit, f"fmk.{lanes}.{r}.{v}.{last}", f"tg_fmk_{r}x{v}_{last}", build)
+
+
+def _i8_tile(unit: CUnit, r: int, v: int, last: int, yt: str) -> str:
+    """One int8 micro-tile: int16 pair products into int32, then requantized."""
+    store = "tg_st8u" if yt == "uint8_t" else "tg_st8s"
+
+    def build(name: str) -> str:
+        acc = {(i, j): f"c{i}_{j}" for i in range(r) for j in range(v)}
+        out = [
+            "#ifdef TG_AVX2",
+            f"static inline __attribute__((always_inline)) void {name}(",
+            "    const int16_t *restrict a, long lda, const int8_t *restrict b,",
+            f"    {yt} *restrict y, long ldy, int kq, const int32_t *restrict bias,",
+            "    const float *restrict mult, __m256 zp, __m256 lo, __m256 hi)",
+            "{",
+        ]
+        out += [f"  const __m256i i{j} = tg_ldi(bias + {8 * j});" for j in range(v)]
+        out += [f"  __m256i {acc[i, j]} = i{j};" for i in range(r) for j in range(v)]
+        out += [f"  const int16_t *a{i} = a + {i} * lda;" for i in range(r)]
+        if r == rt.rm_cap:
+            out.append("  TG_UNROLL4I")
+        out.append("  for (int q = 0; q < kq; ++q) {")
+        out.append(f"    const int8_t *bq = b + (long)q * {16 * v};")
+
+        def bload(j: int) -> str:
+            return (
+                f"    __m256i b{j} = _mm256_cvtepi8_epi16(_mm_loadu_si128("
+                f"(const __m128i *)(const void *)(bq + {16 * j}))); TG_KEEPI(b{j});"
+            )
+
+        def splat(i: int) -> str:
+            return f"    __m256i s{i} = _mm256_set1_epi32(tg_ld32(a{i} + 2 * q)); TG_KEEPI(s{i});"
+
+        def mac(i: int, j: int) -> str:
+            return (
+                f"    {acc[i, j]} = _mm256_add_epi32({acc[i, j]}, _mm256_madd_epi16(s{i}, b{j}));"
+            )
+
+        if v <= r:
+            out += [bload(j) for j in range(v)]
+            for i in range(r):
+                out.append(splat(i))
+                out += [mac(i, j) for j in range(v)]
+        else:
+            out += [splat(i) for i in range(r)]
+            for j in range(v):
+                out.append(bload(j))
+                out += [mac(i, j) for i in range(r)]
+        out.append("  }")
+        out += [f"  const __m256 m{j} = _mm256_loadu_ps(mult + {8 * j});" for j in range(v)]
+        for i in range(r):
+            for j in range(v):
+                width = last if j == v - 1 else 8
+                out.append(
+                    f"  {store}(y + {i} * ldy + {8 * j},"
+                    f" tg_rq({acc[i, j]}, m{j}, zp, lo, hi), {width});"
+                )
+        out += ["}", "#endif"]
+        return "\n".join(out)
+
+    return _helper(unit, f"imk.{r}.{v}.{last}.{yt}", f"tg_imk_{r}x{v}_{last}", build)
+
+
+def _row_tail(p: _Panels, call: Callable[[int], str], indent: str) -> list[str]:
+    """The full row tiles, then a switch over the leftover rows."""
+    out = [f"{indent}int i = 0;", f"{indent}for (; i + {p.rm} <= m; i += {p.rm})"]
+    out.append(f"{indent}  {call(p.rm)}")
+    if p.rm > 1:
+        out.append(f"{indent}switch (m - i) {{")
+        for r in range(1, p.rm):
+            out.append(f"{indent}case {r}: {call(r)} break;")
+        out.append(f"{indent}default: break;")
+        out.append(f"{indent}}}")
+    return out
+
+
+def _f32_block(unit: CUnit, p: _Panels) -> str:
+    """y[m, n] = a[m, k] . B + bias for m rows of A read in place (row stride
+    lda), sweeping the panels per K block (vector builds only)."""
+    kc = max(8, (24 * 1024 // (4 * p.nr)) // 8 * 8)
+    kc = p.k if p.k <= kc + kc // 2 else kc
+
+    def build(name: str) -> str:
+        spans = []
+        if p.nfull:
+            spans.append((p.rn, p.lanes, p.nr, True))
+        if p.tv:
+            spans.append((p.tv, p.last, p.ntp, False))
+        tiles = {
+            (r, v, last): _f32_tile(unit, r, v, last)
+            for v, last, _, _ in spans
+            for r in range(1, p.rm + 1)
+        }
+        out = [
+            "#ifdef TIGRIS_VECTOR",
+            f"static void {name}(const float *restrict a, long lda, int m,",
+            "    const float *restrict bp, const float *restrict bias,",
+            "    float *restrict y, long ldy)",
+            "{",
+            f"  for (int k0 = 0; k0 < {p.k}; k0 += {kc}) {{",
+            f"    const int kc = {p.k} - k0 < {kc} ? {p.k} - k0 : {kc};",
+            "    const int first = k0 == 0;",
+        ]
+        for v, last, w, full in spans:
+
+            def call(r: int, v: int = v, last: int = last) -> str:
+                return (
+                    f"{tiles[r, v, last]}(a + (long)i * lda + k0, lda, b, "
+                    "y + (long)i * ldy + j0, ldy, kc, bias + j0, first);"
+                )
+
+            if full:
+                out.append(f"    for (int j0 = 0; j0 < {p.nfull}; j0 += {p.nr}) {{")
+            else:
+                out.append(f"    {{ const int j0 = {p.nfull};")
+            out.append(f"      const float *b = bp + (long)j0 * {p.k} + (long)k0 * {w};")
+            out += _row_tail(p, call, "      ")
+            out.append("    }")
+        out += ["  }", "}", "#endif"]
+        return "\n".join(out)
+
+    return _helper(unit, f"fblk.{p.key()}.{kc}", f"tg_fgebp_{p.k}x{p.n}", build)
+
+
+def _i8_block(unit: CUnit, p: _Panels, q: _Q) -> str:
+    """The int8 panel sweep over m packed rows of int16 (x - zp) (AVX2 only)."""
+
+    def build(name: str) -> str:
+        spans = []
+        if p.nfull:
+            spans.append((p.rn, 8, True))
+        if p.tv:
+            spans.append((p.tv, p.last, False))
+        tiles = {
+            (r, v, last): _i8_tile(unit, r, v, last, q.yt)
+            for v, last, _ in spans
+            for r in range(1, p.rm + 1)
+        }
+        out = [
+            "#ifdef TG_AVX2",
+            f"static void {name}(const int16_t *restrict a, int m, const int8_t *restrict bp,",
+            f"    const int32_t *restrict bias, const float *restrict mult, {q.yt} *restrict y,"
+            " long ldy)",
+            "{",
+            f"  const __m256 zp = _mm256_set1_ps({_flt(q.yzp)});",
+            f"  const __m256 lo = _mm256_set1_ps({_flt(q.lo)}), hi = _mm256_set1_ps({_flt(q.hi)});",
+        ]
+        for v, last, full in spans:
+
+            def call(r: int, v: int = v, last: int = last) -> str:
+                return (
+                    f"{tiles[r, v, last]}(a + (long)i * {p.kp}, {p.kp}, b, y + (long)i * ldy + j0,"
+                    f" ldy, {p.kp // 2}, bias + j0, mult + j0, zp, lo, hi);"
+                )
+
+            if full:
+                out.append(f"  for (int j0 = 0; j0 < {p.nfull}; j0 += {p.nr}) {{")
+            else:
+                out.append(f"  {{ const int j0 = {p.nfull};")
+            out.append(f"    const int8_t *b = bp + (long)j0 * {p.kp};")
+            out += _row_tail(p, call, "    ")
+            out.append("  }")
+        out += ["}", "#endif"]
+        return "\n".join(out)
+
+    return _helper(unit, f"iblk.{p.key()}.{q.yt}.{q.yzp}.{q.lo}", f"tg_igebp_{p.k}x{p.n}", build)
+
+
+def _port_accum(p: _Panels, acc: str, bp: str, k: str, av: str, indent: str) -> list[str]:
+    """Plain C: acc[j] += av * B[k, j] for every column, B in panels."""
+    out = []
+    if p.int8:
+        row_f = f"(long)(({k}) >> 1) * {2 * p.nr} + (({k}) & 1)"
+        row_t = f"(long)(({k}) >> 1) * {2 * p.ntp} + (({k}) & 1)"
+        step = 2
+    else:
+        row_f = f"(long)({k}) * {p.nr}"
+        row_t = f"(long)({k}) * {p.ntp}"
+        step = 1
+    bt = "int8_t" if p.int8 else "float"
+    if p.nfull:
+        out += [
+            f"{indent}for (int j0 = 0; j0 < {p.nfull}; j0 += {p.nr}) {{",
+            f"{indent}  const {bt} *b_ = {bp} + (long)j0 * {p.kp} + {row_f};",
+            f"{indent}  for (int jj = 0; jj < {p.nr}; ++jj)",
+            f"{indent}    {acc}[j0 + jj] += {av} * b_[{step} * jj];",
+            f"{indent}}}",
+        ]
+    if p.tv:
+        out += [
+            f"{indent}{{ const {bt} *b_ = {bp} + {p.nfull * p.kp} + {row_t};",
+            f"{indent}  for (int jj = 0; jj < {p.n - p.nfull}; ++jj)"
+            f" {acc}[{p.nfull} + jj] += {av} * b_[{step} * jj]; }}",
+        ]
+    return out
+
+
+def _matrix_rows(unit: CUnit, p: _Panels, q: _Q | None, at: str) -> str:
+    """y[i, :] = epilogue(a[i, :] . B + bias) for m rows at row strides
+    lda / ldy: the driver of pointwise convolutions and matrix products."""
+    if q is None:
+        _vec_prelude(unit)
+        mc = 64
+
+        def build(name: str) -> str:
+            blk = _f32_block(unit, p)
+            out = [
+                f"static void {name}(const float *restrict a, long lda, int m,",
+                "    const float *restrict bp, const float *restrict bias,",
+                "    float *restrict y, long ldy)",
+                "{",
+                "#ifdef TIGRIS_VECTOR",
+                f"  for (int i0 = 0; i0 < m; i0 += {mc})",
+                f"    {blk}(a + (long)i0 * lda, lda, m - i0 < {mc} ? m - i0 : {mc}, bp, bias,"
+                " y + (long)i0 * ldy, ldy);",
+                "#else",
+                "  for (int i = 0; i < m; ++i) {",
+                "    const float *ar = a + (long)i * lda;",
+                "    float *yr = y + (long)i * ldy;",
+                f"    float acc[{p.npad}];",
+                f"    for (int j = 0; j < {p.n}; ++j) acc[j] = bias[j];",
+                f"    for (int k = 0; k < {p.k}; ++k) {{",
+                "      const float av = ar[k];",
+                *_port_accum(p, "acc", "bp", "k", "av", "      "),
+                "    }",
+                f"    for (int j = 0; j < {p.n}; ++j) yr[j] = acc[j];",
+                "  }",
+                "#endif",
+                "}",
+            ]
+            return "\n".join(out)
+
+        return _helper(unit, f"fmat.{p.key()}", f"tg_fmat_{p.k}x{p.n}", build)
+
+    _i8_prelude(unit)
+    mc = max(p.rm, min(64, 65536 // (2 * p.kp)) // p.rm * p.rm)
+
+    def build_i(name: str) -> str:
+        blk = _i8_block(unit, p, q)
+        pad = [f"      d[{p.k}] = 0;"] if p.kp > p.k else []
+        out = [
+            f"static void {name}(const {at} *restrict a, long lda, int m,",
+            "    const int8_t *restrict bp, const int32_t *restrict bias,",
+            "    const float *restrict mult,",
+            f"    {q.yt} *restrict y, long ldy)",
+            "{",
+            "#ifdef TG_AVX2",
+            f"  int16_t buf[{mc * p.kp}] __attribute__((aligned(32)));",
+            f"  for (int i0 = 0; i0 < m; i0 += {mc}) {{",
+            f"    const int mb = m - i0 < {mc} ? m - i0 : {mc};",
+            "    for (int r = 0; r < mb; ++r) {",
+            f"      const {at} *s = a + (long)(i0 + r) * lda;",
+            f"      int16_t *d = buf + r * {p.kp};",
+            f"      for (int k = 0; k < {p.k}; ++k) d[k] = (int16_t)(s[k] - {_lit(q.xzp)});",
+            *pad,
+            "    }",
+            f"    {blk}(buf, mb, bp, bias, mult, y + (long)i0 * ldy, ldy);",
+            "  }",
+            "#else",
+            "  for (int i = 0; i < m; ++i) {",
+            f"    const {at} *ar = a + (long)i * lda;",
+            f"    {q.yt} *yr = y + (long)i * ldy;",
+            f"    int32_t acc[{p.npad}];",
+            f"    for (int j = 0; j < {p.n}; ++j) acc[j] = bias[j];",
+            f"    for (int k = 0; k < {p.k}; ++k) {{",
+            f"      const int32_t av = (int32_t)ar[k] - {_lit(q.xzp)};",
+            *_port_accum(p, "acc", "bp", "k", "av", "      "),
+            "    }",
+            f"    for (int j = 0; j < {p.n}; ++j) yr[j] = {_store(q, 'acc[j]', 'mult[j]')};",
+            "  }",
+            "#endif",
+            "}",
+        ]
+        return "\n".join(out)
+
+    key = f"imat.{p.key()}.{at}.{q.xzp}.{q.yt}.{q.yzp}"
+    return _helper(unit, key, f"tg_imat_{p.k}x{p.n}", build_i)
+
+
+# ---------------------------------------------------------------------------
+# convolutions
+
+
+@dataclass(frozen=True)
+class _Conv:
+    """A convolution's geometry as 2D NHWC (a 1D one has one row)."""
+
+    h: int
+    w: int
+    c: int
+    co: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    pt: int
+    pl: int
+    groups: int
+
+    @property
+    def cg(self) -> int:
+        return self.c // self.groups
+
+    @property
+    def cog(self) -> int:
+        return self.co // self.groups
+
+    @property
+    def taps(self) -> int:
+        return self.kh * self.kw
+
+    def key(self) -> str:
+        return "_".join(str(v) for v in self.__dict__.values())
+
+
+def _conv_geometry(op: nn.ConvLikeOp) -> _Conv:
+    xs = nn.shape_of(op.input)
+    n = len(xs) - 2
+    k, s, p = op.kernel(), op.strides(), op.pads()
+    d = op.dilations()
+    d = d if len(d) == n else (1,) * n
+    co = nn.shape_of(op.output)[-1]
+    if n == 1:
+        return _Conv(1, xs[1], xs[2], co, 1, k[0], 1, s[0], 1, d[0], 0, p[0], op.groups())
+    return _Conv(
+        xs[1], xs[2], xs[3], co, k[0], k[1], s[0], s[1], d[0], d[1], p[0], p[1], op.groups()
+    )
+
+
+def _header(name: str, params: Sequence[str]) -> list[str]:
+    return [f"static void {name}({', '.join(params)})", "{"]
+
+
+def _conv_params(xt: str, yt: str, mid: Sequence[str]) -> list[str]:
+    return [
+        f"const {xt} *restrict x",
+        "const int *restrict xb",
+        *mid,
+        f"{yt} *restrict y",
+        "const int *restrict yb",
+    ]
+
+
+def _batch_loop(xv: _View, yv: _View, xt: str, yt: str) -> list[str]:
+    return [
+        "  for (int n = yl0; n < yl0 + yn0; ++n) {",
+        "    TIGRIS_BOUND(n >= xl0 && n < xl0 + xn0);",
+        f"    const {xt} *xn = x + (long)(n - xl0) * {xv.strides[0]};",
+        f"    {yt} *yn = y + (long)(n - yl0) * {yv.strides[0]};",
+    ]
+
+
+def _pixel(yv: _View) -> str:
+    """C: the result pixel (oy, ox) of batch row `yn`."""
+    return f"yn + (long)(oy - yl1) * {yv.strides[1]} + (long)(ox - yl2) * {yv.strides[2]}"
+
+
+def _row_offsets(g: _Conv, xv: _View) -> list[str]:
+    """Per kernel row: inside the image, and the held row's offset."""
+    return [
+        f"      int rok[{g.kh}]; long roff[{g.kh}];",
+        f"      for (int ky = 0; ky < {g.kh}; ++ky) {{",
+        f"        const int iy = oy * {g.sh} - {g.pt} + ky * {g.dh};",
+        f"        rok[ky] = iy >= 0 && iy < {g.h};",
+        f"        roff[ky] = rok[ky] ? (long)(iy - xl1) * {xv.strides[1]} : 0;",
+        "        if (rok[ky]) TIGRIS_BOUND(iy >= xl1 && iy < xl1 + xn1);",
+        "      }",
+    ]
+
+
+def _emit_generic_conv(
+    unit: CUnit, op: nn.ConvOp, g: _Conv, q: _Q | None, ins: Sequence[CTensor], y: CTensor
+) -> str:
+    """Every convolution band: direct loops over global indices (plain C)."""
+    x, w, b = ins[0], ins[1], ins[2]
+    ws = ins[3] if len(ins) > 3 else None
+    for t, what in ((w, "weight"), (b, "bias")):
+        _whole(op, t, what)
+    xv, yv = _view(x, 4), _view(y, 4)
+    xt, yt = x.ctype, y.ctype
+    acc = "float" if q is None else "int32_t"
+    mult_const = q is not None and ws is not None and ws.value is not None
+    if q is not None:
+        if ws is None:
+            raise CLoweringError(f"{op.name}: a quantized conv needs weight scales")
+        _whole(op, ws, "weight scales")
+    mult = "ws[co]" if mult_const else (_mult_expr(q, ws, "co") if q is not None else "")
+    xval = "xp[(long)(c0 + ci - xl3) * " + str(xv.strides[3]) + "]"
+    term = f"{xval} * wp[ci]" if q is None else f"((int32_t){xval} - {_lit(q.xzp)}) * wp[ci]"
+    key = f"gconv.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q, not mult_const)}"
+    key += f".{w.ctype}"
+
+    def build(name: str) -> str:
+        params = _conv_params(
+            xt,
+            yt,
+            [
+                f"const {w.ctype} *restrict w",
+                f"const {b.ctype} *restrict bias",
+                "const float *restrict ws",
+            ],
+        )
+        out = _header(name, params)
+        out.append(_voids("x", "xb", "w", "bias", "ws", "y", "yb"))
+        out += _unpack("xb", "x", 4) + _unpack("yb", "y", 4)
+        out += _batch_loop(xv, yv, xt, yt)
+        out += [
+            "    for (int oy = yl1; oy < yl1 + yn1; ++oy)",
+            "    for (int ox = yl2; ox < yl2 + yn2; ++ox) {",
+            f"      {acc} acc[{g.co}];",
+            f"      {yt} *yp = {_pixel(yv)};",
+            "      for (int co = yl3; co < yl3 + yn3; ++co) acc[co - yl3] = bias[co];",
+            f"      for (int ky = 0; ky < {g.kh}; ++ky) {{",
+            f"        const int iy = oy * {g.sh} - {g.pt} + ky * {g.dh};",
+            f"        if (iy < 0 || iy >= {g.h}) continue;",
+            "        TIGRIS_BOUND(iy >= xl1 && iy < xl1 + xn1);",
+            f"        for (int kx = 0; kx < {g.kw}; ++kx) {{",
+            f"          const int ix = ox * {g.sw} - {g.pl} + kx * {g.dw};",
+            f"          if (ix < 0 || ix >= {g.w}) continue;",
+            "          TIGRIS_BOUND(ix >= xl2 && ix < xl2 + xn2);",
+            f"          const {xt} *xp = xn + (long)(iy - xl1) * {xv.strides[1]}"
+            f" + (long)(ix - xl2) * {xv.strides[2]};",
+            "          for (int co = yl3; co < yl3 + yn3; ++co) {",
+            f"            const int c0 = (co / {g.cog}) * {g.cg};",
+            f"            const {w.ctype} *wp = w"
+            f" + ((long)(co * {g.kh} + ky) * {g.kw} + kx) * {g.cg};",
+            f"            {acc} s = 0;",
+            f"            TIGRIS_BOUND(c0 >= xl3 && c0 + {g.cg} <= xl3 + xn3);",
+            f"            for (int ci = 0; ci < {g.cg}; ++ci) s += {term};",
+            "            acc[co - yl3] += s;",
+            "          }",
+            "        }",
+            "      }",
+            "      for (int co = yl3; co < yl3 + yn3; ++co)",
+            f"        yp[(long)(co - yl3) * {yv.strides[3]}] = {_store(q, 'acc[co - yl3]', mult)};",
+            "    }",
+            "  }",
+            "}",
+        ]
+        return "\n".join(out)
+
+    name = _helper(unit, key, f"tg_conv_{g.kh}x{g.kw}_{g.c}_{g.co}", build)
+    wn = _const_or_ptr(unit, w, "w")
+    bn = _const_or_ptr(unit, b, "b")
+    if q is None:
+        wsn = "(const float *)0"
+    elif mult_const:
+        assert ws is not None and ws.value is not None
+        wsn = unit.const("m", _multipliers(q, ws.value, g.co))
+    else:
+        assert ws is not None
+        wsn = ws.name
+    return f"  {name}({x.name}, {xv.bounds()}, {wn}, {bn}, {wsn}, {y.name}, {yv.bounds()});"
+
+
+def _consts_ready(ins: Sequence[CTensor], q: _Q | None) -> bool:
+    need = ins[1:4] if q is not None else ins[1:3]
+    return all(t.value is not None and not t.cut for t in need)
+
+
+def _dense_channels(g: _Conv, x: CTensor, y: CTensor) -> bool:
+    """Channels whole and unit-strided, pixels of both operands dense (the
+    memrefs' own strides: `_view` zeroes those of axes of size one)."""
+    return (
+        x.rank - 1 not in x.cut
+        and y.rank - 1 not in y.cut
+        and x.strides[-1] == 1
+        and y.strides[-1] == 1
+        and x.strides[-2] == g.c
+        and y.strides[-2] == g.co
+    )
+
+
+def _use_all(call: str, ins: Sequence[CTensor]) -> str:
+    """The call, and every operand pointer it does not pass marked as used."""
+    unused = [t.name for t in ins if not re.search(rf"\b{re.escape(t.name)}\b", call)]
+    return call + "".join(f" (void){n};" for n in unused)
+
+
+@register("band", nn.ConvOp)
+def emit_conv(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """A band of a convolution (float32, or int8 on the integer path)."""
+    return _use_all(_conv(op, ins, outs, unit), ins)
+
+
+def _conv(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    conv = cast(nn.ConvOp, op)
+    g = _conv_geometry(conv)
+    q = _quant(conv, conv.input, conv.output)
+    x, y = ins[0], outs[0]
+    if q is None and (x.ctype != "float" or y.ctype != "float"):
+        raise CLoweringError(f"{op.name}: a float conv on {x.ctype} -> {y.ctype}")
+    xv, yv = _view(x, 4), _view(y, 4)
+    if not (_consts_ready(ins, q) and _dense_channels(g, x, y)):
+        return _emit_generic_conv(unit, conv, g, q, ins, y)
+    w = ins[1].value
+    assert w is not None
+    if g.groups == g.c == g.co and g.cg == 1:
+        return _emit_depthwise(unit, g, q, ins, y, xv, yv)
+    pointwise = (g.kh, g.kw, g.sh, g.sw) == (1, 1, 1, 1) and not any(conv.pads())
+    if pointwise and g.groups == 1:
+        return _emit_pointwise(unit, g, q, ins, y, xv, yv)
+    return _emit_im2col(unit, g, q, ins, y, xv, yv)
+
+
+def _conv_consts(
+    unit: CUnit, g: _Conv, q: _Q | None, ins: Sequence[CTensor], p: _Panels
+) -> list[str]:
+    """Packed weights per group, padded bias (and multipliers) per group."""
+    w = np.asarray(ins[1].value)
+    b = np.asarray(ins[2].value)
+    k = g.taps * g.cg
+    packs, biases, mults = [], [], []
+    m = _multipliers(q, np.asarray(ins[3].value), g.co) if q is not None else None
+    for gi in range(g.groups):
+        wg = w[gi * g.cog : (gi + 1) * g.cog].reshape(g.cog, k).T
+        packs.append(_pack_b(p, np.ascontiguousarray(wg)))
+        biases.append(_pad_cols(p, b[gi * g.cog : (gi + 1) * g.cog]))
+        if m is not None:
+            mults.append(_pad_cols(p, m[gi * g.cog : (gi + 1) * g.cog]))
+    names = [unit.const("wp", np.concatenate(packs)), unit.const("bp", np.concatenate(biases))]
+    if mults:
+        names.append(unit.const("mp", np.concatenate(mults)))
+    return names
+
+
+def _emit_pointwise(
+    unit: CUnit, g: _Conv, q: _Q | None, ins: Sequence[CTensor], y: CTensor, xv: _View, yv: _View
+) -> str:
+    """A 1x1 convolution: rows of pixels through the GEBP driver, the band's
+    rows merged into one run where both memrefs hold whole dense rows."""
+    x = ins[0]
+    p = _panels(g.c, g.co, q is not None)
+    mat = _matrix_rows(unit, p, q, x.ctype)
+    xt, yt = x.ctype, y.ctype
+    # whole dense rows of both memrefs make the band's pixels one run
+    merge = x.rank == 4 and x.strides[1] == g.w * g.c and y.strides[1] == g.w * g.co
+    bt, it = ("float", "float") if q is None else ("int8_t", "int32_t")
+    mid = [f"const {bt} *restrict bp", f"const {it} *restrict bias"]
+    extra = "" if q is None else " mult,"
+    if q is not None:
+        mid.append("const float *restrict mult")
+    key = f"pw.{g.key()}.{xv.strides}.{yv.strides}.{merge}.{mat}"
+
+    def build(name: str) -> str:
+        out = _header(name, _conv_params(xt, yt, mid))
+        out += _unpack("xb", "x", 4) + _unpack("yb", "y", 4)
+        out += _batch_loop(xv, yv, xt, yt)
+        body = []
+        if merge:
+            body += [
+                f"    if (yl2 == 0 && yn2 == {g.w} && xl2 == 0 && xn2 == {g.w}) {{",
+                "      TIGRIS_BOUND(yl1 >= xl1 && yl1 + yn1 <= xl1 + xn1);",
+                f"      {mat}(xn + (long)(yl1 - xl1) * {xv.strides[1]}, {g.c},"
+                f" yn1 * {g.w}, bp, bias,{extra} yn, {g.co});",
+                "      continue;",
+                "    }",
+            ]
+        body += [
+            "    for (int oy = yl1; oy < yl1 + yn1; ++oy) {",
+            "      TIGRIS_BOUND(oy >= xl1 && oy < xl1 + xn1);",
+            "      TIGRIS_BOUND(yl2 >= xl2 && yl2 + yn2 <= xl2 + xn2);",
+            f"      {mat}(xn + (long)(oy - xl1) * {xv.strides[1]} + (long)(yl2 - xl2) * {g.c},"
+            f" {g.c}, yn2, bp, bias,{extra} yn + (long)(oy - yl1) * {yv.strides[1]}, {g.co});",
+            "    }",
+        ]
+        out += body + ["  }", "}"]
+        return "\n".join(out)
+
+    name = _helper(unit, key, f"tg_pw_{g.c}_{g.co}", build)
+    consts = _conv_consts(unit, g, q, ins, p)
+    return f"  {name}({x.name}, {xv.bounds()}, {', '.join(consts)}, {y.name}, {yv.bounds()});"
+
+
+def _emit_im2col(
+    unit: CUnit, g: _Conv, q: _Q | None, ins: Sequence[CTensor], y: CTensor, xv: _View, yv: _View
+) -> str:
+    """Any other convolution: per output row, blocks of pixels gathered into
+    a stack buffer (tap-major rows, zeros for padding), then the GEBP block of
+    each group; the portable build runs direct loops over the same panels."""
+    x = ins[0]
+    k = g.taps * g.cg
+    p = _panels(k, g.cog, q is not None)
+    xt, yt = x.ctype, y.ctype
+    gs = p.size
+    if q is None:
+        _vec_prelude(unit)
+        mc = max(p.rm, min(64, 65536 // (4 * k)) // p.rm * p.rm)
+        guard, bt, it, buft = "TIGRIS_VECTOR", "float", "float", "float"
+    else:
+        _i8_prelude(unit)
+        mc = max(p.rm, min(64, 65536 // (2 * p.kp)) // p.rm * p.rm)
+        guard, bt, it, buft = "TG_AVX2", "int8_t", "int32_t", "int16_t"
+    mid = [f"const {bt} *restrict bp", f"const {it} *restrict bias"]
+    if q is not None:
+        mid.append("const float *restrict mult")
+    acc = "float" if q is None else "int32_t"
+    key = f"im2col.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q)}.{p.key()}"
+
+    def build(name: str) -> str:
+        blk = _f32_block(unit, p) if q is None else _i8_block(unit, p, q)
+        out = _header(name, _conv_params(xt, yt, mid))
+        out += _unpack("xb", "x", 4) + _unpack("yb", "y", 4)
+        out.append(f"#ifdef {guard}")
+        out.append(f"  {buft} buf[{mc * p.kp}] __attribute__((aligned(32)));")
+        out += _batch_loop(xv, yv, xt, yt)
+        out.append("    for (int oy = yl1; oy < yl1 + yn1; ++oy) {")
+        out += _row_offsets(g, xv)
+        out += [
+            f"      {yt} *yr = yn + (long)(oy - yl1) * {yv.strides[1]};",
+            f"      for (int ox0 = yl2; ox0 < yl2 + yn2; ox0 += {mc}) {{",
+            f"        const int mb = yl2 + yn2 - ox0 < {mc} ? yl2 + yn2 - ox0 : {mc};",
+            f"        for (int gi = 0; gi < {g.groups}; ++gi) {{",
+            "          for (int r = 0; r < mb; ++r) {",
+            f"            const int ix0 = (ox0 + r) * {g.sw} - {g.pl};",
+            f"            {buft} *d = buf + r * {p.kp};",
+            f"            for (int ky = 0; ky < {g.kh}; ++ky)",
+            f"            for (int kx = 0; kx < {g.kw}; ++kx) {{",
+            f"              const int ix = ix0 + kx * {g.dw};",
+            f"              {buft} *dt = d + (ky * {g.kw} + kx) * {g.cg};",
+            f"              if (!rok[ky] || ix < 0 || ix >= {g.w}) {{",
+            f"                memset(dt, 0, {g.cg} * sizeof(*dt));",
+            "                continue;",
+            "              }",
+            "              TIGRIS_BOUND(ix >= xl2 && ix < xl2 + xn2);",
+            f"              const {xt} *s = xn + roff[ky] + (long)(ix - xl2) * {xv.strides[2]}"
+            f" + gi * {g.cg};",
+        ]
+        if q is None:
+            out.append(f"              memcpy(dt, s, {g.cg} * sizeof(float));")
+        else:
+            out.append(
+                f"              for (int ci = 0; ci < {g.cg}; ++ci)"
+                f" dt[ci] = (int16_t)(s[ci] - {_lit(q.xzp)});"
+            )
+        out.append("            }")
+        if p.kp > k:
+            out.append(f"            d[{k}] = 0;")
+        out.append("          }")
+        yarg = f"yr + (long)(ox0 - yl2) * {yv.strides[2]} + gi * {g.cog}"
+        if q is None:
+            out.append(
+                f"          {blk}(buf, {p.kp}, mb, bp + (long)gi * {gs}, bias + gi * {p.npad},"
+                f" {yarg}, {g.co});"
+            )
+        else:
+            out.append(
+                f"          {blk}(buf, mb, bp + (long)gi * {gs}, bias + gi * {p.npad},"
+                f" mult + gi * {p.npad}, {yarg}, {g.co});"
+            )
+        out += ["        }", "      }", "    }", "  }", "#else"]
+        # plain loops over the same packed panels
+        out += _batch_loop(xv, yv, xt, yt)
+        out += [
+            "    for (int oy = yl1; oy < yl1 + yn1; ++oy)",
+            "    for (int ox = yl2; ox < yl2 + yn2; ++ox) {",
+            f"      {acc} acc[{g.groups * p.npad}];",
+            f"      {yt} *yp = {_pixel(yv)};",
+            f"      for (int j = 0; j < {g.groups * p.npad}; ++j) acc[j] = bias[j];",
+            f"      for (int ky = 0; ky < {g.kh}; ++ky) {{",
+            f"        const int iy = oy * {g.sh} - {g.pt} + ky * {g.dh};",
+            f"        if (iy < 0 || iy >= {g.h}) continue;",
+            "        TIGRIS_BOUND(iy >= xl1 && iy < xl1 + xn1);",
+            f"        for (int kx = 0; kx < {g.kw}; ++kx) {{",
+            f"          const int ix = ox * {g.sw} - {g.pl} + kx * {g.dw};",
+            f"          if (ix < 0 || ix >= {g.w}) continue;",
+            "          TIGRIS_BOUND(ix >= xl2 && ix < xl2 + xn2);",
+            f"          const {xt} *xp = xn + (long)(iy - xl1) * {xv.strides[1]}"
+            f" + (long)(ix - xl2) * {xv.strides[2]};",
+            f"          for (int gi = 0; gi < {g.groups}; ++gi)",
+            f"          for (int ci = 0; ci < {g.cg}; ++ci) {{",
+            f"            const int k = (ky * {g.kw} + kx) * {g.cg} + ci;",
+        ]
+        if q is None:
+            out.append(f"            const float av = xp[gi * {g.cg} + ci];")
+        else:
+            out.append(
+                f"            const int32_t av = (int32_t)xp[gi * {g.cg} + ci] - {_lit(q.xzp)};"
+            )
+        out += _port_accum(
+            p, f"(acc + gi * {p.npad})", f"(bp + (long)gi * {gs})", "k", "av", "            "
+        )
+        out += [
+            "          }",
+            "        }",
+            "      }",
+            f"      for (int gi = 0; gi < {g.groups}; ++gi)",
+            f"      for (int j = 0; j < {g.cog}; ++j)",
+            f"        yp[gi * {g.cog} + j] = "
+            + _store(q, f"acc[gi * {p.npad} + j]", f"mult[gi * {p.npad} + j]")
+            + ";",
+            "    }",
+            "  }",
+            "#endif",
+            "}",
+        ]
+        return "\n".join(out)
+
+    name = _helper(unit, key, f"tg_conv_{g.kh}x{g.kw}s{g.sh}x{g.sw}_{g.c}_{g.co}", build)
+    consts = _conv_consts(unit, g, q, ins, p)
+    return f"  {name}({x.name}, {xv.bounds()}, {', '.join(consts)}, {y.name}, {yv.bounds()});"
+
+
+def _emit_depthwise(
+    unit: CUnit, g: _Conv, q: _Q | None, ins: Sequence[CTensor], y: CTensor, xv: _View, yv: _View
+) -> str:
+    """A depthwise convolution: per output pixel one pointer per tap (the pad
+    row where the tap leaves the image), vectors over channels."""
+    x = ins[0]
+    lanes = LANES if q is None else 8
+    cp = -(-g.c // lanes) * lanes
+    cv = g.c // lanes
+    xt, yt = x.ctype, y.ctype
+    if q is None:
+        _vec_prelude(unit)
+        guard = "TIGRIS_VECTOR"
+    else:
+        _i8_prelude(unit)
+        guard = "TG_AVX2"
+    wt, it = ("float", "float") if q is None else ("int32_t", "int32_t")
+    mid = [f"const {wt} *restrict w", f"const {it} *restrict bias"]
+    if q is not None:
+        mid.append("const float *restrict mult")
+    mid.append(f"const {xt} *restrict pad")
+    key = f"dw.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q)}"
+
+    def block(nv: int, c: str) -> list[str]:
+        if q is None:
+            out = [f"        tg_vf a{j} = TG_LD(bias + {c} + {j * lanes});" for j in range(nv)]
+            out += [
+                f"        for (int t = 0; t < {g.taps}; ++t) {{",
+                f"          const float *p_ = tp[t] + {c}; const float *w_ = w + t * {cp} + {c};",
+            ]
+            out += [
+                f"          TG_FMA(a{j}, TG_LD(p_ + {j * lanes}), TG_LD(w_ + {j * lanes}));"
+                for j in range(nv)
+            ]
+            out.append("        }")
+            out += [f"        TG_ST(yp + {c} + {j * lanes}, a{j});" for j in range(nv)]
+            return ["        {", *out, "        }"]
+        load = "tg_ld8u" if xt == "uint8_t" else "tg_ld8s"
+        store = "tg_st8u" if yt == "uint8_t" else "tg_st8s"
+        out = [f"        __m256i a{j} = tg_ldi(bias + {c} + {8 * j});" for j in range(nv)]
+        out += [
+            f"        for (int t = 0; t < {g.taps}; ++t) {{",
+            f"          const {xt} *p_ = tp[t] + {c}; const int32_t *w_ = w + t * {cp} + {c};",
+        ]
+        out += [
+            f"          a{j} = _mm256_add_epi32(a{j}, _mm256_mullo_epi32("
+            f"_mm256_sub_epi32({load}(p_ + {8 * j}), zx), tg_ldi(w_ + {8 * j})));"
+            for j in range(nv)
+        ]
+        out.append("        }")
+        out += [
+            f"        {store}(yp + {c} + {8 * j},"
+            f" tg_rq(a{j}, _mm256_loadu_ps(mult + {c} + {8 * j}),"
+            " zy, lo, hi), 8);"
+            for j in range(nv)
+        ]
+        return ["        {", *out, "        }"]
+
+    def build(name: str) -> str:
+        out = _header(name, _conv_params(xt, yt, mid))
+        out += _unpack("xb", "x", 4) + _unpack("yb", "y", 4)
+        if q is not None:
+            out += [
+                "#ifdef TG_AVX2",
+                f"  const __m256i zx = _mm256_set1_epi32({_lit(q.xzp)});",
+                f"  const __m256 zy = _mm256_set1_ps({_flt(q.yzp)});",
+                f"  const __m256 lo = _mm256_set1_ps({_flt(q.lo)});",
+                f"  const __m256 hi = _mm256_set1_ps({_flt(q.hi)});",
+                "  (void)zx; (void)zy; (void)lo; (void)hi;",
+                "#endif",
+            ]
+        out += _batch_loop(xv, yv, xt, yt)
+        out.append("    for (int oy = yl1; oy < yl1 + yn1; ++oy) {")
+        out += _row_offsets(g, xv)
+        out += [
+            f"      {yt} *yr = yn + (long)(oy - yl1) * {yv.strides[1]};",
+            "      for (int ox = yl2; ox < yl2 + yn2; ++ox) {",
+            f"        const {xt} *tp[{g.taps}];",
+            f"        const int ix0 = ox * {g.sw} - {g.pl};",
+            f"        for (int ky = 0; ky < {g.kh}; ++ky)",
+            f"        for (int kx = 0; kx < {g.kw}; ++kx) {{",
+            f"          const int ix = ix0 + kx * {g.dw};",
+            f"          if (rok[ky] && ix >= 0 && ix < {g.w}) {{",
+            "            TIGRIS_BOUND(ix >= xl2 && ix < xl2 + xn2);",
+            f"            tp[ky * {g.kw} + kx] = xn + roff[ky]"
+            f" + (long)(ix - xl2) * {xv.strides[2]};",
+            "          } else {",
+            f"            tp[ky * {g.kw} + kx] = pad;",
+            "          }",
+            "        }",
+            f"        {yt} *yp = yr + (long)(ox - yl2) * {yv.strides[2]};",
+            "        int c0 = 0;",
+            f"#ifdef {guard}",
+        ]
+        full4, rem = divmod(cv, 4)
+        if full4:
+            out.append(f"        for (; c0 < {full4 * 4 * lanes}; c0 += {4 * lanes})")
+            out += block(4, "c0")
+        if rem:
+            out += block(rem, "c0")
+            out.append(f"        c0 += {rem * lanes};")
+        out += [
+            "#endif",
+            f"        for (int c = c0; c < {g.c}; ++c) {{",
+            f"          {'float' if q is None else 'int32_t'} s = bias[c];",
+        ]
+        if q is None:
+            out.append(
+                f"          for (int t = 0; t < {g.taps}; ++t) s += tp[t][c] * w[t * {cp} + c];"
+            )
+        else:
+            out.append(
+                f"          for (int t = 0; t < {g.taps}; ++t)"
+                f" s += ((int32_t)tp[t][c] - {_lit(q.xzp)}) * w[t * {cp} + c];"
+            )
+        out += [
+            f"          yp[c] = {_store(q, 's', 'mult[c]')};",
+            "        }",
+            "      }",
+            "    }",
+            "  }",
+            "}",
+        ]
+        return "\n".join(out)
+
+    name = _helper(unit, key, f"tg_dw_{g.kh}x{g.kw}s{g.sh}x{g.sw}_{g.c}", build)
+    w = np.asarray(ins[1].value).reshape(g.c, g.taps).T  # (taps, C)
+    wpack = np.zeros((g.taps, cp), np.float32 if q is None else np.int32)
+    wpack[:, : g.c] = w
+    bias = np.zeros(cp, np.float32 if q is None else np.int32)
+    bias[: g.c] = np.asarray(ins[2].value)
+    args = [unit.const("dw", wpack), unit.const("db", bias)]
+    if q is not None:
+        m = np.zeros(cp, np.float32)
+        m[: g.c] = _multipliers(q, np.asarray(ins[3].value), g.c)
+        args.append(unit.const("dm", m))
+    padv = np.zeros(cp, np.float32) if q is None else np.full(cp, q.xzp, _NP[xt])
+    args.append(unit.const("pad", padv))
+    return f"  {name}({x.name}, {xv.bounds()}, {', '.join(args)}, {y.name}, {yv.bounds()});"
+
+
+# ---------------------------------------------------------------------------
+# transposed convolutions
+
+
+@register("band", nn.ConvTransposeOp)
+def emit_conv_transpose(
+    op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
+) -> str:
+    """A band of rows of a transposed convolution: every output pixel gathers
+    the input pixels whose taps land on it (plain C; the innermost loop runs
+    over the output channels of a group, contiguous in the weights)."""
+    return _use_all(_conv_transpose(op, ins, outs, unit), ins)
+
+
+def _conv_transpose(
+    op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
+) -> str:
+    ct = cast(nn.ConvTransposeOp, op)
+    g = _conv_geometry(ct)
+    q = _quant(ct, ct.input, ct.output)
+    x, w, b = ins[0], ins[1], ins[2]
+    ws = ins[3] if len(ins) > 3 else None
+    y = outs[0]
+    for t in (x, y):
+        if any(ax != 1 for ax in t.cut):
+            raise CLoweringError(
+                f"{op.name}: only bands of rows are supported (no 2D tiles or channel cuts), "
+                f"got cuts {list(t.cut)}"
+            )
+    _whole(op, w, "weight")
+    _whole(op, b, "bias")
+    if q is not None:
+        if ws is None:
+            raise CLoweringError(f"{op.name}: a quantized transposed conv needs weight scales")
+        _whole(op, ws, "weight scales")
+    xv, yv = _view(x, 4), _view(y, 4)
+    xt, yt = x.ctype, y.ctype
+    acc = "float" if q is None else "int32_t"
+    mult_const = q is not None and ws is not None and ws.value is not None
+    mult = "ws[co]" if mult_const else (_mult_expr(q, ws, "co") if q is not None else "")
+    xval = f"xp[(long)ci * {xv.strides[3]}]"
+    av = xval if q is None else f"(int32_t){xval} - {_lit(q.xzp)}"
+    key = f"convT.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q, not mult_const)}"
+
+    def taps(var: str, o: str, p: int, k: int, d: int, s: int, size: int, lo: str) -> list[str]:
+        return [
+            f"for (int k{var} = 0; k{var} < {k}; ++k{var}) {{",
+            f"  const int t{var} = {o} + {p} - k{var} * {d};",
+            f"  if (t{var} < 0 || t{var} % {s}) continue;",
+            f"  const int i{var} = t{var} / {s};",
+            f"  if (i{var} >= {size}) continue;",
+            f"  TIGRIS_BOUND(i{var} >= {lo} && i{var} < {lo} + {lo.replace('l', 'n')});",
+        ]
+
+    def build(name: str) -> str:
+        params = _conv_params(
+            xt,
+            yt,
+            [
+                f"const {w.ctype} *restrict w",
+                f"const {b.ctype} *restrict bias",
+                "const float *restrict ws",
+            ],
+        )
+        out = _header(name, params)
+        out.append(_voids("x", "xb", "w", "bias", "ws", "y", "yb"))
+        out += _unpack("xb", "x", 4) + _unpack("yb", "y", 4)
+        out += _batch_loop(xv, yv, xt, yt)
+        out += [
+            "    for (int oy = yl1; oy < yl1 + yn1; ++oy)",
+            "    for (int ox = yl2; ox < yl2 + yn2; ++ox) {",
+            f"      {acc} acc[{g.co}];",
+            f"      {yt} *yp = {_pixel(yv)};",
+            f"      for (int co = 0; co < {g.co}; ++co) acc[co] = bias[co];",
+        ]
+        out += ["      " + s for s in taps("y", "oy", g.pt, g.kh, g.dh, g.sh, g.h, "xl1")]
+        out += ["        " + s for s in taps("x", "ox", g.pl, g.kw, g.dw, g.sw, g.w, "xl2")]
+        out += [
+            f"          const {xt} *xp = xn + (long)(iy - xl1) * {xv.strides[1]}"
+            f" + (long)(ix - xl2) * {xv.strides[2]};",
+            f"          for (int ci = 0; ci < {g.c}; ++ci) {{",
+            f"            const {acc} av = {av};",
+            f"            const {w.ctype} *wp = w"
+            f" + ((long)(ci * {g.kh} + ky) * {g.kw} + kx) * {g.cog};",
+            f"            {acc} *ap = acc + (ci / {g.cg}) * {g.cog};",
+            f"            for (int j = 0; j < {g.cog}; ++j) ap[j] += av * wp[j];",
+            "          }",
+            "        }",
+            "      }",
+            "      for (int co = yl3; co < yl3 + yn3; ++co)",
+            f"        yp[(long)(co - yl3) * {yv.strides[3]}] = {_store(q, 'acc[co]', mult)};",
+            "    }",
+            "  }",
+            "}",
+        ]
+        return "\n".join(out)
+
+    name = _helper(unit, key, f"tg_convT_{g.kh}x{g.kw}s{g.sh}x{g.sw}_{g.c}_{g.co}", build)
+    wn = _const_or_ptr(unit, w, "w")
+    bn = _const_or_ptr(unit, b, "b")
+    if q is None:
+        wsn = "(const float *)0"
+    elif mult_const:
+        assert ws is not None and ws.value is not None
+        wsn = unit.const("m", _multipliers(q, ws.value, g.co))
+    else:
+        assert ws is not None
+        wsn = ws.name
+    return f"  {name}({x.name}, {xv.bounds()}, {wn}, {bn}, {wsn}, {y.name}, {yv.bounds()});"
+
+
+# ---------------------------------------------------------------------------
+# matrix products
+
+
+@dataclass(frozen=True)
+class _Mat:
+    """A matrix product's operands mapped onto the result's axes."""
+
+    a_pairs: tuple[tuple[int, int], ...]
+    """(A axis, result axis) of every A axis but K that indexes the result."""
+    ak: int
+    b_pairs: tuple[tuple[int, int], ...]
+    bk: int
+    j: int | None
+    """The result's column axis (None for a vector B)."""
+    k: int
+    c_pairs: tuple[tuple[int, int], ...] = ()
+
+
+def _drop_broadcast(
+    pairs: Sequence[tuple[int, int]], shape: Sequence[int], out: Sequence[int]
+) -> tuple[tuple[int, int], ...]:
+    return tuple((a, d) for a, d in pairs if not (shape[a] == 1 and out[d] != 1))
+
+
+def _mat_layout(op: nn.NNOp, ins: Sequence[CTensor], y: CTensor) -> _Mat:
+    out = y.shape
+    a, b = ins[0], ins[1]
+    if isinstance(op, nn.GemmOp):
+        ta, tb = bool(op.int_("trans_a")), bool(op.int_("trans_b"))
+        ga, ak = ((1, 0),) if ta else ((0, 0),), 0 if ta else 1
+        gb, bk = ((0, 1),) if tb else ((1, 1),), 1 if tb else 0
+        c = ins[2]
+        c_pairs = tuple((i, 2 - c.rank + i) for i in range(c.rank))
+        return _Mat(
+            _drop_broadcast(ga, a.shape, out),
+            ak,
+            _drop_broadcast(gb, b.shape, out),
+            bk,
+            1,
+            a.shape[ak],
+            _drop_broadcast(c_pairs, c.shape, out),
+        )
+    ra, rb, r = a.rank, b.rank, y.rank
+    nb = r - (ra >= 2) - (rb >= 2)
+    if ra == 1:
+        a_pairs: list[tuple[int, int]] = []
+        ak = 0
+    else:
+        a_pairs = [(i, nb - (ra - 2) + i) for i in range(ra - 2)] + [(ra - 2, nb)]
+        ak = ra - 1
+    if rb == 1:
+        b_pairs: list[tuple[int, int]] = []
+        bk = 0
+        j = None
+    else:
+        b_pairs = [(i, nb - (rb - 2) + i) for i in range(rb - 2)] + [(rb - 1, r - 1)]
+        bk = rb - 2
+        j = r - 1
+    return _Mat(
+        _drop_broadcast(a_pairs, a.shape, out),
+        ak,
+        _drop_broadcast(b_pairs, b.shape, out),
+        bk,
+        j,
+        a.shape[ak],
+    )
+
+
+def _offset(
+    base: str, stem: str, pairs: Sequence[tuple[int, int]], strides: Sequence[int], skip: int | None
+) -> str:
+    terms = [
+        f"(long)(g{d} - {stem}l{a}) * {strides[a]}" for a, d in pairs if d != skip and strides[a]
+    ]
+    return base + "".join(" + " + t for t in terms)
+
+
+def _bounds_checks(
+    stem: str, pairs: Sequence[tuple[int, int]], cut: Sequence[int], skip: int | None
+) -> list[str]:
+    return [
+        f"    TIGRIS_BOUND(g{d} >= {stem}l{a} && g{d} < {stem}l{a} + {stem}n{a});"
+        for a, d in pairs
+        if a in cut and d != skip
+    ]
+
+
+def _emit_generic_mat(
+    unit: CUnit,
+    op: nn.NNOp,
+    q: _Q | None,
+    ins: Sequence[CTensor],
+    y: CTensor,
+    *,
+    c: CTensor | None,
+    mult: np.ndarray | None,
+    ws: CTensor | None,
+    bzp: int,
+    alpha: float,
+    beta: float,
+) -> str:
+    """Any band of a matrix product: loops over the result's global indices,
+    every operand read through its own origin (broadcast axes at index 0)."""
+    a, b = ins[0], ins[1]
+    lay = _mat_layout(op, ins, y)
+    if lay.ak in a.cut or lay.bk in b.cut:
+        raise CLoweringError(f"{op.name}: a band that cuts the contracted axis has no C lowering")
+    r = y.rank
+    acc = "float" if q is None else "int32_t"
+    jl, jn = (f"yl{lay.j}", f"yn{lay.j}") if lay.j is not None else ("0", "1")
+    jw = y.shape[lay.j] if lay.j is not None else 1
+    yjs = _st(y)[lay.j] if lay.j is not None else 0
+    bj = [(ax, d) for ax, d in lay.b_pairs if d == lay.j]
+    bjs = _st(b)[bj[0][0]] if bj else 0
+    bjl = f"bl{bj[0][0]}" if bj else "0"
+    cj = [(ax, d) for ax, d in lay.c_pairs if d == lay.j]
+    azp = f" - {_lit(q.xzp)}" if q is not None and q.xzp else ""
+    bzs = f" - {_lit(bzp)}" if bzp else ""
+    aval = f"ap[(long)k * {_st(a)[lay.ak]}]"
+    bval = f"bk[(long)(j - {bjl}) * {bjs}]"
+    if q is not None:
+        aval, bval = f"((int32_t){aval}{azp})", f"((int32_t){bval}{bzs})"
+    cval = ""
+    if c is not None:
+        cjt = f" + (long)(j - cl{cj[0][0]}) * {_st(c)[cj[0][0]]}" if cj else ""
+        cval = f"cp[0{cjt}]"
+    if q is None:
+        res = "acc[j - jl]"
+        if alpha != 1.0:
+            res = f"{_flt(alpha)} * {res}"
+        if c is not None:
+            res += f" + {_flt(beta)} * {cval}" if beta != 1.0 else f" + {cval}"
+    else:
+        res = "acc[j - jl]" + (f" + {cval}" if c is not None else "")
+        m = "ws[j]" if mult is not None else _mult_expr(q, ws, "j")
+        res = _store(q, res, m)
+    key = (
+        f"gmat.{op.name}.{lay}.{a.shape}{_st(a)}{a.cut}.{b.shape}{_st(b)}{b.cut}"
+        f".{y.shape}{_st(y)}.{c.shape if c else ''}{_st(c) if c else ''}"
+        f".{_qkey(q, mult is None)}.{bzp}.{alpha}.{beta}.{a.ctype}{b.ctype}{y.ctype}"
+    )
+
+    def build(name: str) -> str:
+        params = [
+            f"const {a.ctype} *restrict a",
+            "const int *restrict ab",
+            f"const {b.ctype} *restrict b",
+            "const int *restrict bb",
+        ]
+        if c is not None:
+            params += [f"const {c.ctype} *restrict c", "const int *restrict cb"]
+        params += ["const float *restrict ws", f"{y.ctype} *restrict y", "const int *restrict yb"]
+        out = _header(name, params)
+        out.append(
+            _voids("a", "ab", "b", "bb", "ws", "y", "yb") + (" (void)c; (void)cb;" if c else "")
+        )
+        out += _unpack("ab", "a", a.rank) + _unpack("bb", "b", b.rank)
+        if c is not None:
+            out += _unpack("cb", "c", c.rank)
+        out += _unpack("yb", "y", r)
+        depth = 0
+        for d in range(r):
+            if d == lay.j:
+                continue
+            out.append(f"  for (int g{d} = yl{d}; g{d} < yl{d} + yn{d}; ++g{d})")
+            depth += 1
+        out.append("  {")
+        out += _bounds_checks("a", lay.a_pairs, a.cut, lay.j)
+        out += _bounds_checks("b", lay.b_pairs, b.cut, lay.j)
+        if bj and bj[0][0] in b.cut:
+            out.append(f"    TIGRIS_BOUND({jl} >= {bjl} && {jl} + {jn} <= {bjl} + bn{bj[0][0]});")
+        if c is not None:
+            out += _bounds_checks("c", lay.c_pairs, c.cut, lay.j)
+            if cj and cj[0][0] in c.cut:
+                ca = cj[0][0]
+                out.append(f"    TIGRIS_BOUND({jl} >= cl{ca} && {jl} + {jn} <= cl{ca} + cn{ca});")
+        ypairs = [(d, d) for d in range(r)]
+        out += [
+            f"    const {a.ctype} *ap = {_offset('a', 'a', lay.a_pairs, _st(a), lay.j)};",
+            f"    const {b.ctype} *bq = {_offset('b', 'b', lay.b_pairs, _st(b), lay.j)};",
+            f"    {y.ctype} *yp = {_offset('y', 'y', ypairs, _st(y), lay.j)};",
+        ]
+        if c is not None:
+            out.append(
+                f"    const {c.ctype} *cp = {_offset('c', 'c', lay.c_pairs, _st(c), lay.j)};"
+            )
+        out += [
+            f"    const int jl = {jl}, jn = {jn};",
+            f"    {acc} acc[{jw}];",
+            "    for (int j = jl; j < jl + jn; ++j) acc[j - jl] = 0;",
+            f"    for (int k = 0; k < {lay.k}; ++k) {{",
+            f"      const {acc} av = {aval};",
+            f"      const {b.ctype} *bk = bq + (long)k * {_st(b)[lay.bk]};",
+            f"      for (int j = jl; j < jl + jn; ++j) acc[j - jl] += av * {bval};",
+            "    }",
+            f"    for (int j = jl; j < jl + jn; ++j) yp[(long)(j - jl) * {yjs}] = {res};",
+            "  }",
+            "}",
+        ]
+        return "\n".join(out)
+
+    name = _helper(unit, key, f"tg_mat_{lay.k}", build)
+    args = [a.name, _view(a).bounds(), _const_or_ptr(unit, b, "b"), _view(b).bounds()]
+    if c is not None:
+        args += [_const_or_ptr(unit, c, "c"), _view(c).bounds()]
+    if mult is not None:
+        args.append(unit.const("m", mult))
+    elif q is not None and ws is not None:
+        args.append(ws.name)
+    else:
+        args.append("(const float *)0")
+    args += [y.name, _view(y).bounds()]
+    return f"  {name}({', '.join(args)});"
+
+
+def _emit_fast_mat(
+    unit: CUnit,
+    q: _Q | None,
+    a: CTensor,
+    y: CTensor,
+    bmat: np.ndarray,
+    bias: np.ndarray,
+    mult: np.ndarray | None,
+) -> str:
+    """Rows of A against constant weights through the GEBP driver: one run of
+    rows along the result's row axis per index of its leading axes."""
+    k, n = bmat.shape
+    p = _panels(k, n, q is not None)
+    mat = _matrix_rows(unit, p, q, a.ctype)
+    r = y.rank
+    ra = r - 2
+    lead = [(d, d) for d in range(ra)]
+    extra = "" if q is None else " mult,"
+    bt, it = ("float", "float") if q is None else ("int8_t", "int32_t")
+    key = f"fmat.{a.shape}{_st(a)}{a.cut}.{y.shape}{_st(y)}.{mat}"
+
+    def build(name: str) -> str:
+        params = [f"const {a.ctype} *restrict a", "const int *restrict ab"]
+        params += [f"const {bt} *restrict bp", f"const {it} *restrict bias"]
+        if q is not None:
+            params.append("const float *restrict mult")
+        params += [f"{y.ctype} *restrict y", "const int *restrict yb"]
+        out = _header(name, params)
+        out += _unpack("ab", "a", r) + _unpack("yb", "y", r)
+        for d in range(ra):
+            out.append(f"  for (int g{d} = yl{d}; g{d} < yl{d} + yn{d}; ++g{d})")
+        out.append("  {")
+        out += _bounds_checks("a", lead, a.cut, None)
+        out += [
+            f"    TIGRIS_BOUND(yl{ra} >= al{ra} && yl{ra} + yn{ra} <= al{ra} + an{ra});",
+            f"    {mat}({_offset('a', 'a', lead, _st(a), None)}"
+            f" + (long)(yl{ra} - al{ra}) * {_st(a)[ra]},"
+            f" {_st(a)[ra]}, yn{ra}, bp, bias,{extra} {_offset('y', 'y', lead, _st(y), None)},"
+            f" {_st(y)[ra]});",
+            "  }",
+            "}",
+        ]
+        return "\n".join(out)
+
+    name = _helper(unit, key, f"tg_gemm_{k}x{n}", build)
+    args = [
+        a.name,
+        _view(a).bounds(),
+        unit.const("wp", _pack_b(p, bmat)),
+        unit.const("bp", _pad_cols(p, bias)),
+    ]
+    if mult is not None:
+        args.append(unit.const("mp", _pad_cols(p, mult)))
+    args += [y.name, _view(y).bounds()]
+    return f"  {name}({', '.join(args)});"
+
+
+def _row_bias(c: CTensor, n: int) -> np.ndarray | None:
+    """A constant C that broadcasts along the rows, as one row of n values."""
+    if c.value is None or c.cut:
+        return None
+    v = np.asarray(c.value)
+    if v.ndim == 2 and v.shape[0] != 1:
+        return None
+    return np.ascontiguousarray(
+        np.broadcast_to(v.reshape(-1) if v.size > 1 else v.reshape(()), (n,))
+    )
+
+
+def _fast_rows_ok(a: CTensor, y: CTensor) -> bool:
+    """A's and the result's last axes whole and unit-strided, no broadcast
+    between A and the result's leading axes."""
+    r = y.rank
+    return (
+        r >= 2
+        and a.rank == r
+        and a.shape[:-2] == y.shape[:-2]
+        and r - 1 not in a.cut
+        and r - 1 not in y.cut
+        and a.strides[-1] == 1
+        and y.strides[-1] == 1
+    )
+
+
+@register("band", nn.GemmOp, nn.MatMulOp)
+def emit_matmul(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """A band of rows of a Gemm or MatMul, float32 or int8."""
+    return _use_all(_matmul(op, ins, outs, unit), ins)
+
+
+def _matmul(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    y = outs[0]
+    if isinstance(op, nn.GemmOp):
+        q = _quant(op, op.a, op.y)
+        a, b, c = ins[0], ins[1], ins[2]
+        ws = ins[3] if len(ins) > 3 else None
+        ta, tb = bool(op.int_("trans_a")), bool(op.int_("trans_b"))
+        alpha, beta = op.float_("alpha", 1.0), op.float_("beta", 1.0)
+        n = y.shape[1]
+        bias = _row_bias(c, n)
+        const_b = b.value is not None and not b.cut
+        if q is None and not ta and const_b and bias is not None and _fast_rows_ok(a, y):
+            bm = np.asarray(b.value, np.float64)
+            bm = bm.T if tb else bm
+            bmat = np.ascontiguousarray((alpha * bm).astype(np.float32))
+            rb = (beta * bias.astype(np.float64)).astype(np.float32)
+            return _emit_fast_mat(unit, q, a, y, bmat, rb, None)
+        mult = None
+        if q is not None:
+            if ws is None:
+                raise CLoweringError(f"{op.name}: a quantized gemm needs weight scales")
+            if ws.value is not None:
+                mult = _multipliers(q, ws.value, n)
+            if const_b and bias is not None and mult is not None and _fast_rows_ok(a, y):
+                bm = np.asarray(b.value)
+                bmat = np.ascontiguousarray(bm.T if tb else bm)
+                return _emit_fast_mat(unit, q, a, y, bmat, bias.astype(np.int32), mult)
+        return _emit_generic_mat(
+            unit, op, q, ins, y, c=c, mult=mult, ws=ws, bzp=0, alpha=alpha, beta=beta
+        )
+    mm = cast(nn.MatMulOp, op)
+    q = _quant(mm, mm.a, mm.y)
+    a, b = ins[0], ins[1]
+    qb = nn.quant_of(mm.b)
+    ws = ins[2] if len(ins) > 2 else None
+    bzp = int(qb.zp_value) if (q is not None and qb is not None) else 0
+    n = y.shape[-1] if b.rank >= 2 else 1
+    mult = None
+    if q is not None:
+        if qb is not None:
+            mult = _multipliers(q, np.array([qb.scale_value], np.float32), n)
+        elif ws is not None and ws.value is not None:
+            mult = _multipliers(q, ws.value, n)
+        elif ws is None:
+            raise CLoweringError(
+                f"{op.name}: a quantized matmul needs a quantized B or weight scales"
+            )
+    fast = b.value is not None and b.rank == 2 and not b.cut and _fast_rows_ok(a, y)
+    if fast and q is None:
+        bmat = np.ascontiguousarray(np.asarray(b.value, np.float32))
+        return _emit_fast_mat(unit, q, a, y, bmat, np.zeros(n, np.float32), None)
+    if fast and q is not None and mult is not None and b.ctype == "int8_t" and bzp == 0:
+        bmat = np.ascontiguousarray(np.asarray(b.value, np.int8))
+        return _emit_fast_mat(unit, q, a, y, bmat, np.zeros(n, np.int32), mult)
+    return _emit_generic_mat(
+        unit, op, q, ins, y, c=None, mult=mult, ws=ws, bzp=bzp, alpha=1.0, beta=1.0
+    )

@@ -1,0 +1,1279 @@
+"""A whole tiled network as one C99 translation unit (the `c` target of a plan).
+
+`print_network` prints a loop-level plan (`lower-to-loops`, `plan-arena`) as
+C that does exactly what `loop_run.LoopRunner` does, with no allocation:
+
+* the fast arena is ONE static, aligned byte buffer of exactly the plan's
+  `loop.arena` bytes and the slow arena a second one of `loop.slow_arena`
+  bytes (or the caller's, under `-DTIGRIS_SLOW_ARENA_EXTERN`); every
+  `memref.alloc` is a pointer at its `loop.offset`, a dealloc prints nothing;
+* weights are `static const` arrays (flash) and the per-tile row tables
+  `static const` integer arrays indexed by the tile loop;
+* `scf.for` is a C `for`, `arith` a C expression, `memref.subview` pointer
+  arithmetic with the memrefs' static strides and `memref.copy` a loop of
+  `memmove`s over contiguous runs (a line buffer's shift copies within one
+  buffer, in the direction that never overwrites rows not yet moved);
+* each `loop.band` / `loop.accumulate` / `loop.finish` is the C its op's
+  emitter prints (`c_band`), skipped when its output band is empty.
+
+Inputs and outputs cross the entry point in the model's boundary layout
+(NCHW where `nn.input_layouts` says so); the C transposes them into and out
+of the arenas. Macros: `TIGRIS_BOUNDS_CHECK` turns `TIGRIS_BOUND(cond)` into
+a check that aborts, and checks every band operand and copy to lie inside its
+arena; `TIGRIS_STATS` counts slow reads and writes, the live peaks and the
+tiles (`<name>_stats`); `TIGRIS_PORTABLE` makes emitters print plain C.
+
+A plan that does not verify (the checks of `plan-arena`), an arena above the
+budget or an op without a C lowering is a `NetworkError` naming it; no C is
+printed then.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects import memref as mr
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+)
+from xdsl.dialects.linalg.ops import FillOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.utils.exceptions import DiagnosticException
+
+from tigris_ir import c_band
+from tigris_ir.c_band import CLoweringError, CTensor, Kind
+from tigris_ir.dialects import loop, nn
+
+ARENA_ALIGN = 64
+"""The alignment of the arenas and constant arrays (offsets are multiples of
+`memory.ALIGN`, which divides it)."""
+
+
+class NetworkError(CLoweringError, DiagnosticException):
+    """A plan that cannot be printed as C: the message names the op or the check."""
+
+
+@dataclass(frozen=True)
+class CPort:
+    """An input or output of the entry point, in the model's boundary layout."""
+
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    layout: str
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class CSource:
+    """A printed network: the translation unit, its header and its interface."""
+
+    name: str
+    c: str
+    h: str
+    inputs: tuple[CPort, ...]
+    outputs: tuple[CPort, ...]
+    fast_arena: int
+    slow_arena: int
+
+
+# ---------------------------------------------------------------------------
+# C text helpers
+
+_KEYWORDS = frozenset(
+    """auto break case char const continue default do double else enum extern float for
+    goto if inline int long register restrict return short signed sizeof static struct
+    switch typedef union unsigned void volatile while _Bool _Complex _Imaginary main
+    memmove memcpy memset abort fprintf stderr assert size_t ptrdiff_t uintptr_t
+    int8_t uint8_t int16_t int32_t int64_t NULL tigris_bound_fail tigris_requant
+    tigris_quant exp expf log logf sqrt sqrtf fabs fabsf floor floorf ceil ceilf tanh tanhf
+    erf erff pow powf nearbyint nearbyintf round roundf fmax fmaxf fmin fminf abs printf
+    INFINITY NAN""".split()
+)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def c_float(x: float) -> str:
+    """A float32 literal of exactly `x` (a float32 value)."""
+    if math.isnan(x):
+        return "NAN"
+    if math.isinf(x):
+        return "INFINITY" if x > 0 else "(-INFINITY)"
+    text = f"{x:.9g}"  # 9 significant digits identify every float32
+    if not any(ch in text for ch in ".en"):
+        text += ".0"
+    return text + "f"
+
+
+def c_double(x: float) -> str:
+    """A double literal of exactly `x` (the shortest repr that round-trips)."""
+    if math.isnan(x) or math.isinf(x):
+        return c_float(x)
+    text = repr(float(x))
+    return text if any(ch in text for ch in ".en") else text + ".0"
+
+
+def c_int(x: int, ctype: str) -> str:
+    """An integer literal of `ctype` (the most negative value written as a difference)."""
+    if ctype == "int32_t" and x == -(2**31):
+        return "(-2147483647 - 1)"
+    if ctype == "int64_t" and x == -(2**63):
+        return "(-9223372036854775807LL - 1)"
+    if ctype == "int64_t" and not -(2**31) <= x < 2**31:
+        return f"{x}LL"
+    return str(x)
+
+
+def _is_int(e: str) -> bool:
+    return re.fullmatch(r"-?\d+", e) is not None
+
+
+def _atom(e: str) -> str:
+    """`e` safe to use as an operand of another expression."""
+    if _IDENT.fullmatch(e) or re.fullmatch(r"\d+", e):
+        return e
+    if e.startswith("(") and e.endswith(")") and _balanced(e[1:-1]):
+        return e
+    return f"({e})"
+
+
+def _balanced(e: str) -> bool:
+    depth = 0
+    for ch in e:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def c_sub(a: str, b: str) -> str:
+    if _is_int(a) and _is_int(b):
+        return str(int(a) - int(b))
+    if b == "0":
+        return a
+    return f"({a} - {_atom(b)})"
+
+
+def c_add(a: str, b: str) -> str:
+    if _is_int(a) and _is_int(b):
+        return str(int(a) + int(b))
+    if a == "0":
+        return b
+    if b == "0":
+        return a
+    return f"({a} + {b})"
+
+
+def c_mul(a: str, b: str) -> str:
+    if _is_int(a) and _is_int(b):
+        return str(int(a) * int(b))
+    if a == "0" or b == "0":
+        return "0"
+    if a == "1":
+        return b
+    if b == "1":
+        return a
+    return f"{_atom(a)} * {_atom(b)}"
+
+
+def c_linear(terms: Sequence[tuple[str, int]]) -> str:
+    """sum(index * stride) as one folded C expression."""
+    const = 0
+    parts: list[str] = []
+    for e, s in terms:
+        if _is_int(e):
+            const += int(e) * s
+        elif s:
+            parts.append(c_mul(e, str(s)))
+    if const or not parts:
+        parts.append(str(const))
+    return " + ".join(parts)
+
+
+def _sanitize(hint: str) -> str:
+    h = re.sub(r"[^A-Za-z0-9_]", "_", hint).strip("_") or "v"
+    if h[0].isdigit():
+        h = "v" + h
+    return h
+
+
+# ---------------------------------------------------------------------------
+# values of the loop IR, as C
+
+
+@dataclass(frozen=True)
+class _Mem:
+    """A memref as C: a pointer expression, sizes (C expressions), strides."""
+
+    ptr: str
+    ctype: str
+    sizes: tuple[str, ...]
+    strides: tuple[int, ...]
+    space: str
+    """ "fast", "slow", or "" (a constant array in flash)."""
+    root: str
+    """The buffer it views (copies within one buffer mind their direction)."""
+    value: np.ndarray | None = None
+
+    @property
+    def rank(self) -> int:
+        return len(self.sizes)
+
+
+@dataclass(frozen=True)
+class _Index:
+    expr: str
+
+
+@dataclass(frozen=True)
+class _Float:
+    expr: str
+
+
+_Val = _Mem | _Index | _Float
+
+
+@dataclass
+class _Decl:
+    """A declaration the printer drops when nothing else names it."""
+
+    name: str
+    text: str
+
+
+@dataclass
+class _Const:
+    name: str
+    text: str
+
+
+def _mem_type(t: object, where: Operation | str) -> MemRefType:
+    if not isinstance(t, MemRefType):
+        raise NetworkError(f"{_what(where)}: expected a memref, got {t}")
+    return t
+
+
+def _what(where: Operation | str) -> str:
+    if isinstance(where, str):
+        return where
+    tensor = where.attributes.get("loop.tensor")
+    unit = where.attributes.get("loop.unit")
+    extra = ""
+    if isinstance(tensor, StringAttr):
+        extra = f" ('{tensor.data}')"
+    elif isinstance(unit, StringAttr):
+        extra = f" ({unit.data})"
+    return f"'{where.name}'{extra}"
+
+
+def _elem_dtype(t: MemRefType) -> np.dtype:
+    if isinstance(t.element_type, IndexType):
+        return np.dtype(np.int64)
+    return nn.element_dtype(t.element_type)
+
+
+def _static_strides(t: MemRefType, where: Operation | str) -> tuple[int, ...]:
+    strides = t.get_strides()
+    if strides is None or any(s is None or s == DYNAMIC_INDEX for s in strides):
+        raise NetworkError(f"{_what(where)}: memref {t} has no static strides")
+    return tuple(int(s) for s in strides)  # type: ignore[arg-type]
+
+
+def _table_ctype(values: np.ndarray) -> str:
+    lo, hi = (int(values.min()), int(values.max())) if values.size else (0, 0)
+    for ct, bits in (("int16_t", 16), ("int32_t", 32)):
+        if -(2 ** (bits - 1)) <= lo and hi < 2 ** (bits - 1):
+            return ct
+    return "int64_t"
+
+
+# ---------------------------------------------------------------------------
+# the printer
+
+
+class _Printer:
+    """Prints one planned function; implements `c_band.CUnit` for the emitters."""
+
+    def __init__(self, module: ModuleOp, weights: Mapping[str, np.ndarray], name: str):
+        from tigris_ir.loop_run import ARENA_ATTR, SLOW_ARENA_ATTR, lifetimes
+        from tigris_ir.plan_ir import main_func
+
+        self.module = module
+        self.fn = main_func(module)
+        self.weights = weights
+        self.name = name
+        self.upper = name.upper()
+        self.used: set[str] = set(_KEYWORDS)
+        self.used.update(
+            f"{name}_{s}" for s in ("run", "run_n", "stats", "stats_t", "fast_arena", "slow_arena")
+        )
+        self.consts: list[_Const] = []
+        self.const_keys: dict[tuple[str, tuple[int, ...], bytes], str] = {}
+        self.helpers: dict[str, str] = {}
+        self.lines: list[str | _Decl] = []
+        self.depth = 1
+        self.vals: dict[SSAValue, _Val] = {}
+        self.globals = {op.sym_name.data: op for op in module.ops if isinstance(op, mr.GlobalOp)}
+        self.global_vals: dict[str, _Mem] = {}
+        fast = self.fn.attributes.get(ARENA_ATTR)
+        slow = self.fn.attributes.get(SLOW_ARENA_ATTR)
+        if not isinstance(fast, IntegerAttr) or not isinstance(slow, IntegerAttr):
+            raise NetworkError("the loop IR has no arena: run plan-arena first")
+        self.fast_bytes = int(fast.value.data)
+        self.slow_bytes = int(slow.value.data)
+        self.fast_arena = f"{name}_fast_arena"
+        self.slow_arena = f"{name}_slow_arena"
+        self.lives = {id(lv.owner): lv for lv in lifetimes(self.fn)}
+        self.arg_ends: dict[int, list[int]] = {}
+        for lv in self.lives.values():
+            if not isinstance(lv.owner, Operation):
+                self.arg_ends.setdefault(lv.last, []).append(int(lv.key.removeprefix("arg")))
+
+    # ---- CUnit -------------------------------------------------------------
+
+    def fresh(self, hint: str) -> str:
+        base = _sanitize(hint)
+        n, name = 0, base
+        while name in self.used:
+            n += 1
+            name = f"{base}_{n}"
+        self.used.add(name)
+        return name
+
+    def helper(self, key: str, code: str) -> None:
+        if key not in self.helpers:
+            self.helpers[key] = code.rstrip() + "\n"
+            self.used.update(_IDENT.findall(code))
+
+    def const(self, hint: str, value: np.ndarray) -> str:
+        arr = np.ascontiguousarray(value)
+        ctype = c_band.c_type(arr.dtype)
+        key = (ctype, tuple(arr.shape), arr.tobytes())
+        got = self.const_keys.get(key)
+        if got is not None:
+            return got
+        name = self.fresh(hint)
+        self.const_keys[key] = name
+        self.consts.append(_Const(name, self._array_text(name, ctype, arr.reshape(-1))))
+        return name
+
+    # ---- text --------------------------------------------------------------
+
+    def emit(self, text: str) -> None:
+        pad = "    " * self.depth
+        for ln in text.rstrip("\n").split("\n"):
+            self.lines.append(pad + ln.rstrip() if ln.strip() else "")
+
+    def declare(self, name: str, text: str) -> None:
+        self.lines.append(_Decl(name, "    " * self.depth + text))
+
+    def open(self, head: str) -> None:
+        self.emit(f"{head} {{" if head else "{")
+        self.depth += 1
+
+    def close(self, tail: str = "") -> None:
+        self.depth -= 1
+        self.emit("}" + tail)
+
+    def _array_text(self, name: str, ctype: str, flat: np.ndarray, aligned: bool = True) -> str:
+        if ctype == "float":
+            items = [c_float(x) for x in flat.astype(np.float64).tolist()]
+        elif ctype == "double":
+            items = [c_double(x) for x in flat.astype(np.float64).tolist()]
+        else:
+            items = [c_int(int(x), ctype) for x in flat.tolist()]
+        if not items:
+            items = ["0"]
+        rows = [", ".join(items[i : i + 12]) for i in range(0, len(items), 12)]
+        body = ",\n    ".join(rows)
+        attrs = "TIGRIS_FLASH TIGRIS_ALIGNED" if aligned else "TIGRIS_FLASH"
+        return f"static const {ctype} {name}[{len(items)}] {attrs} = {{\n    {body}\n}};\n"
+
+    # ---- values ------------------------------------------------------------
+
+    def idx(self, v: SSAValue) -> str:
+        x = self.vals.get(v)
+        if not isinstance(x, _Index):
+            raise NetworkError(f"an index value defined by {_what(_owner(v))} is not known here")
+        return x.expr
+
+    def mem(self, v: SSAValue) -> _Mem:
+        x = self.vals.get(v)
+        if not isinstance(x, _Mem):
+            raise NetworkError(f"a memref defined by {_what(_owner(v))} is not known here")
+        return x
+
+    def _hint(self, v: SSAValue, default: str) -> str:
+        return v.name_hint or default
+
+    # ---- the function ------------------------------------------------------
+
+    def print_body(self) -> None:
+        from tigris_ir.loop_run import OFFSET_ATTR
+
+        block = self.fn.body.block
+        self.arg_mems: list[_Mem] = []
+        for i, a in enumerate(block.args):
+            t = _mem_type(a.type, f"argument #{i}")
+            space = loop.space_of(t)
+            lv = self.lives.get(id(a))
+            if not space or lv is None:
+                raise NetworkError(f"argument #{i} is in no memory space (run lower-to-loops)")
+            off = self._arg_offset(i, OFFSET_ATTR)
+            m = self._buffer(a, t, space, off, self._hint(a, f"arg{i}"))
+            self.arg_mems.append(m)
+            self.emit(f"TIGRIS_STAT_ALLOC({int(space == 'fast')}, {lv.size}, {off + lv.size});")
+        self.input_lines_at = len(self.lines)
+        ops = list(block.ops)
+        for pos, op in enumerate(ops):
+            if isinstance(op, func.ReturnOp):
+                self.returned = [self.mem(v) for v in op.arguments]
+                return
+            self.op(op)
+            for i in self.arg_ends.get(pos, []):
+                lv = self.lives[id(block.args[i])]
+                self.emit(f"TIGRIS_STAT_FREE({int(lv.space == 'fast')}, {lv.size});")
+        raise NetworkError("the function has no func.return")
+
+    def _arg_offset(self, i: int, attr: str) -> int:
+        from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
+
+        attrs = self.fn.arg_attrs
+        if isinstance(attrs, ArrayAttr) and i < len(attrs.data):
+            d = attrs.data[i]
+            if isinstance(d, DictionaryAttr):
+                a = d.data.get(attr)
+                if isinstance(a, IntegerAttr):
+                    return int(a.value.data)
+        raise NetworkError(f"argument #{i} has no {attr} (run plan-arena)")
+
+    def _buffer(self, v: SSAValue, t: MemRefType, space: str, off: int, hint: str) -> _Mem:
+        dt = _elem_dtype(t)
+        ctype = c_band.c_type(dt)
+        arena = self.fast_arena if space == "fast" else self.slow_arena
+        var = self.fresh(hint)
+        self.declare(var, f"{ctype} *{var} = ({ctype} *)(void *)({arena} + {off});")
+        m = _Mem(
+            var,
+            ctype,
+            tuple(str(d) for d in t.get_shape()),
+            _static_strides(t, var),
+            space,
+            var,
+        )
+        self.vals[v] = m
+        return m
+
+    def block(self, block: Block) -> None:
+        for op in block.ops:
+            if isinstance(op, scf.YieldOp):
+                if op.operands:
+                    raise NetworkError("scf.yield with values is not printed (no iter_args)")
+                continue
+            self.op(op)
+
+    def op(self, op: Operation) -> None:
+        if isinstance(op, arith.ConstantOp):
+            v = op.value
+            if isinstance(v, IntegerAttr):
+                self.vals[op.result] = _Index(str(int(v.value.data)))
+            elif isinstance(v, FloatAttr):
+                self.vals[op.result] = _Float(c_float(float(np.float32(v.value.data))))
+            else:
+                raise NetworkError(f"{_what(op)}: {v} is not a scalar")
+        elif isinstance(op, arith.SubiOp | arith.AddiOp | arith.MuliOp):
+            a, b = self.idx(op.lhs), self.idx(op.rhs)
+            fn = {arith.SubiOp: c_sub, arith.AddiOp: c_add, arith.MuliOp: c_mul}[type(op)]
+            self.vals[op.result] = _Index(fn(a, b))
+        elif isinstance(op, mr.GetGlobalOp):
+            self.vals[op.memref] = self.get_global(op)
+        elif isinstance(op, mr.LoadOp):
+            self.load(op)
+        elif isinstance(op, mr.AllocOp):
+            self.alloc(op)
+        elif isinstance(op, mr.DeallocOp):
+            lv = self.lives.get(id(op.memref.owner))
+            if lv is not None:
+                self.emit(f"TIGRIS_STAT_FREE({int(lv.space == 'fast')}, {lv.size});")
+        elif isinstance(op, mr.SubviewOp):
+            self.subview(op)
+        elif isinstance(op, mr.CopyOp):
+            self.copy(op)
+        elif isinstance(op, FillOp):
+            self.fill(op)
+        elif isinstance(op, scf.ForOp):
+            self.for_(op)
+        elif isinstance(op, loop.BandComputeOp):
+            self.band(op)
+        else:
+            raise NetworkError(f"{_what(op)}: the C printer has no lowering for this op")
+
+    # ---- memory ------------------------------------------------------------
+
+    def alloc(self, op: mr.AllocOp) -> None:
+        from tigris_ir.loop_run import OFFSET_ATTR
+
+        t = _mem_type(op.memref.type, op)
+        space = loop.space_of(t)
+        lv = self.lives.get(id(op))
+        off = op.attributes.get(OFFSET_ATTR)
+        if not space or lv is None:
+            raise NetworkError(f"{_what(op)}: a buffer in no memory space")
+        if not isinstance(off, IntegerAttr):
+            raise NetworkError(f"{_what(op)}: the buffer has no {OFFSET_ATTR} (run plan-arena)")
+        o = int(off.value.data)
+        self._buffer(op.memref, t, space, o, self._hint(op.memref, "buf"))
+        self.emit(f"TIGRIS_STAT_ALLOC({int(space == 'fast')}, {lv.size}, {o + lv.size});")
+
+    def get_global(self, op: mr.GetGlobalOp) -> _Mem:
+        sym = op.name_.root_reference.data
+        got = self.global_vals.get(sym)
+        if got is not None:
+            return got
+        g = self.globals.get(sym)
+        if g is None:
+            raise NetworkError(f"{_what(op)}: no memref.global @{sym}")
+        t = _mem_type(g.type, op)
+        dt = _elem_dtype(t)
+        shape = tuple(t.get_shape())
+        init = g.initial_value
+        if isinstance(init, DenseIntOrFPElementsAttr):
+            value = np.array(init.get_values(), dtype=dt).reshape(shape)
+            is_table = isinstance(t.element_type, IndexType)
+        else:
+            ref = g.attributes.get("loop.ref")
+            key = ref.data if isinstance(ref, StringAttr) else sym
+            if key not in self.weights:
+                raise NetworkError(f"weight '{key}' (@{sym}) is not in the weight table")
+            value = np.asarray(self.weights[key])
+            if tuple(value.shape) != shape or value.dtype != dt:
+                raise NetworkError(
+                    f"weight '{key}' is {value.dtype}{list(value.shape)}, the IR says "
+                    f"{dt}{list(shape)}"
+                )
+            is_table = False
+        if is_table:
+            ctype = _table_ctype(value)
+            name = self.fresh(sym)
+            text = self._array_text(name, ctype, value.reshape(-1), aligned=False)
+            self.consts.append(_Const(name, text))
+        else:
+            ctype = c_band.c_type(dt)
+            name = self.const(sym, value)
+        m = _Mem(
+            name,
+            ctype,
+            tuple(str(d) for d in shape),
+            _static_strides(t, op),
+            "",
+            name,
+            value,
+        )
+        self.global_vals[sym] = m
+        return m
+
+    def load(self, op: mr.LoadOp) -> None:
+        m = self.mem(op.memref)
+        if not isinstance(op.res.type, IndexType):
+            raise NetworkError(f"{_what(op)}: only index tables are loaded by the loop level")
+        terms = [(self.idx(i), s) for i, s in zip(op.indices, m.strides)]
+        elem = f"{m.ptr}[{c_linear(terms)}]"
+        if m.value is not None and all(_is_int(e) for e, _ in terms):
+            flat = int(c_linear(terms))
+            self.vals[op.res] = _Index(str(int(m.value.reshape(-1)[flat])))
+            return
+        var = self.fresh(self._hint(op.res, "i"))
+        self.declare(var, f"const ptrdiff_t {var} = (ptrdiff_t){elem};")
+        self.vals[op.res] = _Index(var)
+
+    def subview(self, op: mr.SubviewOp) -> None:
+        src = self.mem(op.source)
+        rt = _mem_type(op.result.type, op)
+        if len(rt.get_shape()) != src.rank:
+            raise NetworkError(f"{_what(op)}: rank-reducing subviews are not printed")
+        offs = self._mixed(op.static_offsets.get_values(), op.offsets)
+        sizes = self._mixed(op.static_sizes.get_values(), op.sizes)
+        steps = self._mixed(op.static_strides.get_values(), op.strides)
+        if not all(_is_int(s) for s in steps):
+            raise NetworkError(f"{_what(op)}: dynamic subview strides are not printed")
+        strides = tuple(s * int(k) for s, k in zip(src.strides, steps))
+        checks = []
+        for ax, (o, n, d) in enumerate(zip(offs, sizes, src.sizes)):
+            if _is_int(o) and _is_int(n) and _is_int(d):
+                if int(o) < 0 or int(n) < 0 or int(o) + int(n) > int(d):
+                    raise NetworkError(
+                        f"{_what(op)}: a subview takes [{o}, {int(o) + int(n)}) along axis "
+                        f"{ax} of {d}"
+                    )
+            else:
+                conds = [f"{_atom(e)} >= 0" for e in (o, n) if not _is_int(e)]
+                conds.append(f"{c_add(o, n)} <= {d}")
+                checks.append(" && ".join(conds))
+        for c in checks:
+            self.emit(f"TIGRIS_BOUND({c});")
+        off = c_linear(list(zip(offs, src.strides)))
+        var = self.fresh(self._hint(op.result, "v"))
+        const = "const " if src.space == "" else ""
+        init = src.ptr if off == "0" else f"{src.ptr} + {off}"
+        self.declare(var, f"{const}{src.ctype} *{var} = {init};")
+        self.vals[op.result] = _Mem(
+            var, src.ctype, tuple(sizes), strides, src.space, src.root, None
+        )
+
+    def _mixed(self, static: Sequence[int], dynamic: Sequence[SSAValue]) -> list[str]:
+        out: list[str] = []
+        dyn = iter(dynamic)
+        for v in static:
+            out.append(self.idx(next(dyn)) if v == DYNAMIC_INDEX else str(int(v)))
+        return out
+
+    def copy(self, op: mr.CopyOp) -> None:
+        src, dst = self.mem(op.source), self.mem(op.destination)
+        if src.rank != dst.rank or src.ctype != dst.ctype:
+            raise NetworkError(
+                f"{_what(op)}: copies {src.ctype} rank {src.rank} into {dst.ctype} rank {dst.rank}"
+            )
+        if not dst.space:
+            raise NetworkError(f"{_what(op)}: a copy into a constant array")
+        sizes = []
+        for ax, (a, b) in enumerate(zip(src.sizes, dst.sizes)):
+            if _is_int(a) and _is_int(b) and a != b:
+                raise NetworkError(f"{_what(op)}: copies {a} elements into {b} along axis {ax}")
+            sizes.append(b if _is_int(b) else a)
+        self.open("")
+        for a, b in zip(src.sizes, dst.sizes):
+            if not (_is_int(a) and _is_int(b)) and a != b:
+                self.emit(f"TIGRIS_BOUND({a} == {b});")
+        for m in (src, dst):
+            self._inside(m, sizes)
+        nbytes = c_mul(self._count(sizes), f"sizeof({src.ctype})")
+        if src.space == "slow" and dst.space == "fast":
+            self.emit(f"TIGRIS_STAT_READ({nbytes});")
+        elif src.space == "fast" and dst.space == "slow":
+            self.emit(f"TIGRIS_STAT_WRITE({nbytes});")
+        if src.root == dst.root and self._copy_loop_axes(src, dst, sizes)[1]:
+            self.open(f"if ({dst.ptr} <= {src.ptr})")
+            self._copy_loops(src, dst, sizes, backward=False)
+            self.close(" else {")
+            self.depth += 1
+            self._copy_loops(src, dst, sizes, backward=True)
+            self.close()
+        else:
+            self._copy_loops(src, dst, sizes, backward=False)
+        self.close()
+
+    def _count(self, sizes: Sequence[str]) -> str:
+        out = "1"
+        for s in sizes:
+            out = c_mul(out, s)
+        return out
+
+    @staticmethod
+    def _copy_loop_axes(src: _Mem, dst: _Mem, sizes: Sequence[str]) -> tuple[str, list[int]]:
+        """The elements of one contiguous run (the inner axes dense in both
+        memrefs, merged) and the outer axes to loop over."""
+        run = "1"
+        inner = len(sizes)
+        while inner > 0:
+            a = inner - 1
+            if not _is_int(run) or src.strides[a] != int(run) or dst.strides[a] != int(run):
+                break
+            run = c_mul(run, sizes[a])
+            inner -= 1
+        return run, [a for a in range(inner) if sizes[a] != "1"]
+
+    def _copy_loops(self, src: _Mem, dst: _Mem, sizes: list[str], backward: bool) -> None:
+        """Nested loops over the outer axes, a memmove of each contiguous run."""
+        run, loops = self._copy_loop_axes(src, dst, sizes)
+        ivs: dict[int, str] = {}
+        for a in loops:
+            iv = self.fresh(f"i{a}")
+            ivs[a] = iv
+            n = sizes[a]
+            if backward:
+                self.open(f"for (ptrdiff_t {iv} = {_atom(n)} - 1; {iv} >= 0; --{iv})")
+            else:
+                self.open(f"for (ptrdiff_t {iv} = 0; {iv} < {n}; ++{iv})")
+        s_off = c_linear([(ivs[a], src.strides[a]) for a in loops])
+        d_off = c_linear([(ivs[a], dst.strides[a]) for a in loops])
+        s_ptr = src.ptr if s_off == "0" else f"{src.ptr} + {s_off}"
+        d_ptr = dst.ptr if d_off == "0" else f"{dst.ptr} + {d_off}"
+        self.emit(f"memmove({d_ptr}, {s_ptr}, (size_t)({run}) * sizeof({src.ctype}));")
+        for _ in loops:
+            self.close()
+
+    def _inside(self, m: _Mem, sizes: Sequence[str] | None = None) -> None:
+        """In the bounds-checking build: `m`'s footprint lies inside its arena."""
+        if not m.space:
+            return
+        sizes = list(m.sizes if sizes is None else sizes)
+        const, parts = 1, []
+        for n, s in zip(sizes, m.strides):
+            if _is_int(n):
+                const += (int(n) - 1) * s
+            else:
+                parts.append(c_mul(c_sub(n, "1"), str(s)))
+        span = " + ".join([*parts, str(const)]) if parts else str(const)
+        nonempty = " && ".join(f"{_atom(n)} > 0" for n in sizes if not _is_int(n))
+        if any(_is_int(n) and int(n) <= 0 for n in sizes):
+            span = "0"
+        elif nonempty:
+            span = f"({nonempty}) ? {_atom(span)} : 0"
+        arena = "FAST" if m.space == "fast" else "SLOW"
+        self.emit(f"TIGRIS_BOUND(TIGRIS_INSIDE_{arena}({m.ptr}, {_atom(span)}));")
+
+    def fill(self, op: FillOp) -> None:
+        if len(op.inputs) != 1 or len(op.outputs) != 1:
+            raise NetworkError(f"{_what(op)}: one value into one buffer")
+        v = self.vals.get(op.inputs[0])
+        if not isinstance(v, _Float | _Index):
+            raise NetworkError(f"{_what(op)}: the fill value is not a constant")
+        m = self.mem(op.outputs[0])
+        self.open("")
+        self._inside(m)
+        terms: list[tuple[str, int]] = []
+        for a, n in enumerate(m.sizes):
+            if n == "1":
+                continue
+            iv = self.fresh(f"i{a}")
+            terms.append((iv, m.strides[a]))
+            self.open(f"for (ptrdiff_t {iv} = 0; {iv} < {n}; ++{iv})")
+        self.emit(f"{m.ptr}[{c_linear(terms)}] = ({m.ctype}){v.expr};")
+        for _ in terms:
+            self.close()
+        self.close()
+
+    # ---- control -----------------------------------------------------------
+
+    def for_(self, op: scf.ForOp) -> None:
+        if op.iter_args:
+            raise NetworkError(f"{_what(op)}: loops with iter_args are not printed")
+        lb, ub, step = self.idx(op.lb), self.idx(op.ub), self.idx(op.step)
+        iv_v = op.body.block.args[0]
+        iv = self.fresh(self._hint(iv_v, "i"))
+        self.vals[iv_v] = _Index(iv)
+        unit = op.attributes.get("loop.unit")
+        kind = op.attributes.get("loop.kind")
+        what = unit.data if isinstance(unit, StringAttr) else "loop"
+        if isinstance(kind, StringAttr):
+            self.emit(f"/* {what}: {kind.data}, tiles */")
+        else:
+            self.emit(f"/* {what}: groups */")
+        incr = f"++{iv}" if step == "1" else f"{iv} += {step}"
+        self.open(f"for (ptrdiff_t {iv} = {lb}; {iv} < {ub}; {incr})")
+        if isinstance(kind, StringAttr):
+            self.emit("TIGRIS_STAT_TILE();")
+        self.block(op.body.block)
+        self.close()
+
+    # ---- band ops ----------------------------------------------------------
+
+    def band(self, op: loop.BandComputeOp) -> None:
+        kind: Kind = (
+            "finish"
+            if isinstance(op, loop.FinishOp)
+            else "accumulate"
+            if isinstance(op, loop.AccumulateOp)
+            else "band"
+        )
+        nn_op = op.nn_op
+        if not isinstance(nn_op, nn.NNOp):
+            raise NetworkError(f"{_what(op)}: the body holds {nn_op.name}, not an nn op")
+        cuts = op.cut_axes()
+        bounds = [self.idx(b) for b in op.bounds]
+        n_in = len(op.inputs)
+        types = [a.type for a in op.body.block.args] + list(op.tensor_results())
+        tensors: list[CTensor] = []
+        mems: list[_Mem] = []
+        out_band: list[tuple[str, str]] = []
+        checks: list[str] = []
+        i = 0
+        for k, (v, t, axes) in enumerate(zip((*op.inputs, *op.outputs), types, cuts)):
+            m = self.mem(v)
+            shape = nn.shape_of(t)
+            origin = ["0"] * len(shape)
+            extent = [str(d) for d in shape]
+            for ax in axes:
+                lo, hi = bounds[i], bounds[i + 1]
+                i += 2
+                origin[ax] = lo
+                extent[ax] = m.sizes[ax]
+                if k == n_in:
+                    out_band.append((lo, hi))
+                want = c_sub(hi, lo)
+                if _is_int(want) and _is_int(m.sizes[ax]):
+                    if int(want) != int(m.sizes[ax]) and int(want) > 0:
+                        raise NetworkError(
+                            f"{_what(op)}: operand #{k} holds {m.sizes[ax]} rows along axis "
+                            f"{ax}, its band [{lo}, {hi}) has {want}"
+                        )
+                elif want != m.sizes[ax]:
+                    checks.append(f"{_atom(want)} <= 0 || {m.sizes[ax]} == {_atom(want)}")
+            tensors.append(
+                CTensor(
+                    name=m.ptr,
+                    ctype=m.ctype,
+                    shape=tuple(shape),
+                    strides=m.strides,
+                    origin=tuple(origin),
+                    extent=tuple(extent),
+                    cut=tuple(axes),
+                    value=m.value,
+                )
+            )
+            mems.append(m)
+        if any(_is_int(lo) and _is_int(hi) and int(hi) <= int(lo) for lo, hi in out_band):
+            self.emit(f"/* {op.name} {nn_op.name}: empty band */")
+            return
+        try:
+            code = c_band.emit(kind, nn_op, tensors[:n_in], tensors[n_in:], self)
+        except NetworkError:
+            raise
+        except CLoweringError as e:
+            raise NetworkError(f"{e} (computing {self._band_target(op)})") from None
+        self.used.update(_IDENT.findall(code))
+        empty = [f"{hi} > {lo}" for lo, hi in out_band if not (_is_int(lo) and _is_int(hi))]
+        self.emit(f"/* {op.name} {nn_op.name} -> {self._band_target(op)} */")
+        self.open(f"if ({' && '.join(empty)})" if empty else "")
+        for m in mems:
+            self._inside(m)
+        for c in checks:
+            self.emit(f"TIGRIS_BOUND({c});")
+        self.emit(textwrap.dedent(code).strip("\n"))
+        self.close()
+
+    def _band_target(self, op: loop.BandComputeOp) -> str:
+        names = []
+        for v in op.outputs:
+            root = v
+            while isinstance(root.owner, mr.SubviewOp):
+                root = root.owner.source
+            owner = root.owner
+            tensor = owner.attributes.get("loop.tensor") if isinstance(owner, Operation) else None
+            names.append(f"'{tensor.data}'" if isinstance(tensor, StringAttr) else "a buffer")
+        return ", ".join(names)
+
+
+def _owner(v: SSAValue) -> Operation | str:
+    o = v.owner
+    return o if isinstance(o, Operation) else "a block argument"
+
+
+# ---------------------------------------------------------------------------
+# the translation unit
+
+
+_VOID_USE = re.compile(r"\(void\)\s*([A-Za-z_][A-Za-z0-9_]*)\s*;")
+
+
+def _prune(lines: list[str | _Decl], keep_text: list[str], consts: list[_Const]) -> list[str]:
+    """Drop declarations and constant arrays nothing names (an unused variable
+    warns under -Wall; an unused weight would take flash). A `(void)name;`
+    statement is no use: it goes with the declaration."""
+    counts: dict[str, int] = {}
+
+    def count(text: str, d: int) -> None:
+        for tok in _IDENT.findall(_VOID_USE.sub("", _COMMENT.sub("", text))):
+            counts[tok] = counts.get(tok, 0) + d
+
+    for ln in lines:
+        count(ln.text if isinstance(ln, _Decl) else ln, 1)
+    for t in keep_text:
+        count(t, 1)
+    alive = [True] * len(lines)
+    changed = True
+    while changed:
+        changed = False
+        for k, ln in enumerate(lines):
+            if alive[k] and isinstance(ln, _Decl) and counts.get(ln.name, 0) <= 1:
+                alive[k] = False
+                count(ln.text, -1)
+                changed = True
+    gone = {ln.name for ln, a in zip(lines, alive) if isinstance(ln, _Decl) and not a}
+    gone.update(c.name for c in consts if counts.get(c.name, 0) <= 0)
+    consts[:] = [c for c in consts if c.name not in gone]
+
+    def strip(text: str) -> str:
+        if "(void)" not in text:
+            return text
+        return _VOID_USE.sub(lambda m: "" if m.group(1) in gone else m.group(0), text).rstrip()
+
+    keep_text[:] = [strip(t) for t in keep_text]
+    out = [strip(ln.text if isinstance(ln, _Decl) else ln) for ln, a in zip(lines, alive) if a]
+    return [ln if ln.strip() else "" for ln in out]
+
+
+def _ports(fn: func.FuncOp, mems: Sequence[_Mem], key: str, layouts: Sequence[str]) -> list[CPort]:
+    from tigris_ir.loop_run import _arg_names  # pyright: ignore[reportPrivateUsage]
+
+    if key == "nn.input_names":
+        names = _arg_names(fn)
+    else:
+        from xdsl.dialects.builtin import ArrayAttr
+
+        a = fn.attributes.get(key)
+        n = len(mems)
+        names = [f"out{i}" for i in range(n)]
+        if isinstance(a, ArrayAttr) and len(a.data) == n:
+            names = [
+                x.data if isinstance(x, StringAttr) else names[i] for i, x in enumerate(a.data)
+            ]
+    out = []
+    for i, m in enumerate(mems):
+        shape = tuple(int(s) for s in m.sizes)
+        lay = layouts[i] if i < len(layouts) else "plain"
+        if lay in ("nchw", "ncw"):
+            shape = (shape[0], shape[-1], *shape[1:-1])
+        dt = {v: k for k, v in c_band.C_TYPES.items()}[m.ctype]
+        out.append(CPort(names[i], dt, shape, lay))
+    return out
+
+
+def _boundary_copy(p: _Printer, m: _Mem, port: CPort, ext: str, into_arena: bool) -> list[str]:
+    """Loops moving one input into its arena buffer (or an output out of it)."""
+    what = "input" if into_arena else "output"
+    dense = CTensor("", m.ctype, tuple(int(s) for s in m.sizes), m.strides, (), (), ())
+    if not dense.contiguous():
+        raise NetworkError(f"{what} '{port.name}' is not a dense buffer")
+    t = m.ctype
+    x = p.fresh(f"{what}{'s' if into_arena else 's'}_{_sanitize(port.name)}")
+    lines = [
+        f"/* {what} '{port.name}': {t} {'x'.join(map(str, port.shape))}, {port.layout} */",
+        "{",
+        f"    {'const ' if into_arena else ''}{t} *{x} = ({'const ' if into_arena else ''}"
+        f"{t} *){ext};",
+    ]
+    if port.layout in ("nchw", "ncw"):
+        n, c = port.shape[0], port.shape[1]
+        s = math.prod(port.shape[2:])
+        i_n, i_s, i_c = p.fresh("n"), p.fresh("s"), p.fresh("c")
+        inside = f"{m.ptr}[({i_n} * {s} + {i_s}) * {c} + {i_c}]"
+        outside = f"{x}[({i_n} * {c} + {i_c}) * {s} + {i_s}]"
+        assign = f"{inside} = {outside};" if into_arena else f"{outside} = {inside};"
+        lines += [
+            f"    for (ptrdiff_t {i_n} = 0; {i_n} < {n}; ++{i_n})",
+            f"        for (ptrdiff_t {i_s} = 0; {i_s} < {s}; ++{i_s})",
+            f"            for (ptrdiff_t {i_c} = 0; {i_c} < {c}; ++{i_c})",
+            f"                {assign}",
+        ]
+    elif into_arena:
+        lines.append(f"    memcpy({m.ptr}, {x}, {port.nbytes});")
+    else:
+        lines.append(f"    memcpy({x}, {m.ptr}, {port.nbytes});")
+    lines.append("}")
+    return lines
+
+
+_PRELUDE = """\
+#if defined(__GNUC__) || defined(__clang__)
+#define TIGRIS_ALIGNED __attribute__((aligned({align})))
+#else
+#define TIGRIS_ALIGNED
+#endif
+#ifndef TIGRIS_FLASH
+#define TIGRIS_FLASH /* e.g. __attribute__((section(".rodata.weights"))) */
+#endif
+
+#ifdef TIGRIS_BOUNDS_CHECK
+#include <stdio.h>
+#include <stdlib.h>
+void tigris_bound_fail(const char *what, int line)
+{{
+    fprintf(stderr, "{name}: bounds check failed at line %d: %s\\n", line, what);
+    abort();
+}}
+static int {name}_inside_(const void *p, ptrdiff_t span, size_t elem, const unsigned char *arena,
+                          size_t size)
+{{
+    uintptr_t a = (uintptr_t)arena, q = (uintptr_t)p;
+    return span == 0 || (q >= a && span > 0 && q - a + (uintptr_t)span * elem <= size);
+}}
+#define TIGRIS_INSIDE_FAST(p, span) \\
+    {name}_inside_((p), (span), sizeof(*(p)), {fast_arena}, {upper}_FAST_ARENA_BYTES)
+#define TIGRIS_INSIDE_SLOW(p, span) \\
+    {name}_inside_((p), (span), sizeof(*(p)), {slow_arena}, {upper}_SLOW_ARENA_BYTES)
+#else
+/* unevaluated, but what the condition names counts as used */
+#undef TIGRIS_BOUND
+#define TIGRIS_BOUND(cond) ((void)sizeof(cond))
+#define TIGRIS_INSIDE_FAST(p, span) ((p) != NULL && (span) >= 0)
+#define TIGRIS_INSIDE_SLOW(p, span) ((p) != NULL && (span) >= 0)
+#endif
+
+#ifdef TIGRIS_STATS
+static {name}_stats_t {name}_stats_now_;
+static unsigned long long {name}_fast_live_, {name}_slow_live_;
+static int {name}_counted_;
+static void {name}_alloc_(int fast, unsigned long long size, unsigned long long end)
+{{
+    if (fast) {{
+        {name}_fast_live_ += size;
+        if ({name}_fast_live_ > {name}_stats_now_.fast_peak)
+            {name}_stats_now_.fast_peak = {name}_fast_live_;
+        if (end > {name}_stats_now_.fast_high)
+            {name}_stats_now_.fast_high = end;
+    }} else {{
+        {name}_slow_live_ += size;
+        if ({name}_slow_live_ > {name}_stats_now_.slow_peak)
+            {name}_stats_now_.slow_peak = {name}_slow_live_;
+    }}
+}}
+#define TIGRIS_STAT_ALLOC(fast, size, end) {name}_alloc_((fast), (size), (end))
+#define TIGRIS_STAT_FREE(fast, size) \\
+    (*((fast) ? &{name}_fast_live_ : &{name}_slow_live_) -= (unsigned long long)(size))
+#define TIGRIS_STAT_READ(bytes) ({name}_stats_now_.slow_reads += (unsigned long long)(bytes))
+#define TIGRIS_STAT_WRITE(bytes) ({name}_stats_now_.slow_writes += (unsigned long long)(bytes))
+#define TIGRIS_STAT_TILE() ({name}_stats_now_.tiles += 1)
+#else
+#define TIGRIS_STAT_ALLOC(fast, size, end) ((void)0)
+#define TIGRIS_STAT_FREE(fast, size) ((void)0)
+#define TIGRIS_STAT_READ(bytes) ((void)0)
+#define TIGRIS_STAT_WRITE(bytes) ((void)0)
+#define TIGRIS_STAT_TILE() ((void)0)
+#endif
+"""
+
+
+def _header(p: _Printer, ins: Sequence[CPort], outs: Sequence[CPort]) -> str:
+    n, u = p.name, p.upper
+    lines = [
+        f"/* The tiled network '{n}', printed from its loop-level plan.",
+        " *",
+        f" * {n}_run_n(inputs, outputs) runs it: inputs[i] and outputs[i] point to the",
+        " * model's inputs and outputs in its own layout (NCHW for feature maps), dense,",
+        " * of the element types and byte sizes below. It returns 0, or 1 for a NULL",
+        f" * pointer. {n}_run(input, output) is the same for a model of one input and",
+        " * one output. Not reentrant: the arenas are static.",
+        " *",
+        f" * Memory: a fast arena of {u}_FAST_ARENA_BYTES (static, in this unit) and a slow",
+        f" * arena of {u}_SLOW_ARENA_BYTES, static too unless the unit is compiled with",
+        " * -DTIGRIS_SLOW_ARENA_EXTERN: then the caller defines `unsigned char",
+        f" * {n}_slow_arena[{u}_SLOW_ARENA_BYTES]`, aligned to {u}_ARENA_ALIGN bytes (for",
+        " * instance in external RAM). Weights are static const arrays; define",
+        " * TIGRIS_FLASH to place them in a section.",
+        " *",
+        " * Build flags: -std=c99 -ffp-contract=off (int8 requantization is bit-exact",
+        " * only without contraction), -lm. -DTIGRIS_PORTABLE: plain C loops, no vector",
+        " * extensions. -DTIGRIS_BOUNDS_CHECK: every band operand and copy is checked to lie",
+        " * inside its arena (abort with a message otherwise). -DTIGRIS_STATS: the last",
+        f" * run's slow reads and writes, live peaks and tiles, through {n}_stats().",
+        " */",
+        f"#ifndef {u}_H_",
+        f"#define {u}_H_",
+        "",
+        f"#define {u}_FAST_ARENA_BYTES {p.fast_bytes}",
+        f"#define {u}_SLOW_ARENA_BYTES {p.slow_bytes}",
+        f"#define {u}_ARENA_ALIGN {ARENA_ALIGN}",
+        f"#define {u}_NUM_INPUTS {len(ins)}",
+        f"#define {u}_NUM_OUTPUTS {len(outs)}",
+    ]
+    for kind, ports in (("INPUT", ins), ("OUTPUT", outs)):
+        for i, port in enumerate(ports):
+            lines.append(
+                f"#define {u}_{kind}{i}_BYTES {port.nbytes} /* '{port.name}': "
+                f"{port.dtype} {'x'.join(map(str, port.shape))} ({port.layout}) */"
+            )
+    lines += [
+        "",
+        "typedef struct {",
+        "    unsigned long long fast_peak;   /* largest sum of live fast buffers (bytes) */",
+        "    unsigned long long fast_high;   /* highest fast arena byte in use */",
+        "    unsigned long long slow_peak;   /* largest sum of live slow buffers */",
+        "    unsigned long long slow_reads;  /* bytes copied from slow to fast memory */",
+        "    unsigned long long slow_writes; /* bytes copied from fast to slow memory */",
+        "    unsigned long long tiles;       /* tiles run */",
+        f"}} {n}_stats_t;",
+        "",
+        f"int {n}_run_n(const void *const *inputs, void *const *outputs);",
+    ]
+    if len(ins) == 1 and len(outs) == 1:
+        lines.append(f"int {n}_run(const void *input, void *output);")
+    lines += [
+        "/* The last run's figures: 0 in a -DTIGRIS_STATS build after a run, else -1. */",
+        f"int {n}_stats({n}_stats_t *out);",
+    ]
+    if p.slow_bytes:
+        lines += [
+            "",
+            "#ifdef TIGRIS_SLOW_ARENA_EXTERN",
+            f"extern unsigned char {n}_slow_arena[];",
+            "#endif",
+        ]
+    lines += ["", f"#endif /* {u}_H_ */", ""]
+    return "\n".join(lines)
+
+
+def print_network(
+    module: ModuleOp,
+    *,
+    name: str = "tigris",
+    weights: Mapping[str, np.ndarray] | None = None,
+    base: Path | None = None,
+    budget: int | None = None,
+    verify: bool = True,
+) -> CSource:
+    """The C translation unit and header of a planned, placed loop module.
+
+    Weights come from `weights` or the module's `nn.weights` (relative to
+    `base`). The plan is verified first as `plan-arena` does (against
+    `budget`, else the module's `tile.budget`, else the plan's)."""
+    from tigris_ir.plan_ir import main_func
+    from tigris_ir.reference import ReferenceError_, load_weights, module_layouts
+
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise NetworkError(f"'{name}' is not a C identifier")
+    fn = main_func(module)
+    if "loop.plan" not in fn.attributes:
+        raise NetworkError(
+            "the module holds no loop-level plan (run --lower-to-loops and --plan-arena)"
+        )
+    if verify:
+        _verify(module, fn, budget)
+    if weights is None:
+        try:
+            weights = load_weights(module, base)
+        except ReferenceError_ as e:
+            raise NetworkError(str(e)) from None
+    p = _Printer(module, weights, name)
+    try:
+        p.print_body()
+    except NetworkError:
+        raise
+    except CLoweringError as e:  # e.g. an element type C has no name for
+        raise NetworkError(str(e)) from None
+    in_lay, out_lay = module_layouts(fn)
+    ins = _ports(fn, p.arg_mems, "nn.input_names", in_lay)
+    outs = _ports(fn, p.returned, "nn.output_names", out_lay)
+    pre = ["if (inputs == NULL || outputs == NULL) return 1;"]
+    for i in range(len(ins)):
+        pre.append(f"if (inputs[{i}] == NULL) return 1;")
+    for i in range(len(outs)):
+        pre.append(f"if (outputs[{i}] == NULL) return 1;")
+    pre.append("#ifdef TIGRIS_STATS")
+    pre.append(f"memset(&{name}_stats_now_, 0, sizeof {name}_stats_now_);")
+    pre.append(f"{name}_fast_live_ = {name}_slow_live_ = 0;")
+    pre.append("#endif")
+    body_lines = list(p.lines)
+    at = p.input_lines_at
+    inputs_text: list[str] = []
+    for i, (m, port) in enumerate(zip(p.arg_mems, ins)):
+        inputs_text += _boundary_copy(p, m, port, f"inputs[{i}]", True)
+    outputs_text: list[str] = []
+    for i, (m, port) in enumerate(zip(p.returned, outs)):
+        outputs_text += _boundary_copy(p, m, port, f"outputs[{i}]", False)
+    pad = "    "
+    body_lines[at:at] = [pad + ln if ln else "" for ln in inputs_text]
+    body_lines += [pad + ln if ln else "" for ln in outputs_text]
+    body_lines += ["#ifdef TIGRIS_STATS", pad + f"{name}_counted_ = 1;", "#endif"]
+    body_lines.append(pad + "return 0;")
+    helpers = list(p.helpers.values())
+    body = _prune(body_lines, helpers, p.consts)
+    header = _header(p, ins, outs)
+    u = p.upper
+    out: list[str] = [
+        f"/* The tiled network '{name}' as one C99 translation unit, printed from its",
+        " * loop-level plan: static arenas, no allocation. The declarations of its",
+        " * header follow, so that this file compiles alone. */",
+        header,
+        "#if defined(__clang__) /* the prelude's helpers an int8-free unit does not call */",
+        "#pragma clang diagnostic push",
+        '#pragma clang diagnostic ignored "-Wunused-function"',
+        "#endif",
+        c_band.PRELUDE.rstrip("\n"),
+        "#if defined(__clang__)",
+        "#pragma clang diagnostic pop",
+        "#endif",
+        "",
+        _PRELUDE.format(
+            name=name,
+            upper=u,
+            align=ARENA_ALIGN,
+            fast_arena=p.fast_arena,
+            slow_arena=p.slow_arena,
+        ),
+    ]
+    out.append("/* ---- arenas ---- */")
+    if p.fast_bytes:
+        out.append(f"static unsigned char {p.fast_arena}[{u}_FAST_ARENA_BYTES] TIGRIS_ALIGNED;")
+    else:
+        out.append(f"#define {p.fast_arena} ((unsigned char *)NULL) /* no fast buffer */")
+    if p.slow_bytes:
+        out += [
+            "#ifndef TIGRIS_SLOW_ARENA_EXTERN",
+            f"static unsigned char {p.slow_arena}[{u}_SLOW_ARENA_BYTES] TIGRIS_ALIGNED;",
+            "#endif",
+        ]
+    else:
+        out.append(f"#define {p.slow_arena} ((unsigned char *)NULL) /* no slow buffer */")
+    out.append("")
+    if p.consts:
+        out.append("/* ---- constants: weights and tile tables ---- */")
+        out += [c.text for c in p.consts]
+    if helpers:
+        out.append("/* ---- band kernels ---- */")
+        out += helpers
+    out.append("/* ---- the network ---- */")
+    out.append(f"int {name}_run_n(const void *const *inputs, void *const *outputs)")
+    out.append("{")
+    out += [pad + ln if not ln.startswith("#") else ln for ln in pre]
+    out += body
+    out.append("}")
+    out.append("")
+    if len(ins) == 1 and len(outs) == 1:
+        out += [
+            f"int {name}_run(const void *input, void *output)",
+            "{",
+            "    const void *ins[1];",
+            "    void *outs[1];",
+            "    ins[0] = input;",
+            "    outs[0] = output;",
+            f"    return {name}_run_n(ins, outs);",
+            "}",
+            "",
+        ]
+    out += [
+        f"int {name}_stats({name}_stats_t *out)",
+        "{",
+        "#ifdef TIGRIS_STATS",
+        f"    if (out == NULL || !{name}_counted_) return -1;",
+        f"    *out = {name}_stats_now_;",
+        "    return 0;",
+        "#else",
+        "    (void)out;",
+        "    return -1;",
+        "#endif",
+        "}",
+        "",
+    ]
+    return CSource(
+        name, "\n".join(out), header, tuple(ins), tuple(outs), p.fast_bytes, p.slow_bytes
+    )
+
+
+def _verify(module: ModuleOp, fn: func.FuncOp, budget: int | None) -> None:
+    from tigris_ir.passes.plan_arena import budget_for, verify_arena
+
+    problems = verify_arena(module, budget if budget is not None else budget_for(module, fn, None))
+    if problems:
+        raise NetworkError("the plan does not verify, no C is printed:\n  " + "\n  ".join(problems))
+
+
+__all__ = ["CPort", "CSource", "NetworkError", "c_double", "c_float", "print_network"]

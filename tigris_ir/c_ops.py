@@ -1,0 +1,1350 @@
+"""C emitters for every band op but convolutions and matrix products (see `c_band`).
+
+Each emitter prints one `static void` helper per specialisation (element
+types, quantization, static extents and strides, window geometry, tables)
+and returns a call to it; what is dynamic (band origins and extents) becomes
+its `int` parameters. Operands are addressed in global coordinates: element
+j of the output band along an axis is global index origin + j, read from an
+operand at that index minus the operand's own origin. So every cut a plan
+may choose (rows, 2D tiles, channel groups, other independent axes) runs
+through the same code, and in the common dense case the loops collapse into
+one flat loop the compiler vectorises.
+
+Numerics are those of `band_exec`, bit for bit wherever the reference can be
+matched exactly:
+
+* int8 unary ops on dequantized values: a 256-entry table computed here by
+  the op's own reference;
+* int8 binary ops, BatchNorm, Quantize and Dequantize: the same float32
+  operations, in the same order, as numpy;
+* sums of dequantized int8 values (AveragePool, GlobalAveragePool,
+  ReduceMean/ReduceSum, linear Resize) in double, which is exact in any order
+  below 2**21 terms, then the reference's one division and roundings;
+* moves and selections (Concat, Split, Transpose, Pad, Reshape, nearest
+  Resize, MaxPool, ReduceMax, Max/Min) on the stored integers, through a
+  requantization table when the scales differ.
+
+Float transcendental ops run in double and round once, like the reference
+(so they may differ from it by an ulp). Where an int8 result would depend on
+such an operation (int8 Softmax/LogSoftmax, a transcendental op from float to
+int8) the emitter raises `CLoweringError` instead of approximating.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+from xdsl.ir import Attribute
+
+from tigris_ir import kernels as K
+from tigris_ir.c_band import CLoweringError, CTensor, CUnit, c_type, register
+from tigris_ir.dialects import nn
+
+# ---------------------------------------------------------------------------
+# C expressions
+
+
+def _int(expr: str) -> int | None:
+    try:
+        return int(expr)
+    except ValueError:
+        return None
+
+
+def _par(expr: str) -> str:
+    """`expr` safe to use as an operand."""
+    if expr.isidentifier() or _int(expr) is not None or _wrapped(expr):
+        return expr
+    return f"({expr})"
+
+
+def _wrapped(expr: str) -> bool:
+    """Whether `expr` is one parenthesised whole."""
+    if not (expr.startswith("(") and expr.endswith(")")):
+        return False
+    depth = 0
+    for i, ch in enumerate(expr):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0:
+            return i == len(expr) - 1
+    return False
+
+
+def _sub(a: str, b: str) -> str:
+    ia, ib = _int(a), _int(b)
+    if ia is not None and ib is not None:
+        return str(ia - ib)
+    if ib == 0:
+        return a
+    if a == b:
+        return "0"
+    return f"{_par(a)} - {_par(b)}"
+
+
+def _mul(k: int, expr: str) -> str:
+    v = _int(expr)
+    if k == 0 or v == 0:
+        return "0"
+    if v is not None:
+        return str(k * v)
+    return expr if k == 1 else f"{k} * {_par(expr)}"
+
+
+def _add(*terms: str) -> str:
+    live = [t for t in terms if t != "0"]
+    static = sum(_int(t) or 0 for t in live if _int(t) is not None)
+    dyn = [_par(t) for t in live if _int(t) is None]
+    if static:
+        dyn.append(str(static))
+    return " + ".join(dyn) if dyn else "0"
+
+
+def _f32(v: float | np.floating) -> str:
+    """An exact float32 literal."""
+    f = np.float32(v)
+    if np.isnan(f):
+        return "NAN"
+    if np.isinf(f):
+        return "INFINITY" if f > 0 else "(-INFINITY)"
+    text = f"{float(f).hex()}f"
+    return f"({text})" if text.startswith("-") else text
+
+
+def _f64(v: float) -> str:
+    """An exact double literal."""
+    if math.isnan(v):
+        return "((double)NAN)"
+    if math.isinf(v):
+        return "((double)INFINITY)" if v > 0 else "(-(double)INFINITY)"
+    text = float(v).hex()
+    return f"({text})" if text.startswith("-") else text
+
+
+def _ptr(name: str, offset: str) -> str:
+    return name if offset == "0" else f"{_par(name)} + {_par(offset)}"
+
+
+# ---------------------------------------------------------------------------
+# helpers in the unit, once per specialisation
+
+_NAMES: weakref.WeakKeyDictionary[object, dict[str, str]] = weakref.WeakKeyDictionary()
+_NAMES_BY_ID: dict[int, tuple[object, dict[str, str]]] = {}
+
+
+def _names(unit: CUnit) -> dict[str, str]:
+    """Helper names already printed into `unit`, by key."""
+    try:
+        got = _NAMES.get(unit)
+        if got is None:
+            got = _NAMES[unit] = {}
+        return got
+    except TypeError:  # a unit that takes no weak reference
+        hit = _NAMES_BY_ID.get(id(unit))
+        if hit is None or hit[0] is not unit:
+            hit = _NAMES_BY_ID[id(unit)] = (unit, {})
+        return hit[1]
+
+
+class _Code:
+    """Indented C lines."""
+
+    def __init__(self, indent: int = 1) -> None:
+        self.lines: list[str] = []
+        self.indent = indent
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("  " * self.indent + line)
+
+    def open(self, head: str) -> None:
+        self(head + " {")
+        self.indent += 1
+
+    def close(self, n: int = 1) -> None:
+        for _ in range(n):
+            self.indent -= 1
+            self("}")
+
+
+class _Fn:
+    """A helper under construction: static facts are written into its text,
+    dynamic values become its parameters, in order of first use."""
+
+    def __init__(self, hint: str) -> None:
+        self.hint = hint
+        self.params: list[str] = []
+        self.args: list[str] = []
+        self.ints: dict[str, str] = {}
+        self.checks: list[str] = []
+        self.code = _Code()
+
+    def ptr(self, ctype: str, expr: str, *, out: bool = False, restrict: bool = True) -> str:
+        name = f"{'y' if out else 'x'}{len(self.params)}"
+        qual = "" if out else "const "
+        self.params.append(f"{qual}{ctype} *{' restrict' if restrict else ''} {name}")
+        self.args.append(expr)
+        return name
+
+    def int_(self, expr: str) -> str:
+        """`expr` as a literal when static, else as a parameter."""
+        if _int(expr) is not None:
+            return str(_int(expr))
+        if expr not in self.ints:
+            name = f"n{len(self.params)}"
+            self.params.append(f"int {name}")
+            self.args.append(expr)
+            self.ints[expr] = name
+        return self.ints[expr]
+
+    def check(self, cond: str | None) -> None:
+        """A bounds assertion at the call site."""
+        if cond is not None and cond not in self.checks:
+            self.checks.append(cond)
+
+    def call(self, unit: CUnit) -> str:
+        voids = [f"  (void){n};" for n in self.ints.values()]
+        sig = ", ".join(self.params) or "void"
+        text = "\n".join([f"static void @NAME@({sig}) {{", *voids, *self.code.lines, "}"])
+        name = _define(unit, self.hint, text)
+        lines = [f"TIGRIS_BOUND({c});" for c in self.checks]
+        lines.append(f"{name}({', '.join(self.args)});")
+        return "\n".join(lines)
+
+
+def _define(unit: CUnit, hint: str, text: str) -> str:
+    """Print a definition (its name written @NAME@) once per unit; its name."""
+    key = "c_ops:" + hashlib.sha256(text.encode()).hexdigest()[:24]
+    names = _names(unit)
+    name = names.get(key)
+    if name is None:
+        name = names[key] = unit.fresh(hint)
+        unit.helper(key, text.replace("@NAME@", name))
+    return name
+
+
+def _inside(lo: str, n: str, a: str, m: str, what: str) -> str | None:
+    """The condition that [a, a + m) lies inside [lo, lo + n), or None when
+    it holds statically (and CLoweringError when it fails statically)."""
+    vals = [_int(v) for v in (lo, n, a, m)]
+    if all(v is not None for v in vals):
+        ilo, in_, ia, im = (v or 0 for v in vals)
+        if ia < ilo or ia + im > ilo + in_:
+            raise CLoweringError(f"{what}: reads [{ia}, {ia + im}) outside [{ilo}, {ilo + in_})")
+        return None
+    return f"{_par(lo)} <= {_par(a)} && {_add(a, m)} <= {_add(lo, n)}"
+
+
+# ---------------------------------------------------------------------------
+# element types and quantization
+
+
+@dataclass(frozen=True)
+class _Elem:
+    """The element type of an operand: C type, numpy dtype, quantization."""
+
+    ctype: str
+    dtype: np.dtype
+    quant: nn.QuantAttr | None
+
+    def same(self, other: _Elem) -> bool:
+        return self.dtype == other.dtype and self.quant == other.quant
+
+    @property
+    def lo(self) -> int:
+        return int(np.iinfo(self.dtype).min)
+
+    @property
+    def hi(self) -> int:
+        return int(np.iinfo(self.dtype).max)
+
+
+_FLOAT = _Elem("float", np.dtype(np.float32), None)
+
+
+def _elem(t: Attribute) -> _Elem:
+    dt = nn.dtype_of(t)
+    return _Elem(c_type(dt), dt, nn.quant_of(t))
+
+
+def _path(op: nn.NNOp) -> str:
+    """How `NNOp.reference` runs the op: "real", "integer", "exact", "dequantize"."""
+    if not op.is_quantized():
+        return "real"
+    if op.quant_kind() is nn.QuantKind.INTEGER:
+        return "integer"
+    if op.quant_kind() is nn.QuantKind.EXACT and op._same_quantization():
+        return "exact"
+    return "dequantize"
+
+
+def _deq(e: _Elem, x: str) -> str:
+    """The float32 value of a stored element (DequantizeLinear)."""
+    if e.quant is None:
+        return x if e.ctype == "float" else f"(float){_par(x)}"
+    return f"((float)((int32_t){_par(x)} - {e.quant.zp_value}) * {_f32(e.quant.scale_value)})"
+
+
+def _quant(unit: CUnit, e: _Elem, v: str) -> str:
+    """A float32 value stored as `e`: QuantizeLinear as `tigris_quant`
+    computes it (rint of the float32 quotient, plus the zero point in
+    float32, saturated), written without branches so that loops vectorise;
+    a NaN becomes what the reference's cast makes of it."""
+    if e.quant is None:
+        return v
+    q = e.quant
+    with np.errstate(invalid="ignore"):
+        nan = nn.quantize_array(np.array([np.nan], np.float32), nn.tensor_type((1,), e.dtype, q))
+    lo, hi = _f32(e.lo), _f32(e.hi)
+    text = "\n".join(
+        [
+            f"static inline {e.ctype} @NAME@(float v) {{",
+            f"  float r = nearbyintf(v / {_f32(q.scale_value)}) + {_f32(q.zp_value)};",
+            f"  r = r < {lo} ? {lo} : r;",
+            f"  r = r > {hi} ? {hi} : r;",
+            f"  return ({e.ctype})(r == r ? r : {_f32(int(nan[0]))});",
+            "}",
+        ]
+    )
+    return f"{_define(unit, 'tigris_q', text)}({v})"
+
+
+def _byte_values(e: _Elem) -> np.ndarray:
+    """Every value of an 8-bit type, indexed by its byte."""
+    if e.dtype.itemsize != 1:
+        raise CLoweringError(f"no table for {e.dtype} values")
+    return np.arange(256, dtype=np.uint8).view(e.dtype)
+
+
+def _table(unit: CUnit, hint: str, values: np.ndarray, x: str) -> str:
+    """A lookup of `x` (an 8-bit element) in a 256-entry constant table."""
+    name = unit.const(hint, np.ascontiguousarray(values))
+    return f"{name}[(uint8_t){_par(x)}]"
+
+
+def _requant_table(src: _Elem, dst: _Elem) -> np.ndarray:
+    vals = nn.dequantize_array(_byte_values(src), src.quant)
+    return nn.quantize_array(vals, nn.tensor_type((256,), dst.dtype, dst.quant))
+
+
+def _move(unit: CUnit, src: _Elem, dst: _Elem, x: str) -> str:
+    """A value moved from `src` to `dst`: quantize(dequantize(x)) as the
+    reference's dequantize path computes it (a copy when the types agree)."""
+    if src.same(dst):
+        return x
+    if src.quant is not None and dst.quant is not None:
+        return _table(unit, "requant", _requant_table(src, dst), x)
+    if src.quant is not None:
+        return _deq(src, x) if dst.ctype == "float" else f"({dst.ctype}){_deq(src, x)}"
+    return _quant(unit, dst, _deq(src, x))
+
+
+def _low(ctype: str) -> str:
+    """The padding of a max pool: the lowest value of the type."""
+    return {"float": "(-INFINITY)", "int8_t": "(-128)", "uint8_t": "0", "int32_t": "INT32_MIN"}[
+        ctype
+    ]
+
+
+def _max_expr(ctype: str, a: str, b: str) -> str:
+    """numpy's maximum(a, b): a NaN in either wins."""
+    if ctype == "float":
+        return f"(({a} >= {b} || {a} != {a}) ? {a} : {b})"
+    return f"({b} > {a} ? {b} : {a})"
+
+
+# ---------------------------------------------------------------------------
+# the elementwise engine
+
+
+@dataclass(frozen=True)
+class _Read:
+    """An input of an elementwise loop: which of its axes each output axis
+    reads (None: broadcast)."""
+
+    t: CTensor
+    axes: tuple[int | None, ...]
+
+
+def _aligned(t: CTensor, rank: int) -> _Read:
+    """numpy broadcasting: axes aligned on the right."""
+    lead = rank - t.rank
+    return _Read(t, tuple(None if a < lead else a - lead for a in range(rank)))
+
+
+def _map(r: _Read, out: CTensor, fn: _Fn, what: str) -> tuple[list[int], str]:
+    """Per output axis the element stride of `r` (0 where it broadcasts), and
+    the offset of the element under the output band's first one."""
+    strides: list[int] = []
+    terms: list[str] = []
+    for a, ia in enumerate(r.axes):
+        if ia is None or (r.t.shape[ia] == 1 and out.shape[a] != 1):
+            strides.append(0)
+            continue
+        s = r.t.strides[ia]
+        strides.append(s)
+        terms.append(_mul(s, _sub(out.origin[a], r.t.origin[ia])))
+        fn.check(_inside(r.t.origin[ia], r.t.extent[ia], out.origin[a], out.extent[a], what))
+    return strides, _add(*terms)
+
+
+Body = Callable[[list[str]], tuple[list[str], list[str]]]
+"""Element names of the inputs -> (statements, one expression per output)."""
+
+
+def _elementwise(
+    unit: CUnit,
+    hint: str,
+    what: str,
+    outs: Sequence[CTensor],
+    reads: Sequence[_Read],
+    body: Body,
+) -> str:
+    """A loop nest over the output band computing `body` per element;
+    adjacent axes that are dense in every operand merge into one loop."""
+    out0 = outs[0]
+    rank = out0.rank
+    fn = _Fn(hint)
+    all_strides: list[list[int]] = [list(o.strides) for o in outs]
+    ptrs: list[tuple[str, str, bool]] = [(o.ctype, o.name, True) for o in outs]
+    for r in reads:
+        st, off = _map(r, out0, fn, what)
+        all_strides.append(st)
+        ptrs.append((r.t.ctype, _ptr(r.t.name, off), False))
+    groups: list[tuple[str, list[int]]] = []
+    for a in reversed(range(rank)):
+        ext = out0.extent[a]
+        if _int(ext) == 1:
+            continue
+        st = [s[a] for s in all_strides]
+        if groups:
+            inner_e = _int(groups[-1][0])
+            inner_s = groups[-1][1]
+            if inner_e is not None and all(x == y * inner_e for x, y in zip(st, inner_s)):
+                merged = str(int(ext) * inner_e) if _int(ext) is not None else _mul(inner_e, ext)
+                groups[-1] = (merged, inner_s)
+                continue
+        groups.append((ext, st))
+    groups.reverse()
+    names = [fn.ptr(ct, expr, out=o, restrict=False) for ct, expr, o in ptrs]
+    w = fn.code
+    cur = list(names)
+    for lvl, (ext, st) in enumerate(groups[:-1]):
+        w.open(f"for (int k{lvl} = 0; k{lvl} < {fn.int_(ext)}; k{lvl}++)")
+        nxt: list[str] = []
+        for i, (p, s) in enumerate(zip(cur, st)):
+            if s == 0:
+                nxt.append(p)
+                continue
+            ct, _, o = ptrs[i]
+            nm = f"{names[i]}_{lvl}"
+            w(f"{'' if o else 'const '}{ct} *{nm} = {p} + k{lvl} * {s};")
+            nxt.append(nm)
+        cur = nxt
+    inner_st = groups[-1][1] if groups else [0] * len(names)
+    if groups:
+        w.open(f"for (int k = 0; k < {fn.int_(groups[-1][0])}; k++)")
+
+    def at(p: str, s: int) -> str:
+        if not groups or s == 0:
+            return f"{p}[0]"
+        return f"{p}[k]" if s == 1 else f"{p}[k * {s}]"
+
+    els: list[str] = []
+    for i in range(len(outs), len(names)):
+        w(f"const {ptrs[i][0]} a{i - len(outs)} = {at(cur[i], inner_st[i])};")
+        els.append(f"a{i - len(outs)}")
+    stmts, exprs = body(els)
+    for s in stmts:
+        w(s)
+    for j, e in enumerate(exprs):
+        w(f"{at(cur[j], inner_st[j])} = {e};")
+    if groups:
+        w.close(len(groups))
+    return fn.call(unit)
+
+
+# ---------------------------------------------------------------------------
+# unary ops
+
+UnaryC = Callable[[nn.NNOp, str], tuple[list[str], str, bool]]
+"""(op, float element) -> (statements, float32 expression, bit-identical to
+the reference)."""
+
+
+def _via_double(fn: str) -> UnaryC:
+    return lambda op, x: ([], f"(float){fn}((double){x})", False)
+
+
+def _clip(op: nn.NNOp, x: str) -> tuple[list[str], str, bool]:
+    lo, hi = _f32(op.float_("min")), _f32(op.float_("max"))
+    return [f"float t_ = {x} < {lo} ? {lo} : {x};", f"t_ = t_ > {hi} ? {hi} : t_;"], "t_", True
+
+
+def _sigmoid(op: nn.NNOp, x: str) -> tuple[list[str], str, bool]:
+    stmts = [f"const double d_ = (double){x};", "const double e_ = exp(-fabs(d_));"]
+    return stmts, "(float)(d_ >= 0.0 ? 1.0 / (1.0 + e_) : e_ / (1.0 + e_))", False
+
+
+def _hard_sigmoid(op: nn.NNOp, x: str) -> tuple[list[str], str, bool]:
+    a, b = _f64(op.float_("alpha")), _f64(op.float_("beta"))
+    stmts = [
+        f"double t_ = {a} * (double){x} + {b};",
+        "t_ = t_ < 0.0 ? 0.0 : t_;",
+        "t_ = t_ > 1.0 ? 1.0 : t_;",
+    ]
+    return stmts, "(float)t_", True
+
+
+def _hard_swish(op: nn.NNOp, x: str) -> tuple[list[str], str, bool]:
+    stmts = [
+        f"const double d_ = (double){x};",
+        "double t_ = d_ / 6.0 + 0.5;",
+        "t_ = t_ < 0.0 ? 0.0 : t_;",
+        "t_ = t_ > 1.0 ? 1.0 : t_;",
+    ]
+    return stmts, "(float)(d_ * t_)", True
+
+
+def _leaky_relu(op: nn.NNOp, x: str) -> tuple[list[str], str, bool]:
+    a = _f64(op.float_("alpha"))
+    return [], f"({x} >= 0.0f ? {x} : (float)({a} * (double){x}))", True
+
+
+def _elu(op: nn.NNOp, x: str) -> tuple[list[str], str, bool]:
+    a = _f64(op.float_("alpha"))
+    return [], f"({x} > 0.0f ? {x} : (float)({a} * expm1((double){x})))", False
+
+
+def _gelu(op: nn.NNOp, x: str) -> tuple[list[str], str, bool]:
+    d = [f"const double d_ = (double){x};"]
+    if op.str_("approximate", "none") == "tanh":
+        c = _f64(math.sqrt(2.0 / math.pi))
+        inner = f"{c} * (d_ + 0.044715 * (d_ * d_ * d_))"
+        return d, f"(float)(0.5 * d_ * (1.0 + tanh({inner})))", False
+    return d, f"(float)(0.5 * d_ * (1.0 + erf(d_ / {_f64(math.sqrt(2.0))})))", False
+
+
+_UNARY: dict[type[nn.NNOp], UnaryC] = {
+    nn.ReluOp: lambda op, x: ([], f"({x} < 0.0f ? 0.0f : {x})", True),
+    nn.IdentityOp: lambda op, x: ([], x, True),
+    nn.AbsOp: lambda op, x: ([], f"fabsf({x})", True),
+    nn.FloorOp: lambda op, x: ([], f"floorf({x})", True),
+    nn.SqrtOp: lambda op, x: ([], f"sqrtf({x})", True),
+    nn.ClipOp: _clip,
+    nn.LeakyReluOp: _leaky_relu,
+    nn.HardSigmoidOp: _hard_sigmoid,
+    nn.HardSwishOp: _hard_swish,
+    nn.SigmoidOp: _sigmoid,
+    nn.TanhOp: _via_double("tanh"),
+    nn.ExpOp: _via_double("exp"),
+    nn.LogOp: _via_double("log"),
+    nn.EluOp: _elu,
+    nn.GeluOp: _gelu,
+}
+
+
+def _short(op: nn.NNOp) -> str:
+    return "tigris_" + op.name.split(".")[-1]
+
+
+@register("band", nn.UnaryOp)
+def emit_unary(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """A unary op: its float expression, a copy on one int8 scale, or a table
+    of its reference on every int8 value."""
+    ex, ey = _elem(op.operands[0].type), _elem(op.results[0].type)
+    make = _UNARY.get(type(op))
+    if make is None:
+        raise CLoweringError(f"{op.name}: no C lowering for this unary op")
+    table: np.ndarray | None = None
+    if _path(op) == "exact":
+        make = _UNARY[nn.IdentityOp]
+    elif ex.quant is not None:
+        table = op.reference([_byte_values(ex)])[0]
+    elif ey.quant is not None and not make(op, "x")[2]:
+        raise CLoweringError(
+            f"{op.name}: a float32 input with an int8 result would need the reference's "
+            "float64 transcendental bit for bit; not lowered"
+        )
+
+    def body(a: list[str]) -> tuple[list[str], list[str]]:
+        if table is not None:
+            return [], [_table(unit, op.name.split(".")[-1], table, a[0])]
+        stmts, expr, _ = make(op, _deq(ex, a[0]))
+        return stmts, [_quant(unit, ey, expr)]
+
+    reads = [_Read(ins[0], tuple(range(ins[0].rank)))]
+    return _elementwise(unit, _short(op), op.name, outs[:1], reads, body)
+
+
+# ---------------------------------------------------------------------------
+# binary ops
+
+_BINARY: dict[type[nn.NNOp], str] = {
+    nn.AddOp: "{a} + {b}",
+    nn.SubOp: "{a} - {b}",
+    nn.MulOp: "{a} * {b}",
+    nn.DivOp: "{a} / {b}",
+    nn.MaxOp: "(({a} >= {b} || {a} != {a}) ? {a} : {b})",
+    nn.MinOp: "(({a} <= {b} || {a} != {a}) ? {a} : {b})",
+    nn.PReluOp: "({a} >= 0.0f ? {a} : {b} * {a})",
+}
+"""float32 expressions: numpy's float32 operations (PRelu's float64 product of
+two float32 values is exact, so its one rounding is the float32 product)."""
+
+
+@register("band", nn.BinaryOp)
+def emit_binary(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """An elementwise binary op with numpy broadcasting."""
+    tmpl = _BINARY.get(type(op))
+    if tmpl is None:
+        raise CLoweringError(f"{op.name}: no C lowering for this binary op")
+    ea, eb = (_elem(v.type) for v in op.operands)
+    ey = _elem(op.results[0].type)
+    path = _path(op)
+
+    def body(a: list[str]) -> tuple[list[str], list[str]]:
+        if path == "exact":  # Max / Min on the stored integers
+            return [], [
+                _max_expr(ey.ctype, a[0], a[1])
+                if isinstance(op, nn.MaxOp)
+                else f"({a[1]} < {a[0]} ? {a[1]} : {a[0]})"
+            ]
+        stmts = [f"const float A_ = {_deq(ea, a[0])};", f"const float B_ = {_deq(eb, a[1])};"]
+        return stmts, [_quant(unit, ey, "(" + tmpl.format(a="A_", b="B_") + ")")]
+
+    rank = outs[0].rank
+    reads = [_aligned(ins[0], rank), _aligned(ins[1], rank)]
+    return _elementwise(unit, _short(op), op.name, outs[:1], reads, body)
+
+
+# ---------------------------------------------------------------------------
+# quantization, batch norm
+
+
+@register("band", nn.QuantizeOp, nn.DequantizeOp)
+def emit_quantize(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """QuantizeLinear / DequantizeLinear, elementwise."""
+    ex, ey = _elem(op.operands[0].type), _elem(op.results[0].type)
+
+    def body(a: list[str]) -> tuple[list[str], list[str]]:
+        return [], [_quant(unit, ey, _deq(ex, a[0]))]
+
+    reads = [_Read(ins[0], tuple(range(ins[0].rank)))]
+    return _elementwise(unit, _short(op), op.name, outs[:1], reads, body)
+
+
+def _const_tensor(unit: CUnit, hint: str, value: np.ndarray) -> CTensor:
+    arr = np.ascontiguousarray(value)
+    name = unit.const(hint, arr)
+    strides = tuple(s // arr.itemsize for s in arr.strides)
+    return CTensor(
+        name=name,
+        ctype=c_type(arr.dtype),
+        shape=tuple(arr.shape),
+        strides=strides,
+        origin=("0",) * arr.ndim,
+        extent=tuple(str(d) for d in arr.shape),
+        cut=(),
+        value=arr,
+    )
+
+
+@register("band", nn.BatchNormOp)
+def emit_batch_norm(
+    op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
+) -> str:
+    """(x - mean) * (scale / sqrt(var + eps)) + bias in float32, as the
+    reference; the per-channel factor is folded here when the parameters are
+    constants."""
+    ex, ey = _elem(op.operands[0].type), _elem(op.results[0].type)
+    eps = np.float32(op.float_("epsilon"))
+    rank = outs[0].rank
+    g, b, m, v = ins[1:5]
+    vals = [t.value for t in (g, b, m, v)]
+    if all(x is not None for x in vals):
+        gv, bv, mv, vv = (np.asarray(x, dtype=np.float32) for x in vals if x is not None)
+        inv = (gv / np.sqrt(vv + eps)).astype(np.float32)
+        params = [_const_tensor(unit, "bn_" + n, a) for n, a in (("mean", mv), ("inv", inv))]
+        params.append(_const_tensor(unit, "bn_bias", bv))
+        reads = [_aligned(ins[0], rank), *(_aligned(p, rank) for p in params)]
+
+        def body(a: list[str]) -> tuple[list[str], list[str]]:
+            x = _deq(ex, a[0])
+            return [], [_quant(unit, ey, f"(({x} - {a[1]}) * {a[2]} + {a[3]})")]
+
+    else:
+        reads = [_aligned(t, rank) for t in (ins[0], m, g, v, b)]
+
+        def body(a: list[str]) -> tuple[list[str], list[str]]:
+            x = _deq(ex, a[0])
+            stmts = [f"const float inv_ = {a[2]} / sqrtf({a[3]} + {_f32(eps)});"]
+            return stmts, [_quant(unit, ey, f"(({x} - {a[1]}) * inv_ + {a[4]})")]
+
+    return _elementwise(unit, "tigris_batch_norm", op.name, outs[:1], reads, body)
+
+
+# ---------------------------------------------------------------------------
+# moves: concat, split, transpose
+
+
+def _view(t: CTensor, axis: int, offset: int, size: int) -> CTensor:
+    """`t` restricted to [offset, offset + size) along an axis it holds whole."""
+    if axis in t.cut:
+        raise CLoweringError(f"a band along axis {axis}, which the op splits or joins")
+    shape = list(t.shape)
+    extent = list(t.extent)
+    shape[axis] = size
+    extent[axis] = str(size)
+    return replace(
+        t,
+        name=_ptr(t.name, str(offset * t.strides[axis])),
+        shape=tuple(shape),
+        extent=tuple(extent),
+    )
+
+
+def _copy(
+    unit: CUnit, op: nn.NNOp, out: CTensor, src: _Read, es: _Elem, ey: _Elem, hint: str
+) -> str:
+    def body(a: list[str]) -> tuple[list[str], list[str]]:
+        return [], [_move(unit, es, ey, a[0])]
+
+    return _elementwise(unit, hint, op.name, [out], [src], body)
+
+
+@register("band", nn.ConcatOp)
+def emit_concat(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """One copy per input into its slice of the output band."""
+    out = outs[0]
+    ax = op.int_("axis") % out.rank
+    ey = _elem(op.results[0].type)
+    calls: list[str] = []
+    off = 0
+    try:
+        for t, v in zip(ins, op.operands):
+            n = nn.shape_of(v)[ax]
+            view = _view(out, ax, off, n)
+            src = _Read(t, tuple(range(t.rank)))
+            calls.append(_copy(unit, op, view, src, _elem(v.type), ey, "tigris_concat"))
+            off += n
+    except CLoweringError as e:
+        raise CLoweringError(f"{op.name}: {e}") from None
+    return "\n".join(calls)
+
+
+@register("band", nn.SplitOp)
+def emit_split(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """One copy per output from its slice of the input band."""
+    x = ins[0]
+    ax = op.int_("axis") % x.rank
+    ex = _elem(op.operands[0].type)
+    calls: list[str] = []
+    off = 0
+    try:
+        for t, r in zip(outs, op.results):
+            n = nn.shape_of(r)[ax]
+            src = _Read(_view(x, ax, off, n), tuple(range(x.rank)))
+            if n:
+                calls.append(_copy(unit, op, t, src, ex, _elem(r.type), "tigris_split"))
+            off += n
+    except CLoweringError as e:
+        raise CLoweringError(f"{op.name}: {e}") from None
+    return "\n".join(calls)
+
+
+@register("band", nn.TransposeOp)
+def emit_transpose(
+    op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
+) -> str:
+    """Output axis a reads input axis perm[a]."""
+    src = _Read(ins[0], tuple(op.ints("perm")))
+    ex, ey = _elem(op.operands[0].type), _elem(op.results[0].type)
+    return _copy(unit, op, outs[0], src, ex, ey, "tigris_transpose")
+
+
+# ---------------------------------------------------------------------------
+# reshapes
+
+
+def _dense_from(t: CTensor, axis: int) -> bool:
+    """Whether the axes from `axis` inwards are row-major and dense."""
+    want = 1
+    for a in reversed(range(axis, t.rank)):
+        if t.shape[a] != 1 and t.strides[a] != want:
+            return False
+        want *= t.shape[a]
+    return True
+
+
+def _unravel(flat: str, t: CTensor, axis: int, w: _Code, stem: str) -> str:
+    """The element offset in `t` of flat index `flat` of its band, whose
+    axes before `axis` have size 1 (C statements into `w`)."""
+    w(f"int {stem}r = {flat};")
+    terms: list[str] = []
+    for a in reversed(range(axis + 1, t.rank)):
+        d = t.shape[a]
+        if d == 1:
+            continue
+        w(f"const int {stem}{a} = {stem}r % {d}; {stem}r /= {d};")
+        terms.append(f"{stem}{a} * {t.strides[a]}")
+    terms.append(f"{stem}r * {t.strides[axis]}")
+    return " + ".join(terms)
+
+
+@register("band", nn.ReshapeLikeOp)
+def emit_reshape(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """A band of a reshape is one contiguous span of elements (`_reshape`)."""
+    x, y = ins[0], outs[0]
+    if len(x.cut) > 1 or len(y.cut) > 1:
+        raise CLoweringError(f"{op.name}: a reshape band cuts one axis")
+    ai = x.cut[0] if x.cut else 0
+    ao = y.cut[0] if y.cut else 0
+    if math.prod(x.shape[:ai]) != 1 or math.prod(y.shape[:ao]) != 1:
+        raise CLoweringError(f"{op.name}: a reshape band must be one contiguous span")
+    ire = math.prod(x.shape[ai + 1 :])
+    ore = math.prod(y.shape[ao + 1 :])
+    start = _sub(_mul(ore, y.origin[ao]), _mul(ire, x.origin[ai]))
+    count = _mul(ore, y.extent[ao])
+    fn = _Fn("tigris_reshape")
+    fn.check(_inside("0", _mul(ire, x.extent[ai]), start, count, op.name))
+    xs = fn.ptr(x.ctype, x.name)
+    ys = fn.ptr(y.ctype, y.name, out=True)
+    s, n = fn.int_(start), fn.int_(count)
+    w = fn.code
+    if _dense_from(x, ai) and _dense_from(y, ao):
+        w(f"memcpy({ys}, {xs} + {s}, (size_t){_par(n)} * sizeof({y.ctype}));")
+    else:
+        w.open(f"for (int e = 0; e < {n}; e++)")
+        oi = _unravel(f"{_par(s)} + e", x, ai, w, "i")
+        oo = _unravel("e", y, ao, w, "o")
+        w(f"{ys}[{oo}] = {xs}[{oi}];")
+        w.close()
+    return fn.call(unit)
+
+
+# ---------------------------------------------------------------------------
+# pad
+
+
+@register("band", nn.PadOp)
+def emit_pad(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """Every output element reads the source index of its global position
+    along each axis (a table printed from `kernels.pad` where the axis is
+    padded), or takes the pad value."""
+    x, y = ins[0], outs[0]
+    ex, ey = _elem(op.operands[0].type), _elem(op.results[0].type)
+    mode = op.str_("mode")
+    value = op.float_("value")
+    path = _path(op)
+    if path == "exact":
+        assert ex.quant is not None
+        pad_value = str(ex.quant.zp_value)
+    elif path == "real":
+        pad_value = _f32(value)
+    else:
+        pv = np.array([value], dtype=np.float32)
+        if ey.quant is not None:
+            pv = nn.quantize_array(pv, nn.tensor_type((1,), ey.dtype, ey.quant))
+            pad_value = str(int(pv[0]))
+        else:
+            pad_value = _f32(float(pv[0]))
+    pads = op.ints("pads")
+    rank = x.rank
+    fn = _Fn("tigris_pad")
+    xs = fn.ptr(x.ctype, x.name)
+    ys = fn.ptr(y.ctype, y.name, out=True)
+    w = fn.code
+    cur_x, cur_y, valid = xs, ys, "1"
+    for a in range(rank):
+        size = x.shape[a]
+        pb, pe = pads[a], pads[rank + a]
+        e = fn.int_(y.extent[a])
+        o = fn.int_(y.origin[a])
+        i0 = fn.int_(x.origin[a])
+        ni = fn.int_(x.extent[a])
+        w.open(f"for (int k{a} = 0; k{a} < {e}; k{a}++)")
+        if pb == 0 and pe == 0:
+            w(f"const int s{a} = {_add(o, f'k{a}')};")
+            ok = valid
+        else:
+            src = K.pad(np.arange(size), pads=(pb, pe), mode=mode, value=-1).astype(np.int32)
+            tab = unit.const("pad_index", src)
+            w(f"const int s{a} = {tab}[{_add(o, f'k{a}')}];")
+            ok = f"s{a} >= 0" if valid == "1" else f"v{a - 1} && s{a} >= 0"
+        w(f"const int v{a} = {ok};")
+        w(f"TIGRIS_BOUND(!v{a} || (s{a} - {i0} >= 0 && s{a} - {i0} < {ni}));")
+        w(f"const {x.ctype} *x_{a} = v{a} ? {cur_x} + (s{a} - {i0}) * {x.strides[a]} : {xs};")
+        w(f"{y.ctype} *y_{a} = {cur_y} + k{a} * {y.strides[a]};")
+        cur_x, cur_y, valid = f"x_{a}", f"y_{a}", f"v{a}"
+    conv = _move(unit, ex, ey, f"{cur_x}[0]")
+    w(f"{cur_y}[0] = {valid} ? {conv} : ({y.ctype}){pad_value};")
+    w.close(rank)
+    return fn.call(unit)
+
+
+# ---------------------------------------------------------------------------
+# window ops: pools
+
+_BLOCK = 64
+"""Channels per block of a local accumulator array (bounded stack)."""
+
+
+@dataclass
+class _Spatial:
+    """One spatial axis of a window op, as C names or literals."""
+
+    axis: int
+    o: str  # first output position (global)
+    e: str  # output positions
+    i: str  # first held input row (global)
+    n: str  # held input rows
+
+
+def _spatial(fn: _Fn, x: CTensor, y: CTensor) -> list[_Spatial]:
+    return [
+        _Spatial(
+            a,
+            fn.int_(y.origin[a]),
+            fn.int_(y.extent[a]),
+            fn.int_(x.origin[a]),
+            fn.int_(x.extent[a]),
+        )
+        for a in range(1, x.rank - 1)
+    ]
+
+
+def _channel_blocks(fn: _Fn, x: CTensor, y: CTensor, what: str) -> tuple[str, str, str, int | None]:
+    """(batch offset, channel offset, channel count, static count) of a
+    channels-last op: the input's batch and channel element under the
+    output band's first one."""
+    r = y.rank - 1
+    fn.check(_inside(x.origin[0], x.extent[0], y.origin[0], y.extent[0], what))
+    fn.check(_inside(x.origin[r], x.extent[r], y.origin[r], y.extent[r], what))
+    ob = fn.int_(_sub(y.origin[0], x.origin[0]))
+    oc = fn.int_(_sub(y.origin[r], x.origin[r]))
+    cn = fn.int_(y.extent[r])
+    return ob, oc, cn, _int(y.extent[r])
+
+
+def _open_blocks(w: _Code, cn: str, static: int | None) -> tuple[str, str, int]:
+    """Open the channel-block loop; (first channel, channels, array size)."""
+    if static is not None and static <= _BLOCK:
+        w.open("")
+        return "0", str(static), max(static, 1)
+    w.open(f"for (int c0 = 0; c0 < {cn}; c0 += {_BLOCK})")
+    w(f"const int cb = {cn} - c0 < {_BLOCK} ? {cn} - c0 : {_BLOCK};")
+    return "c0", "cb", _BLOCK
+
+
+def _cidx(c: str, stride: int) -> str:
+    return c if stride == 1 else f"({c}) * {stride}"
+
+
+@register("band", nn.MaxPoolOp, nn.AveragePoolOp)
+def emit_pool(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """A max or average pool over a band: taps at global positions, those
+    outside the image are the op's padding (`band_exec._window_geometry`).
+    The average sums in double in tap order and divides by the count of
+    taps inside the image (or its explicit pads), as `_avg_pool`."""
+    assert isinstance(op, nn.PoolOp)
+    x, y = ins[0], outs[0]
+    ex, ey = _elem(op.operands[0].type), _elem(op.results[0].type)
+    is_max = isinstance(op, nn.MaxPoolOp)
+    nsp = x.rank - 2
+    k, s, p = op.kernel(), op.strides(), op.pads()
+    d = op.dilations() if is_max else (1,) * nsp
+    include = bool(op.int_("count_include_pad"))
+    fn = _Fn("tigris_max_pool" if is_max else "tigris_avg_pool")
+    xs = fn.ptr(x.ctype, x.name)
+    ys = fn.ptr(y.ctype, y.name, out=True)
+    ob, oc, cn, cstatic = _channel_blocks(fn, x, y, op.name)
+    sp = _spatial(fn, x, y)
+    w = fn.code
+    w.open(f"for (int b = 0; b < {fn.int_(y.extent[0])}; b++)")
+    w(f"const {x.ctype} *xb = {xs} + (b + {ob}) * {x.strides[0]};")
+    w(f"{y.ctype} *yb = {ys} + b * {y.strides[0]};")
+    for i, ax in enumerate(sp):
+        a = ax.axis
+        size = x.shape[a]
+        w.open(f"for (int j{a} = 0; j{a} < {ax.e}; j{a}++)")
+        w(f"const int g{a} = ({ax.o} + j{a}) * {s[i]} - {p[i]};")
+        w(f"const int ta{a} = g{a} < 0 ? ({d[i] - 1} - g{a}) / {d[i]} : 0;")
+        w(f"int tb{a} = ({size} - g{a} + {d[i] - 1}) / {d[i]};")
+        w(f"if (tb{a} > {k[i]}) tb{a} = {k[i]};")
+        if not is_max:
+            vlo, vhi = (-p[i], size + p[nsp + i]) if include else (0, size)
+            w(f"const int ca{a} = {vlo} - g{a} > 0 ? {vlo} - g{a} : 0;")
+            w(f"const int cz{a} = {vhi} - g{a} < {k[i]} ? {vhi} - g{a} : {k[i]};")
+            w(f"const int cnt{a} = cz{a} > ca{a} ? cz{a} - ca{a} : 0;")
+    pix = " + ".join(f"j{ax.axis} * {y.strides[ax.axis]}" for ax in sp)
+    w(f"{y.ctype} *yo = yb + {pix};")
+    c0, cb, size_arr = _open_blocks(w, cn, cstatic)
+    acc_t = x.ctype if is_max else "double"
+    w(f"{acc_t} acc[{size_arr}];")
+    init = _low(x.ctype) if is_max else "0.0"
+    w(f"for (int c = 0; c < {cb}; c++) acc[c] = {init};")
+    for i, ax in enumerate(sp):
+        a = ax.axis
+        w.open(f"for (int t{a} = ta{a}; t{a} < tb{a}; t{a}++)")
+        w(f"const int r{a} = g{a} + t{a} * {d[i]} - {ax.i};")
+        w(f"TIGRIS_BOUND(r{a} >= 0 && r{a} < {ax.n});")
+    cst = x.strides[-1]
+    tap = " + ".join(f"r{ax.axis} * {x.strides[ax.axis]}" for ax in sp)
+    w(f"const {x.ctype} *xp = xb + {tap} + {_cidx(_add(oc, c0), cst)};")
+    el = f"xp[{_cidx('c', cst)}]"
+    if is_max:
+        stmt = f"acc[c] = {_max_expr(x.ctype, 'acc[c]', el)};"
+    else:
+        stmt = f"acc[c] += (double){_deq(ex, el)};"
+    w(f"for (int c = 0; c < {cb}; c++) {stmt}")
+    w.close(len(sp))
+    if is_max:
+        res = _move(unit, ex, ey, "acc[c]")
+    else:
+        cnt = " * ".join(f"cnt{ax.axis}" for ax in sp)
+        res = _quant(unit, ey, f"(float)(acc[c] / (double)({cnt}))")
+    w(f"for (int c = 0; c < {cb}; c++) yo[{_cidx(_add(c0, 'c'), y.strides[-1])}] = {res};")
+    w.close()  # channel blocks
+    w.close(len(sp) + 1)
+    return fn.call(unit)
+
+
+# ---------------------------------------------------------------------------
+# global average pool: whole, accumulated, finished
+
+
+def _sum_positions(fn: _Fn, x: CTensor, y: CTensor, ex: _Elem, what: str) -> tuple[str, str]:
+    """Open batch and channel-block loops and sum every position of the band
+    `x` into `double part[]` (in any order: exact for dequantized int8);
+    returns (first channel, channels) of the block, loops left open."""
+    xs = fn.ptr(x.ctype, x.name)
+    ob, oc, cn, cstatic = _channel_blocks(fn, x, y, what)
+    w = fn.code
+    w.open(f"for (int b = 0; b < {fn.int_(y.extent[0])}; b++)")
+    w(f"const {x.ctype} *xb = {xs} + (b + {ob}) * {x.strides[0]};")
+    c0, cb, size_arr = _open_blocks(w, cn, cstatic)
+    w(f"double part[{size_arr}];")
+    w(f"for (int c = 0; c < {cb}; c++) part[c] = 0.0;")
+    axes = list(range(1, x.rank - 1))
+    for a in axes:
+        w.open(f"for (int j{a} = 0; j{a} < {fn.int_(x.extent[a])}; j{a}++)")
+    cst = x.strides[-1]
+    pix = " + ".join(f"j{a} * {x.strides[a]}" for a in axes)
+    w(f"const {x.ctype} *xp = xb + {pix} + {_cidx(_add(oc, c0), cst)};")
+    el = f"xp[{_cidx('c', cst)}]"
+    w(f"for (int c = 0; c < {cb}; c++) part[c] += (double){_deq(ex, el)};")
+    w.close(len(axes))
+    return c0, cb
+
+
+def _check_exact_sum(op: nn.NNOp, ex: _Elem, ey: _Elem | None, terms: int) -> None:
+    """Refuse a sum whose int8 result would depend on its order: int8 terms
+    are exact in double below 2**21 of them; float32 terms into an int8
+    result would need numpy's pairwise order."""
+    if ex.quant is not None and terms >= 2**21:
+        raise CLoweringError(
+            f"{op.name}: {terms} int8 terms: the double sum is exact only below 2**21"
+        )
+    if ex.quant is None and ey is not None and ey.quant is not None:
+        raise CLoweringError(
+            f"{op.name}: a float32 sum into an int8 result depends on numpy's summation "
+            "order bit for bit; not lowered"
+        )
+
+
+@register("band", nn.GlobalAveragePoolOp)
+def emit_gap(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """The mean over all positions: double sum / count, rounded once."""
+    x, y = ins[0], outs[0]
+    ex, ey = _elem(op.operands[0].type), _elem(op.results[0].type)
+    count = math.prod(nn.shape_of(op.operands[0])[1:-1])
+    _check_exact_sum(op, ex, ey, count)
+    fn = _Fn("tigris_gap")
+    ys = fn.ptr(y.ctype, y.name, out=True)
+    c0, cb = _sum_positions(fn, x, y, ex, op.name)
+    res = _quant(unit, ey, f"(float)(part[c] / {count}.0)")
+    at = f"b * {y.strides[0]} + {_cidx(_add(c0, 'c'), y.strides[-1])}"
+    fn.code(f"for (int c = 0; c < {cb}; c++) {ys}[{at}] = {res};")
+    fn.code.close(2)
+    return fn.call(unit)
+
+
+@register("accumulate", nn.GlobalAveragePoolOp)
+def emit_gap_accumulate(
+    op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
+) -> str:
+    """`band_exec.accumulate`: the band's sums in double, added once to the
+    accumulator in double and rounded to its type (float, or double)."""
+    x, acc = ins[0], outs[0]
+    ex = _elem(op.operands[0].type)
+    _check_exact_sum(op, ex, None, math.prod(x.shape[1:-1]))
+    if acc.ctype not in ("float", "double"):
+        raise CLoweringError(f"{op.name}: a {acc.ctype} accumulator; float or double expected")
+    fn = _Fn("tigris_gap_acc")
+    ys = fn.ptr(acc.ctype, acc.name, out=True)
+    c0, cb = _sum_positions(fn, x, acc, ex, op.name)
+    at = f"b * {acc.strides[0]} + {_cidx(_add(c0, 'c'), acc.strides[-1])}"
+    new = f"({acc.ctype})((double){ys}[{at}] + part[c])"
+    fn.code(f"for (int c = 0; c < {cb}; c++) {ys}[{at}] = {new};")
+    fn.code.close(2)
+    return fn.call(unit)
+
+
+@register("finish", nn.GlobalAveragePoolOp)
+def emit_gap_finish(
+    op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
+) -> str:
+    """`band_exec.finish`: the mean of the sums rounded once, then quantized."""
+    ey = _elem(op.results[0].type)
+    count = math.prod(nn.shape_of(op.operands[0])[1:-1])
+
+    def body(a: list[str]) -> tuple[list[str], list[str]]:
+        return [], [_quant(unit, ey, f"(float)((double){a[0]} / {count}.0)")]
+
+    reads = [_Read(ins[0], tuple(range(ins[0].rank)))]
+    return _elementwise(unit, "tigris_gap_finish", op.name, outs[:1], reads, body)
+
+
+# ---------------------------------------------------------------------------
+# resize
+
+
+@register("band", nn.ResizeOp)
+def emit_resize(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """`band_exec._resize`: per spatial axis the source rows of each global
+    output position (tables computed here by the reference's coordinate
+    code); linear taps combine axis by axis in double, as numpy does."""
+    x, y = ins[0], outs[0]
+    ex, ey = _elem(op.operands[0].type), _elem(op.results[0].type)
+    mode = op.str_("mode")
+    ctm = op.str_("coordinate_transformation_mode")
+    nm = op.str_("nearest_mode", "round_prefer_floor")
+    in_shape, out_shape = nn.shape_of(op.operands[0]), nn.shape_of(op.results[0])
+    fn = _Fn("tigris_resize")
+    xs = fn.ptr(x.ctype, x.name)
+    ys = fn.ptr(y.ctype, y.name, out=True)
+    ob, oc, cn, _ = _channel_blocks(fn, x, y, op.name)
+    sp = _spatial(fn, x, y)
+    w = fn.code
+    w.open(f"for (int b = 0; b < {fn.int_(y.extent[0])}; b++)")
+    w(f"const {x.ctype} *xb = {xs} + (b + {ob}) * {x.strides[0]};")
+    w(f"{y.ctype} *yb = {ys} + b * {y.strides[0]};")
+    kinds: list[str] = []
+    for ax in sp:
+        a = ax.axis
+        n_in, n_out = in_shape[a], out_shape[a]
+        w.open(f"for (int j{a} = 0; j{a} < {ax.e}; j{a}++)")
+        g = _add(ax.o, f"j{a}")
+        rows: list[str]
+        if n_in == n_out:
+            kinds.append("same")
+            w(f"const int r{a} = {g} - {ax.i};")
+            rows = [f"r{a}"]
+        else:
+            coords = K._source_coords(n_out, n_in, ctm)
+            if mode == "nearest":
+                kinds.append("one")
+                tab = unit.const(
+                    "resize_index", K._nearest_index(coords, nm, n_in).astype(np.int32)
+                )
+                w(f"const int r{a} = {tab}[{g}] - {ax.i};")
+                rows = [f"r{a}"]
+            else:
+                kinds.append("linear")
+                c = np.clip(coords.astype(np.float64), 0.0, n_in - 1)
+                i0 = c.astype(np.intp)
+                i1 = np.minimum(i0 + 1, n_in - 1)
+                frac = (c - i0).astype(np.float32)
+                assert np.array_equal(frac.astype(np.float64), c - i0)
+                t0 = unit.const("resize_lo", i0.astype(np.int32))
+                t1 = unit.const("resize_hi", i1.astype(np.int32))
+                tf = unit.const("resize_frac", frac)
+                w(f"const int r{a} = {t0}[{g}] - {ax.i};")
+                w(f"const int q{a} = {t1}[{g}] - {ax.i};")
+                w(f"const double f{a} = (double){tf}[{g}];")
+                w(f"const double h{a} = 1.0 - f{a};")
+                rows = [f"r{a}", f"q{a}"]
+        for r in rows:
+            w(f"TIGRIS_BOUND({r} >= 0 && {r} < {ax.n});")
+    pix = " + ".join(f"j{ax.axis} * {y.strides[ax.axis]}" for ax in sp)
+    w(f"{y.ctype} *yo = yb + {pix};")
+    cst = x.strides[-1]
+    w.open(f"for (int c = 0; c < {cn}; c++)")
+
+    def load(rows: dict[int, str]) -> str:
+        off = " + ".join(f"{rows[ax.axis]} * {x.strides[ax.axis]}" for ax in sp)
+        return f"xb[{off} + {_cidx(_add(oc, 'c'), cst)}]"
+
+    def value(i: int, rows: dict[int, str]) -> str:
+        """Axes 0..i combined (axis 1 first, as the reference), later fixed."""
+        if i < 0:
+            return f"(double){_deq(ex, load(rows))}"
+        a = sp[i].axis
+        if kinds[i] != "linear":
+            return value(i - 1, {**rows, a: f"r{a}"})
+        lo = value(i - 1, {**rows, a: f"r{a}"})
+        hi = value(i - 1, {**rows, a: f"q{a}"})
+        return f"({lo} * h{a} + {hi} * f{a})"
+
+    if mode == "linear":  # float64 values, combined, rounded once
+        res = _quant(unit, ey, f"(float){value(len(sp) - 1, {})}")
+    else:
+        res = _move(unit, ex, ey, load({ax.axis: f"r{ax.axis}" for ax in sp}))
+    w(f"yo[{_cidx('c', y.strides[-1])}] = {res};")
+    w.close(len(sp) + 2)
+    return fn.call(unit)
+
+
+# ---------------------------------------------------------------------------
+# reductions
+
+
+@register("band", nn.ReduceOp)
+def emit_reduce(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """ReduceSum / ReduceMean (double sums, one division, one rounding) and
+    ReduceMax (numpy's maximum) over axes the band does not cut."""
+    assert isinstance(op, nn.ReduceOp)
+    x, y = ins[0], outs[0]
+    ex, ey = _elem(op.operands[0].type), _elem(op.results[0].type)
+    kind = op.KIND
+    rank = x.rank
+    red = sorted({a % rank for a in op.ints("axes")} or set(range(rank)))
+    kept = [a for a in range(rank) if a not in red]
+    keep = bool(op.int_("keepdims"))
+    out_axis = {a: (a if keep else kept.index(a)) for a in kept}
+    if any(a in x.cut for a in red):
+        raise CLoweringError(f"{op.name}: a band cuts a reduced axis")
+    count = math.prod(x.shape[a] for a in red)
+    if kind != "max":
+        _check_exact_sum(op, ex, ey, count)
+    fn = _Fn("tigris_reduce_" + kind)
+    xs = fn.ptr(x.ctype, x.name)
+    ys = fn.ptr(y.ctype, y.name, out=True)
+    w = fn.code
+    last_kept = rank - 1 in kept
+    outer = [a for a in kept if a != rank - 1]
+    cx, cy = xs, ys
+    for a in outer:
+        oa = out_axis[a]
+        fn.check(_inside(x.origin[a], x.extent[a], y.origin[oa], y.extent[oa], op.name))
+        off = fn.int_(_sub(y.origin[oa], x.origin[a]))
+        w.open(f"for (int k{a} = 0; k{a} < {fn.int_(y.extent[oa])}; k{a}++)")
+        w(f"const {x.ctype} *x_{a} = {cx} + (k{a} + {off}) * {x.strides[a]};")
+        w(f"{y.ctype} *y_{a} = {cy} + k{a} * {y.strides[oa]};")
+        cx, cy = f"x_{a}", f"y_{a}"
+    acc_t = x.ctype if kind == "max" else "double"
+    init = _low(x.ctype) if kind == "max" else "0.0"
+    if last_kept:
+        a = rank - 1
+        oa = out_axis[a]
+        fn.check(_inside(x.origin[a], x.extent[a], y.origin[oa], y.extent[oa], op.name))
+        cn = fn.int_(y.extent[oa])
+        oc = fn.int_(_sub(y.origin[oa], x.origin[a]))
+        c0, cb, size_arr = _open_blocks(w, cn, _int(y.extent[oa]))
+        w(f"{acc_t} acc[{size_arr}];")
+        w(f"for (int c = 0; c < {cb}; c++) acc[c] = {init};")
+        ci = _cidx(_add(oc, c0, "c"), x.strides[a])
+    else:
+        w.open("")
+        w(f"{acc_t} acc[1] = {{{init}}};")
+        c0, cb, ci = "0", "1", "0"
+    cur = "acc[c]" if last_kept else "acc[0]"
+    each = f"for (int c = 0; c < {cb}; c++) " if last_kept else ""
+    for a in red:
+        w.open(f"for (int r{a} = 0; r{a} < {x.shape[a]}; r{a}++)")
+    el = f"{cx}[{' + '.join([f'r{a} * {x.strides[a]}' for a in red] + [ci])}]"
+    if kind == "max":
+        w(f"{each}{cur} = {_max_expr(x.ctype, cur, el)};")
+    else:
+        w(f"{each}{cur} += (double){_deq(ex, el)};")
+    w.close(len(red))
+    if kind == "max":
+        res = _move(unit, ex, ey, cur)
+    elif kind == "mean":
+        res = _quant(unit, ey, f"(float)({cur} / {count}.0)")
+    else:
+        res = _quant(unit, ey, f"(float){cur}")
+    if last_kept:
+        at = _cidx(_add(c0, "c"), y.strides[out_axis[rank - 1]])
+        w(f"{each}{cy}[{at}] = {res};")
+    else:
+        w(f"{cy}[0] = {res};")
+    w.close(1 + len(outer))
+    return fn.call(unit)
+
+
+# ---------------------------------------------------------------------------
+# softmax
+
+
+@register("band", nn.SoftmaxOp, nn.LogSoftmaxOp)
+def emit_softmax(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """Softmax / LogSoftmax along an axis the band holds whole, in double:
+    max-subtracted, exp, sum, one rounding (float32 only)."""
+    if op.is_quantized():
+        raise CLoweringError(
+            f"{op.name}: int8 softmax depends on numpy's float64 exp and pairwise sums "
+            "bit for bit; not lowered (dequantize around it)"
+        )
+    x, y = ins[0], outs[0]
+    rank = x.rank
+    ax = op.int_("axis") % rank
+    if ax in x.cut or ax in y.cut:
+        raise CLoweringError(f"{op.name}: the band cuts the normalised axis {ax}")
+    fn = _Fn("tigris_log_softmax" if isinstance(op, nn.LogSoftmaxOp) else "tigris_softmax")
+    xs = fn.ptr("float", x.name)
+    ys = fn.ptr("float", y.name, out=True)
+    w = fn.code
+    cx, cy = xs, ys
+    for a in range(rank):
+        if a == ax:
+            continue
+        fn.check(_inside(x.origin[a], x.extent[a], y.origin[a], y.extent[a], op.name))
+        off = fn.int_(_sub(y.origin[a], x.origin[a]))
+        w.open(f"for (int k{a} = 0; k{a} < {fn.int_(y.extent[a])}; k{a}++)")
+        w(f"const float *x_{a} = {cx} + (k{a} + {off}) * {x.strides[a]};")
+        w(f"float *y_{a} = {cy} + k{a} * {y.strides[a]};")
+        cx, cy = f"x_{a}", f"y_{a}"
+    n, sx, sy = x.shape[ax], x.strides[ax], y.strides[ax]
+    w("double m = -(double)INFINITY;")
+    w.open(f"for (int i = 0; i < {n}; i++)")
+    w(f"const double v = (double){cx}[i * {sx}];")
+    w("m = (m >= v || m != m) ? m : v;")
+    w.close()
+    w("double sum = 0.0;")
+    w(f"for (int i = 0; i < {n}; i++) sum += exp((double){cx}[i * {sx}] - m);")
+    if isinstance(op, nn.LogSoftmaxOp):
+        w("const double ls = log(sum);")
+        val = f"(float)(((double){cx}[i * {sx}] - m) - ls)"
+    else:
+        val = f"(float)(exp((double){cx}[i * {sx}] - m) / sum)"
+    w(f"for (int i = 0; i < {n}; i++) {cy}[i * {sy}] = {val};")
+    if rank > 1:
+        w.close(rank - 1)
+    return fn.call(unit)
+
+
+REFUSED: dict[type, str] = {
+    nn.WeightOp: "a constant, never the body of a band op",
+}
+"""nn op classes with no band emitter here or in `c_conv`, and why."""
+
+DELEGATED: tuple[type[nn.NNOp], ...] = (nn.ConvOp, nn.ConvTransposeOp, nn.GemmOp, nn.MatMulOp)
+"""Printed by `c_conv`."""
+
+REFUSED_INSTANCES: tuple[str, ...] = (
+    "int8 Softmax / LogSoftmax: numpy's float64 exp and pairwise sums",
+    "float32 to int8 transcendental unary ops: the reference's float64 function",
+    "float32 to int8 GlobalAveragePool / ReduceMean / ReduceSum: numpy's summation order",
+    "int8 sums of 2**21 terms or more: no longer exact in double",
+    "a reshape band cutting more than one axis, or not one contiguous span",
+    "a band along the axis a Concat joins, a Split splits, a reduction reduces, "
+    "or a Softmax normalises",
+)
+"""Instances refused with CLoweringError rather than lowered approximately
+(accumulate / finish of any op but GlobalAveragePool: `c_band.emitter`)."""

@@ -16,7 +16,6 @@ depend on the real band kernels. The zoo tests run the real kernels of
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -35,8 +34,8 @@ from xdsl.dialects.func import Func
 from xdsl.parser import Parser
 
 from tigris_ir import c_band, zoo
-from tigris_ir.c_band import CLoweringError, CTensor, CUnit
-from tigris_ir.c_build import CRunError, build, execute, run_c, stats_of
+from tigris_ir.c_band import CTensor, CUnit
+from tigris_ir.c_build import CRunError, build, execute, find_clang, run_c, stats_of
 from tigris_ir.c_net import CSource, NetworkError, c_double, c_float, print_network
 from tigris_ir.loop_run import RunResult, run_loop_module
 from tigris_ir.onnx_import import import_model
@@ -332,12 +331,13 @@ def test_the_build_variants_run_clean(toy, variant):
 
 
 def test_clang_compiles_it_warning_free(toy):
-    if shutil.which("clang") is None:
-        pytest.skip("clang is not installed (apt-get install clang)")
+    clang = find_clang()
+    if clang is None:
+        pytest.skip("no clang: neither on the PATH nor the ziglang package of the test extra")
     module = graph_plan(2048)
     x = boundary_input(module)
     want, _ = interpret(module, _GRAPH_WEIGHTS, x)
-    got, _ = run_c(module, _GRAPH_WEIGHTS, [x], variant="bounds", strict=True, cc="clang")
+    got, _ = run_c(module, _GRAPH_WEIGHTS, [x], variant="bounds", strict=True, cc=clang)
     assert_same(got, want)
 
 
@@ -619,13 +619,7 @@ def _zoo_case(name: str, int8: bool, budget: int) -> ZooCase:
     if got is None:
         return ZooCase(skip=f"{name} does not fit {budget} bytes")
     module, weights = got
-    try:
-        source = print_network(module, weights=weights)
-    except CLoweringError as e:
-        if "no C lowering" not in str(e):
-            raise
-        return ZooCase(module, weights, skip=f"kernel not written yet: {e}")
-    return ZooCase(module, weights, source)
+    return ZooCase(module, weights, print_network(module, weights=weights))
 
 
 SANITIZED = ("ds_cnn", True, 2048)
@@ -637,19 +631,24 @@ def zoo_builds() -> dict[tuple[str, bool, int, str], ZooCase]:
     """Every zoo case printed, then compiled in parallel (the builds dominate)."""
     cases = {(n, q, b, "stats"): _zoo_case(n, q, b) for n, q, b in ZOO_CASES}
     base = cases.get((*SANITIZED, "stats")) or _zoo_case(*SANITIZED)
-    for variant in ("sanitize", "portable"):
+    for variant in ("sanitize", "portable", "clang"):
         cases[(*SANITIZED, variant)] = replace(base)
+    clang = find_clang()
+    if clang is None:
+        cases[(*SANITIZED, "clang")].skip = "no clang on the PATH nor from ziglang"
     options: dict[str, tuple[str | tuple[str, ...], str | None]] = {
         "stats": ("stats", None),
         "sanitize": (("sanitize", "bounds"), "-O1 -march=native"),  # quicker, as thorough
         "portable": ("portable", None),
+        "clang": ("default", None),
     }
 
     def compile_one(item: tuple[tuple[str, bool, int, str], ZooCase]) -> None:
         key, case = item
         variant, flags = options[key[3]]
-        if case.source is not None:
-            case.exe = build(case.source, variant=variant, flags=flags, strict=True)
+        cc = clang if key[3] == "clang" else None
+        if case.source is not None and not case.skip:
+            case.exe = build(case.source, variant=variant, flags=flags, strict=True, cc=cc)
 
     with ThreadPoolExecutor(max_workers=min(4, max(2, os.cpu_count() or 2))) as pool:
         list(pool.map(compile_one, cases.items()))
@@ -679,7 +678,7 @@ def test_zoo_plans_compute_and_count_as_the_interpreter(zoo_builds, name, int8, 
     assert stats_of(src, figures) == res.stats
 
 
-@pytest.mark.parametrize("variant", ["sanitize", "portable"])
+@pytest.mark.parametrize("variant", ["sanitize", "portable", "clang"])
 def test_zoo_builds_run_clean(zoo_builds, variant: str):
     module, weights, src, exe = _ready(zoo_builds[(*SANITIZED, variant)])
     x = boundary_input(module, seed=6)

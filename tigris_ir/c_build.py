@@ -61,6 +61,19 @@ def default_cc() -> str:
     return os.environ.get("CC") or "gcc"
 
 
+def find_clang() -> str | None:
+    """A clang command: `clang` on the PATH, else the clang that PyPI's
+    `ziglang` package ships (`python -m ziglang cc`), else None."""
+    if shutil.which("clang"):
+        return "clang"
+    import importlib.util
+    import sys
+
+    if importlib.util.find_spec("ziglang") is not None:
+        return shlex.join([sys.executable, "-m", "ziglang", "cc"])
+    return None
+
+
 def cache_dir() -> Path:
     """Where builds are kept: $TIGRIS_C_CACHE, else a folder of the temp dir."""
     env = os.environ.get("TIGRIS_C_CACHE")
@@ -97,11 +110,16 @@ def _split(flags: Sequence[str] | str) -> list[str]:
 
 @cache
 def _compiler_id(cc: str) -> str:
-    exe = shutil.which(cc)
+    """The first line of `cc --version`; `cc` is a command line (`clang`,
+    `python -m ziglang cc`)."""
+    words = shlex.split(cc)
+    exe = shutil.which(words[0]) if words else None
     if exe is None:
         raise CBuildError(f"C compiler '{cc}' not found (set $CC or pass --cc)")
     try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            [exe, *words[1:], "--version"], capture_output=True, text=True, timeout=60
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         raise CBuildError(f"cannot run C compiler '{cc}': {e}") from None
     return out.stdout.splitlines()[0] if out.stdout else exe
@@ -236,7 +254,7 @@ def build(
         (tmp / f"{source.name}.c").write_text(source.c)
         (tmp / f"{source.name}.h").write_text(source.h)
         (tmp / "main.c").write_text(main)
-        cmd = [cc, *args, "-o", "run", f"{source.name}.c", "main.c", "-lm"]
+        cmd = [*shlex.split(cc), *args, "-o", "run", f"{source.name}.c", "main.c", "-lm"]
         try:
             res = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout)
         except FileNotFoundError:

@@ -110,9 +110,9 @@ _FMA = {
         "__AVX512F__",
     ),
 }
-"""The x86 FMA built-ins by lane count, which GCC documents and clang's own
-intrinsics headers use (no intrinsics header: it costs more to parse than a
-whole band kernel to compile)."""
+"""The x86 FMA built-ins by lane count, which GCC documents (no intrinsics
+header: it costs more to parse than a whole band kernel to compile); clang
+takes its generic `__builtin_elementwise_fma` where it has it."""
 
 
 def _vec_prelude(unit: CUnit) -> None:
@@ -121,15 +121,25 @@ def _vec_prelude(unit: CUnit) -> None:
     cond, fma, isa = _FMA.get(lanes, ("0", "", "__TIGRIS_NO_ISA__"))
     fma = fma.format(a="(a)", b="(b)", c="(c)")
     zeros = ", ".join(["0"] * lanes)
-    code = f"""#ifdef TIGRIS_VECTOR
+    code = f"""#if defined(TIGRIS_VECTOR) && defined({isa})
+#define TG_VECTOR 1
+#endif
+#ifdef TG_VECTOR
 typedef float tg_vf __attribute__((vector_size({4 * lanes})));
 typedef float tg_vfu __attribute__((vector_size({4 * lanes}), aligned(4), may_alias));
 #define TG_LD(p) (*(const tg_vfu *)(const void *)(p))
 #define TG_ST(p, v) (*(tg_vfu *)(void *)(p) = (v))
+#if defined(__clang__) && defined(__has_builtin)
+#if __has_builtin(__builtin_elementwise_fma)
+#define TG_FMA(c, a, b) ((c) = __builtin_elementwise_fma((a), (b), (c)))
+#endif
+#endif
+#ifndef TG_FMA
 #if {cond}
 #define TG_FMA(c, a, b) ((c) = {fma})
 #else
 #define TG_FMA(c, a, b) ((c) += (a) * (b))
+#endif
 #endif
 #if (defined(__x86_64__) || defined(__i386__)) && defined({isa})
 #define TG_KEEP(x) __asm__("" : "+v"(x))
@@ -434,7 +444,7 @@ def _f32_tile(unit: CUnit, r: int, v: int, last: int) -> str:
         w = v * lanes
         acc = {(i, j): f"c{i}_{j}" for i in range(r) for j in range(v)}
         out = [
-            "#ifdef TIGRIS_VECTOR",
+            "#ifdef TG_VECTOR",
             f"static inline __attribute__((always_inline)) void {name}(",
             "    const float *restrict a, long lda, const float *restrict b, float *restrict y,",
             "    long ldy, int kc, const float *restrict init, int first)",
@@ -577,7 +587,7 @@ def _f32_block(unit: CUnit, p: _Panels) -> str:
             for r in range(1, p.rm + 1)
         }
         out = [
-            "#ifdef TIGRIS_VECTOR",
+            "#ifdef TG_VECTOR",
             f"static void {name}(const float *restrict a, long lda, int m,",
             "    const float *restrict bp, const float *restrict bias,",
             "    float *restrict y, long ldy)",
@@ -694,7 +704,7 @@ def _matrix_rows(unit: CUnit, p: _Panels, q: _Q | None, at: str) -> str:
                 "    const float *restrict bp, const float *restrict bias,",
                 "    float *restrict y, long ldy)",
                 "{",
-                "#ifdef TIGRIS_VECTOR",
+                "#ifdef TG_VECTOR",
                 f"  for (int i0 = 0; i0 < m; i0 += {mc})",
                 f"    {blk}(a + (long)i0 * lda, lda, m - i0 < {mc} ? m - i0 : {mc}, bp, bias,"
                 " y + (long)i0 * ldy, ldy);",
@@ -1073,7 +1083,7 @@ def _emit_im2col(
     if q is None:
         _vec_prelude(unit)
         mc = max(p.rm, min(64, 65536 // (4 * k)) // p.rm * p.rm)
-        guard, bt, it, buft = "TIGRIS_VECTOR", "float", "float", "float"
+        guard, bt, it, buft = "TG_VECTOR", "float", "float", "float"
     else:
         _i8_prelude(unit)
         mc = max(p.rm, min(64, 65536 // (2 * p.kp)) // p.rm * p.rm)
@@ -1200,7 +1210,7 @@ def _emit_depthwise(
     xt, yt = x.ctype, y.ctype
     if q is None:
         _vec_prelude(unit)
-        guard = "TIGRIS_VECTOR"
+        guard = "TG_VECTOR"
     else:
         _i8_prelude(unit)
         guard = "TG_AVX2"

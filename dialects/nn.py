@@ -9,12 +9,16 @@ has to repeat them.
 Each op class states, as data, its tiling class (the table of spec/tiling.md),
 how it behaves on quantized tensors, its output shape (checked by the verifier)
 and a numpy reference (`reference`), which is the oracle of every later level.
+
+ONNX If and Loop are `nn.if` and `nn.loop`: ops with body regions that read
+values defined above them and end in `nn.yield`; comparisons (`nn.less`, ...)
+compute their i1 conditions. They are outside the catalogue `NN_OPS`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import ClassVar, cast
 
@@ -33,8 +37,17 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue
+from xdsl.ir import (
+    Attribute,
+    BlockArgument,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+)
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     ParsePropInAttrDict,
     irdl_attr_definition,
@@ -43,14 +56,15 @@ from xdsl.irdl import (
     opt_operand_def,
     opt_prop_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import AttrParser
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
-from xdsl.traits import Pure
+from xdsl.traits import HasParent, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from tigris_ir import kernels as K
@@ -1717,6 +1731,536 @@ class DequantizeOp(NNOp):
         return [dequantize_array(args[0], quant_of(self.input))]
 
 
+# ------------------------------------------------------------ conditions and flags
+#
+# ONNX If and Loop take a boolean condition and Loop counts its trips in int64.
+# Those two element types exist only here: i1 flags (conditions) and the i64
+# iteration number. They never reach a compute op of the catalogue above, and
+# the loop level does not lower them (`loop_level_refusal`).
+
+FLAG = IntegerType(1)
+INDEX = IntegerType(64)
+_EXTRA_DTYPES: dict[int, np.dtype] = {1: np.dtype(np.bool_), 64: np.dtype(np.int64)}
+
+
+def value_dtype(v: SSAValue | Attribute) -> np.dtype:
+    """The numpy dtype of any tensor the dialect holds: `element_dtype`, plus
+    bool for i1 flags and int64 for the loop's iteration number."""
+    t = v.type if isinstance(v, SSAValue) else v
+    assert isinstance(t, TensorType)
+    e = t.element_type
+    if isinstance(e, IntegerType) and e.signedness.data == Signedness.SIGNLESS:
+        if e.width.data in _EXTRA_DTYPES:
+            return _EXTRA_DTYPES[e.width.data]
+    return element_dtype(e)
+
+
+def value_type(
+    shape: Sequence[int], dtype: np.dtype | type, quant: QuantAttr | None = None
+) -> TensorType:
+    """`tensor_type`, also for bool (i1) and int64 (i64) arrays."""
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return TensorType(FLAG, shape)
+    if dt == np.int64:
+        return TensorType(INDEX, shape)
+    return tensor_type(shape, dt, quant)
+
+
+def value_bytes(v: SSAValue | Attribute) -> int:
+    """Bytes per element of any tensor (a flag takes one byte)."""
+    return value_dtype(v).itemsize
+
+
+def is_flag(v: SSAValue | Attribute) -> bool:
+    """A single-element i1 tensor: what If and Loop accept as a condition."""
+    t = v.type if isinstance(v, SSAValue) else v
+    return (
+        isinstance(t, TensorType)
+        and t.element_type == FLAG
+        and math.prod(t.get_shape()) == 1
+        and isinstance(t.encoding, NoneAttr)
+    )
+
+
+def flag_value(a: np.ndarray, what: str) -> bool:
+    """The truth of a condition array, which must hold exactly one element."""
+    if a.size != 1:
+        raise ValueError(f"{what}: a condition must hold one element, got shape {a.shape}")
+    return bool(a.reshape(()))
+
+
+class CompareOp(NNOp):
+    """An elementwise comparison with broadcasting; the result is an i1 flag tensor.
+
+    Operands are f32, i32 or i64 of one element type (quantized tensors are
+    compared after dequantization by the importer). They exist to compute the
+    conditions of `nn.if` and `nn.loop`.
+    """
+
+    TILING: ClassVar[TilingClass] = TilingClass.POINTWISE
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        return [broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs), op=self.name)]
+
+    def verify_(self) -> None:
+        for v, what in ((self.lhs, "lhs"), (self.rhs, "rhs")):
+            t = v.type
+            _require(
+                isinstance(t, TensorType)
+                and isinstance(t.encoding, NoneAttr)
+                and _safe_dtype(t) in (np.float32, np.int32, np.int64),
+                f"{self.name}: the {what} must be a tensor of f32, i32 or i64, got {t}",
+            )
+        _require(
+            value_dtype(self.lhs) == value_dtype(self.rhs),
+            f"{self.name}: operands must have one element type, got {self.lhs.type} "
+            f"and {self.rhs.type}",
+        )
+        yt = self.y.type
+        _require(
+            isinstance(yt, TensorType) and yt.element_type == FLAG,
+            f"{self.name}: the result must be a tensor of i1, got {yt}",
+        )
+        expected = self.infer_shapes()[0]
+        _require(
+            shape_of(self.y) == expected,
+            f"{self.name}: result shape {_dims(shape_of(self.y))} does not match the "
+            f"inferred shape {_dims(expected)}",
+        )
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def reference(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [np.asarray(self.fn(args[0], args[1]), dtype=np.bool_)]
+
+
+def _safe_dtype(t: TensorType) -> np.dtype | None:
+    try:
+        return value_dtype(t)
+    except VerifyException:
+        return None
+
+
+@irdl_op_definition
+class LessOp(CompareOp):
+    name = "nn.less"
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a < b
+
+
+@irdl_op_definition
+class LessEqualOp(CompareOp):
+    name = "nn.less_equal"
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a <= b
+
+
+@irdl_op_definition
+class GreaterOp(CompareOp):
+    name = "nn.greater"
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a > b
+
+
+@irdl_op_definition
+class GreaterEqualOp(CompareOp):
+    name = "nn.greater_equal"
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a >= b
+
+
+@irdl_op_definition
+class EqualOp(CompareOp):
+    name = "nn.equal"
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a == b
+
+
+# ------------------------------------------------------------------ control flow
+
+RegionRunner = Callable[[Region, Sequence[np.ndarray]], list[np.ndarray]]
+"""Runs a body region on its block arguments and returns what it yields.
+The caller supplies it: bodies read weights and values defined above them."""
+
+
+class ControlFlowOp(IRDLOperation):
+    """What `nn.if` and `nn.loop` share.
+
+    Their bodies are graphs of their own: they read values defined above
+    (ONNX subgraphs capture outer names) and end in `nn.yield`. To the planner
+    the op is one node that runs whole; each body is planned as a model of its
+    own under the same budget (see `tigris_ir.plan_ir.plan_tree`).
+    """
+
+    TILING: ClassVar[TilingClass] = TilingClass.WHOLE
+
+    def tiling(self) -> TilingClass:
+        return self.TILING
+
+    def bodies(self) -> list[tuple[str, Region]]:
+        """The body regions with their names (`then`, `else`, `body`)."""
+        raise NotImplementedError
+
+    def captured(self) -> list[SSAValue]:
+        """Values defined outside the op that its bodies read, in first-use order."""
+        seen: dict[SSAValue, None] = {}
+        for _, region in self.bodies():
+            for inner in region.walk():
+                for v in inner.operands:
+                    if v not in seen and not _defined_within(v, self):
+                        seen[v] = None
+        return list(seen)
+
+    def reference(self, args: list[np.ndarray], run_region: RegionRunner) -> list[np.ndarray]:
+        """Run the op on its operands' arrays; `run_region` runs a body."""
+        raise NotImplementedError
+
+    def _check_yield(self, label: str, region: Region, want: Sequence[Attribute]) -> YieldOp:
+        term = region.block.last_op
+        _require(
+            isinstance(term, YieldOp),
+            f"{self.name}: the {label} region must end in nn.yield",
+        )
+        assert isinstance(term, YieldOp)
+        got = [v.type for v in term.values]
+        _require(
+            list(got) == list(want),
+            f"{self.name}: the {label} region yields ({_types(got)}) but the op needs "
+            f"({_types(want)})",
+        )
+        return term
+
+
+def _types(ts: Sequence[Attribute]) -> str:
+    return ", ".join(str(t) for t in ts)
+
+
+def _defined_within(v: SSAValue, op: Operation) -> bool:
+    """Whether `v` is defined inside one of `op`'s regions."""
+    block = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+    while block is not None:
+        parent = block.parent_op()
+        if parent is op:
+            return True
+        block = parent.parent_block() if parent is not None else None
+    return False
+
+
+def _check_flag(op: Operation, v: SSAValue, what: str) -> None:
+    _require(
+        is_flag(v),
+        f"{op.name}: {what} must be a single-element tensor of i1, got {v.type}",
+    )
+
+
+@irdl_op_definition
+class IfOp(ControlFlowOp):
+    """ONNX If: runs the then or the else region, as the condition says.
+
+    %y = nn.if %c : tensor<i1> -> (tensor<1x8x8x4xf32>) {
+      ...
+      nn.yield %a : tensor<1x8x8x4xf32>
+    } else {
+      ...
+      nn.yield %b : tensor<1x8x8x4xf32>
+    }
+    """
+
+    name = "nn.if"
+    cond = operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    then_region = region_def("single_block")
+    else_region = region_def("single_block")
+
+    def __init__(
+        self,
+        cond: SSAValue,
+        result_types: Sequence[Attribute],
+        then_region: Region,
+        else_region: Region,
+    ):
+        super().__init__(
+            operands=[cond],
+            result_types=[list(result_types)],
+            regions=[then_region, else_region],
+        )
+
+    def bodies(self) -> list[tuple[str, Region]]:
+        return [("then", self.then_region), ("else", self.else_region)]
+
+    def verify_(self) -> None:
+        _check_flag(self, self.cond, "the condition")
+        want = [r.type for r in self.outputs]
+        for label, region in self.bodies():
+            _require(
+                not region.block.args,
+                f"{self.name}: the {label} region takes no block arguments",
+            )
+            self._check_yield(label, region, want)
+
+    def reference(self, args: list[np.ndarray], run_region: RegionRunner) -> list[np.ndarray]:
+        taken = self.then_region if flag_value(args[0], self.name) else self.else_region
+        return run_region(taken, [])
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.cond)
+        printer.print_string(" : ")
+        printer.print_attribute(self.cond.type)
+        if self.outputs:
+            printer.print_string(" -> (")
+            printer.print_list(self.outputs.types, printer.print_attribute)
+            printer.print_string(")")
+        printer.print_string(" ")
+        printer.print_region(self.then_region, print_entry_block_args=False)
+        printer.print_string(" else ")
+        printer.print_region(self.else_region, print_entry_block_args=False)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> IfOp:
+        unresolved = parser.parse_unresolved_operand()
+        parser.parse_punctuation(":")
+        cond = parser.resolve_operand(unresolved, parser.parse_type())
+        types: list[Attribute] = []
+        if parser.parse_optional_punctuation("->"):
+            types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+        then_region = parser.parse_region()
+        parser.parse_keyword("else")
+        else_region = parser.parse_region()
+        op = cls(cond, types, then_region, else_region)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+
+@irdl_op_definition
+class LoopOp(ControlFlowOp):
+    """ONNX Loop: a for loop of at most `max_trips` trips that runs while its
+    condition holds, carrying values from one trip to the next.
+
+        %y = nn.loop max_trips 3 cond %c : tensor<i1> (%i, %go, %h = %x)
+              -> (tensor<1x8x8x4xf32>) {
+          ...
+          nn.yield %go2, %h2 : tensor<i1>, tensor<1x8x8x4xf32>
+        }
+
+    The body's block arguments are the iteration number (tensor<i64>), the
+    condition (tensor<i1>) and the carried values; it yields the next
+    condition and the carried values. Without `max_trips` the loop runs while
+    the condition holds; without `cond` it starts true. Scan outputs are not
+    part of the op. The results are the carried values after the last trip.
+    """
+
+    name = "nn.loop"
+    cond = opt_operand_def(TensorType)
+    inits = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    max_trips = opt_prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        cond: SSAValue | None,
+        inits: Sequence[SSAValue],
+        body: Region,
+        max_trips: int | None = None,
+    ):
+        props: dict[str, Attribute] = {}
+        if max_trips is not None:
+            props["max_trips"] = IntegerAttr(max_trips, i64)
+        super().__init__(
+            operands=[[cond] if cond is not None else [], list(inits)],
+            result_types=[[v.type for v in inits]],
+            regions=[body],
+            properties=props,
+        )
+
+    def bodies(self) -> list[tuple[str, Region]]:
+        return [("body", self.body)]
+
+    def trips(self) -> int | None:
+        """The trip limit, None when the condition alone ends the loop."""
+        return self.max_trips.value.data if self.max_trips is not None else None
+
+    def verify_(self) -> None:
+        trips = self.trips()
+        _require(
+            trips is None or trips >= 0,
+            f"{self.name}: max_trips must be >= 0, got {trips}",
+        )
+        if self.cond is not None:
+            _check_flag(self, self.cond, "the condition")
+        carried = [v.type for v in self.inits]
+        _require(
+            [r.type for r in self.outputs] == carried,
+            f"{self.name}: the results ({_types([r.type for r in self.outputs])}) must have "
+            f"the types of the carried values ({_types(carried)})",
+        )
+        args = self.body.block.args
+        want_args = [index_type(), flag_type(), *carried]
+        _require(
+            [a.type for a in args] == want_args,
+            f"{self.name}: the body's block arguments must be the iteration number, the "
+            f"condition and the carried values ({_types(want_args)}), got "
+            f"({_types([a.type for a in args])})",
+        )
+        term = self.body.block.last_op
+        _require(
+            isinstance(term, YieldOp) and len(term.values) == 1 + len(carried),
+            f"{self.name}: the body must end in nn.yield of the next condition and "
+            f"{len(carried)} carried value(s)",
+        )
+        assert isinstance(term, YieldOp)
+        _check_flag(self, term.values[0], "the yielded condition")
+        self._check_yield("body", self.body, [term.values[0].type, *carried])
+
+    def reference(self, args: list[np.ndarray], run_region: RegionRunner) -> list[np.ndarray]:
+        has_cond = self.cond is not None
+        go = flag_value(args[0], self.name) if has_cond else True
+        carried = list(args[1:] if has_cond else args)
+        limit = self.trips()
+        i = 0
+        while go and (limit is None or i < limit):
+            outs = run_region(self.body, [np.array(i, np.int64), np.array(go), *carried])
+            go = flag_value(outs[0], self.name)
+            carried = list(outs[1:])
+            i += 1
+        return carried
+
+    def print(self, printer: Printer) -> None:
+        if self.max_trips is not None:
+            printer.print_string(f" max_trips {self.max_trips.value.data}")
+        if self.cond is not None:
+            printer.print_string(" cond ")
+            printer.print_ssa_value(self.cond)
+            printer.print_string(" : ")
+            printer.print_attribute(self.cond.type)
+        args = self.body.block.args
+        printer.print_string(" (")
+        heads = list(args[:2])
+        printer.print_list(heads, lambda a: printer.print_block_argument(a, print_type=False))
+        for a, v in zip(args[2:], self.inits):
+            printer.print_string(", ")
+            printer.print_block_argument(a, print_type=False)
+            printer.print_string(" = ")
+            printer.print_ssa_value(v)
+        printer.print_string(") -> (")
+        printer.print_list(self.outputs.types, printer.print_attribute)
+        printer.print_string(") ")
+        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoopOp:
+        trips: int | None = None
+        if parser.parse_optional_keyword("max_trips"):
+            trips = parser.parse_integer(allow_boolean=False, context_msg=" as max_trips")
+        cond: SSAValue | None = None
+        if parser.parse_optional_keyword("cond"):
+            unresolved = parser.parse_unresolved_operand()
+            parser.parse_punctuation(":")
+            cond = parser.resolve_operand(unresolved, parser.parse_type())
+        pos = parser.pos
+
+        def item() -> tuple[Parser.UnresolvedArgument, UnresolvedOperand | None]:
+            arg = parser.parse_argument(expect_type=False)
+            if parser.parse_optional_punctuation("=") is None:
+                return arg, None
+            return arg, parser.parse_unresolved_operand()
+
+        items = parser.parse_comma_separated_list(parser.Delimiter.PAREN, item)
+        if len(items) < 2 or any(init is not None for _, init in items[:2]):
+            parser.raise_error(
+                "nn.loop: expected (%iteration, %condition, %carried = %init, ...)", pos, parser.pos
+            )
+        if any(init is None for _, init in items[2:]):
+            parser.raise_error(
+                "nn.loop: every carried value needs its initial value (%carried = %init)",
+                pos,
+                parser.pos,
+            )
+        parser.parse_punctuation("->")
+        types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+        if len(types) != len(items) - 2:
+            parser.raise_error(
+                f"nn.loop: {len(items) - 2} carried value(s) but {len(types)} result type(s)",
+                pos,
+                parser.pos,
+            )
+        inits = [
+            parser.resolve_operand(init, t)
+            for (_, init), t in zip(items[2:], types)
+            if init is not None
+        ]
+        arguments = [
+            items[0][0].resolve(index_type()),
+            items[1][0].resolve(flag_type()),
+            *(a.resolve(t) for (a, _), t in zip(items[2:], types)),
+        ]
+        body = parser.parse_region(arguments)
+        op = cls(cond, inits, body, trips)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+
+def flag_type(shape: Sequence[int] = ()) -> TensorType:
+    return TensorType(FLAG, shape)
+
+
+def index_type(shape: Sequence[int] = ()) -> TensorType:
+    return TensorType(INDEX, shape)
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """What a body of `nn.if` or `nn.loop` hands out."""
+
+    name = "nn.yield"
+    values = var_operand_def(TensorType)
+    traits = traits_def(IsTerminator(), HasParent(IfOp, LoopOp))
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[list(values)])
+
+
+CONDITION_OPS: list[type[IRDLOperation]] = [
+    LessOp,
+    LessEqualOp,
+    GreaterOp,
+    GreaterEqualOp,
+    EqualOp,
+]
+"""Comparisons giving i1 flags: the conditions of If and Loop."""
+
+CONTROL_FLOW_OPS: list[type[IRDLOperation]] = [IfOp, LoopOp, YieldOp]
+
+
+def loop_level_refusal(root: Operation) -> str | None:
+    """Why the loop level cannot lower `root` yet (None when it can): control
+    flow and the i1 flags of its conditions stay at the `nn` level."""
+    ops = list(root.walk())
+    for op in ops:
+        if isinstance(op, ControlFlowOp):
+            return f"{op.name}: the loop level does not lower control flow yet"
+    for op in ops:
+        if isinstance(op, CompareOp):
+            return f"{op.name}: the loop level does not lower i1 conditions yet"
+    return None
+
+
 NN_OPS: list[type[IRDLOperation]] = [
     WeightOp,
     ReluOp,
@@ -1767,6 +2311,18 @@ NN_OPS: list[type[IRDLOperation]] = [
     DequantizeOp,
 ]
 
-NN = Dialect("nn", [*NN_OPS], [QuantAttr])
+NN = Dialect("nn", [*NN_OPS, *CONDITION_OPS, *CONTROL_FLOW_OPS], [QuantAttr])
 
-__all__ = ["NN", "NN_OPS", "NNOp", "QuantAttr", "ArrayAttr"]
+__all__ = [
+    "CONDITION_OPS",
+    "CONTROL_FLOW_OPS",
+    "NN",
+    "NN_OPS",
+    "ArrayAttr",
+    "ControlFlowOp",
+    "IfOp",
+    "LoopOp",
+    "NNOp",
+    "QuantAttr",
+    "YieldOp",
+]

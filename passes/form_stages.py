@@ -8,7 +8,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from tigris_ir.plan_ir import form_stage_ops, planned, stages_in
+from tigris_ir.plan_ir import form_stage_ops, planned_scopes, stages_in
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,10 @@ class FormStagesPass(ModulePass):
     stage inputs loaded, outputs allocated, freed at last use, outputs
     spilled). The budget is the option, else the module's `tile.budget`, else
     256K; it accepts 262144, 256K or 1M.
+
+    An `nn.if` or `nn.loop` is one op of its stage, and each of its bodies is
+    cut into stages of its own (`if0/then/s0`, ...) under what the budget
+    leaves it (`tigris_ir.plan_ir.ScopePlan`).
     """
 
     name = "form-stages"
@@ -27,6 +31,7 @@ class FormStagesPass(ModulePass):
     budget: int | str = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fn, view, plan = planned(op, self.budget)
-        if not stages_in(fn):
-            form_stage_ops(fn, view, plan)
+        for sc in planned_scopes(op, self.budget):
+            assert sc.plan is not None
+            if not stages_in(sc.block):
+                form_stage_ops(sc.block, sc.view, sc.plan, sc.prefix)

@@ -745,6 +745,9 @@ class LowerToLoopsPass(ModulePass):
         fn = main_func(op)
         if any(isinstance(o, loop.BandComputeOp) for o in fn.walk()):
             return  # already lowered
+        refusal = nn.loop_level_refusal(fn)  # If / Loop stay at the nn level for now
+        if refusal is not None:
+            raise PassFailedException(refusal)
         view, p = plan_of(fn, budget)
         require_fit(view, p)
         try:

@@ -12,7 +12,7 @@ from tigris_ir.plan_ir import (
     band_record,
     form_stage_ops,
     match_stages,
-    planned,
+    planned_scopes,
     stages_in,
 )
 
@@ -28,6 +28,9 @@ class TileStagesPass(ModulePass):
     bytes; matrix products, GlobalAveragePool, Resize, softmax-like,
     independent-axis, reshape and transposed-convolution stages get the band
     kinds of spec/tiling.md. Stages are formed first if there are none.
+
+    The bodies of `nn.if` and `nn.loop` are tiled the same way, each as a model
+    of its own; the control-flow op itself runs whole in its stage.
     """
 
     name = "tile-stages"
@@ -35,13 +38,14 @@ class TileStagesPass(ModulePass):
     budget: int | str = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fn, view, plan = planned(op, self.budget)
-        if not stages_in(fn):
-            form_stage_ops(fn, view, plan)
-        for st, sp in match_stages(fn, view, plan):
-            # a stage the plan chains is recorded with the chain's band already
-            st.properties["strategy"] = StringAttr(sp.strategy)
-            if sp.tiled:
-                st.properties["band"] = band_record(sp)
-            else:
-                st.properties.pop("band", None)
+        for sc in planned_scopes(op, self.budget):
+            assert sc.plan is not None
+            if not stages_in(sc.block):
+                form_stage_ops(sc.block, sc.view, sc.plan, sc.prefix)
+            for st, sp in match_stages(sc.block, sc.view, sc.plan):
+                # a stage the plan chains is recorded with the chain's band already
+                st.properties["strategy"] = StringAttr(sp.strategy)
+                if sp.tiled:
+                    st.properties["band"] = band_record(sp)
+                else:
+                    st.properties.pop("band", None)

@@ -3,16 +3,19 @@
 The planner knows nothing of xDSL; this module describes a function's `nn`
 ops (wherever they are nested: plain, inside `tile.stage` or `tile.chain`) as
 tensors and nodes, and keeps the way back from node names to ops and from
-tensor names to SSA values, so that passes can materialise the plan.
+tensor names to SSA values, so that passes can materialise the plan. The
+bodies of `nn.if` and `nn.loop` are graphs of their own (`build_body_view`);
+in the enclosing graph the op is one node.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import func
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from tigris_ir.dialects import nn
 from tigris_ir.plan_graph import (
@@ -36,6 +39,8 @@ class GraphView:
     ops: dict[str, Operation] = field(default_factory=dict[str, Operation])
     values: dict[str, SSAValue] = field(default_factory=dict[str, SSAValue])
     names: dict[SSAValue, str] = field(default_factory=dict[SSAValue, str])
+    workspace: dict[str, int] = field(default_factory=dict[str, int])
+    """Tensors standing for an If or Loop body's peak (name -> bytes); no IR value."""
 
 
 def _macs(op: nn.NNOp) -> int:
@@ -88,13 +93,94 @@ def _resize_attrs(op: nn.ResizeOp) -> dict[str, object]:
     }
 
 
+def scope_ops(block: Block) -> list[Operation]:
+    """The nodes of one graph in program order: `nn` compute ops and `nn.if` /
+    `nn.loop` ops, through stages and chains but not into the bodies of control
+    flow, which are graphs of their own."""
+    out: list[Operation] = []
+
+    def visit(b: Block) -> None:
+        for op in b.ops:
+            if isinstance(op, nn.NNOp | nn.ControlFlowOp):
+                out.append(op)
+            elif op.name in ("tile.stage", "tile.chain"):
+                for region in op.regions:
+                    for inner in region.blocks:
+                        visit(inner)
+
+    visit(block)
+    return out
+
+
 def nn_ops(fn: func.FuncOp) -> list[nn.NNOp]:
-    """The function's `nn` compute ops in program order, through stages and chains."""
-    return [op for op in fn.walk() if isinstance(op, nn.NNOp)]
+    """The function's `nn` compute ops in program order, through stages and
+    chains (not inside If and Loop bodies)."""
+    return [op for op in scope_ops(fn.body.block) if isinstance(op, nn.NNOp)]
 
 
-def build_view(fn: func.FuncOp) -> GraphView:
-    """Describe a function's `nn` ops as a PlanGraph."""
+def control_flow_ops(block: Block) -> list[nn.ControlFlowOp]:
+    """The `nn.if` and `nn.loop` nodes of one graph."""
+    return [op for op in scope_ops(block) if isinstance(op, nn.ControlFlowOp)]
+
+
+@dataclass(frozen=True)
+class BodyNeed:
+    """What the bodies of one If or Loop add to its node in the enclosing plan:
+    `peak`, the largest body plan's fast peak, held while the node runs (a
+    tensor of that many bytes the node alone uses), and `macs`, per run."""
+
+    peak: int
+    macs: int
+
+
+def _aliases(root: Operation | Block) -> dict[SSAValue, SSAValue]:
+    """A stage or chain result stands for the value its tile.yield hands out."""
+    alias: dict[SSAValue, SSAValue] = {}
+    for op in root.walk():
+        regions = op.regions
+        if op.name in ("tile.stage", "tile.chain") and regions:
+            term = regions[0].block.last_op
+            if term is not None:
+                for r, v in zip(op.results, term.operands):
+                    alias[r] = v
+    return alias
+
+
+def build_view(fn: func.FuncOp, needs: Mapping[Operation, BodyNeed] | None = None) -> GraphView:
+    """Describe a function's `nn` ops as a PlanGraph.
+
+    An `nn.if` or `nn.loop` is one node that runs whole; it reads its operands
+    and every outer value its bodies capture. With `needs`, it also produces
+    a workspace tensor of its bodies' peak (see `BodyNeed`).
+    """
+    block = fn.body.block
+    returned: list[SSAValue] = []
+    for op in block.ops:
+        if isinstance(op, func.ReturnOp):
+            returned = list(op.arguments)
+    return _build(block, list(block.args), returned, _aliases(fn), needs or {}, False)
+
+
+def build_body_view(region: Region, needs: Mapping[Operation, BodyNeed] | None = None) -> GraphView:
+    """Describe an If or Loop body as a PlanGraph of its own: its inputs are the
+    block arguments and the outer values it reads, its outputs what it yields
+    (a yielded constant stays in flash and is no output)."""
+    block = region.block
+    term = block.last_op
+    returned = list(term.operands) if isinstance(term, nn.YieldOp) else []
+    owner = region.parent_op()
+    root = owner if owner is not None else block
+    return _build(block, list(block.args), returned, _aliases(root), needs or {}, True)
+
+
+def _build(
+    block: Block,
+    args: Sequence[SSAValue],
+    returned: Sequence[SSAValue],
+    alias: Mapping[SSAValue, SSAValue],
+    needs: Mapping[Operation, BodyNeed],
+    outer_inputs: bool,
+) -> GraphView:
     view = GraphView(PlanGraph({}, (), (), ()))
     tensors: dict[str, TensorInfo] = {}
     counter = 0
@@ -108,40 +194,35 @@ def build_view(fn: func.FuncOp) -> GraphView:
         name = base if base not in tensors else f"{base}_{counter}"
         view.names[v] = name
         view.values[name] = v
-        tensors[name] = TensorInfo(name, nn.shape_of(v) or (1,), nn.elem_bytes(v), kind)
+        tensors[name] = TensorInfo(name, nn.shape_of(v) or (1,), nn.value_bytes(v), kind)
         return name
-
-    inputs = [name_of(a, "input") for a in fn.body.block.args]
-    returned: list[SSAValue] = []
-    for op in fn.walk():
-        if isinstance(op, func.ReturnOp):
-            returned = list(op.arguments)
-    # a stage or chain result stands for the value its tile.yield hands out
-    alias: dict[SSAValue, SSAValue] = {}
-    for op in fn.walk():
-        regions = op.regions
-        if op.name in ("tile.stage", "tile.chain") and regions:
-            term = regions[0].block.last_op
-            if term is not None:
-                for r, v in zip(op.results, term.operands):
-                    alias[r] = v
 
     def resolve(v: SSAValue) -> SSAValue:
         while v in alias:
             v = alias[v]
         return v
 
+    inputs = [name_of(a, "input") for a in args]
     out_values = [resolve(v) for v in returned]
+    if outer_inputs:  # a body may yield a constant: it stays in flash
+        out_values = [v for v in out_values if not isinstance(v.owner, nn.WeightOp)]
+
+    def operand(v: SSAValue) -> str:
+        v = resolve(v)
+        if isinstance(v.owner, nn.WeightOp):
+            return name_of(v, "const", v.owner.ref.data)
+        if outer_inputs and v not in view.names:
+            inputs.append(name_of(v, "input"))  # a value of an enclosing graph
+            return inputs[-1]
+        return name_of(v, "activation")
+
     nodes: list[NodeInfo] = []
-    for i, op in enumerate(nn_ops(fn)):
-        ins: list[str] = []
-        for v in op.operands:
-            v = resolve(v)
-            if isinstance(v.owner, nn.WeightOp):
-                ins.append(name_of(v, "const", v.owner.ref.data))
-            else:
-                ins.append(name_of(v, "activation"))
+    for i, op in enumerate(scope_ops(block)):
         name = f"{op.name.removeprefix('nn.')}_{i}"
+        if isinstance(op, nn.ControlFlowOp):
+            ins = list(dict.fromkeys(operand(v) for v in (*op.operands, *op.captured())))
+        else:
+            ins = [operand(v) for v in op.operands]
         outs = [
             name_of(
                 r,
@@ -150,39 +231,14 @@ def build_view(fn: func.FuncOp) -> GraphView:
             )
             for j, r in enumerate(op.results)
         ]
-        tiling = op.tiling()
-        attrs: dict[str, object] = {}
-        kernel: tuple[int, ...] = ()
-        strides: tuple[int, ...] = ()
-        dilations: tuple[int, ...] = ()
-        pads: tuple[int, ...] = ()
-        if isinstance(op, nn.WindowOp):
-            kernel, strides, pads = op.kernel(), op.strides(), op.pads()
-            dilations = op.dilations()
-        elif isinstance(op, nn.GlobalAveragePoolOp):
-            kernel = tuple(nn.shape_of(op.input)[1:-1])
-        if isinstance(op, nn.ConcatOp) and tiling is TilingClass.POINTWISE:
-            attrs[CHANNEL_CONCAT] = True
-        if tiling is TilingClass.INDEPENDENT_AXIS:
-            attrs.update(_band_attrs(op))
-        if isinstance(op, nn.ResizeOp):
-            attrs.update(_resize_attrs(op))
-        nodes.append(
-            NodeInfo(
-                name,
-                op.name,
-                tiling,
-                tuple(ins),
-                tuple(outs),
-                kernel=kernel if tiling in (TilingClass.HALO, TilingClass.EXPANDED) else (),
-                strides=strides if tiling in (TilingClass.HALO, TilingClass.EXPANDED) else (),
-                dilations=dilations if tiling in (TilingClass.HALO, TilingClass.EXPANDED) else (),
-                pads=pads if tiling in (TilingClass.HALO, TilingClass.EXPANDED) else (),
-                macs=_macs(op),
-                attrs=attrs,
-            )
-        )
         view.ops[name] = op
+        if isinstance(op, nn.ControlFlowOp):
+            nodes.append(_control_node(op, name, ins, outs, needs.get(op), tensors, view))
+        else:
+            assert isinstance(op, nn.NNOp)
+            nodes.append(_node(op, name, ins, outs))
+    if outer_inputs:  # a body may hand out an outer value unchanged
+        inputs.extend(name_of(v, "input") for v in out_values if v not in view.names)
     outputs = [view.names.get(v) or name_of(v, "output") for v in out_values]
     for o in outputs:
         t = tensors[o]
@@ -190,3 +246,64 @@ def build_view(fn: func.FuncOp) -> GraphView:
             tensors[o] = TensorInfo(t.name, t.shape, t.elem_bytes, "output")
     view.graph = PlanGraph(tensors, tuple(nodes), tuple(inputs), tuple(outputs))
     return view
+
+
+def _control_node(
+    op: nn.ControlFlowOp,
+    name: str,
+    ins: Sequence[str],
+    outs: Sequence[str],
+    need: BodyNeed | None,
+    tensors: dict[str, TensorInfo],
+    view: GraphView,
+) -> NodeInfo:
+    """An If or Loop as one node that runs whole: it holds its operands and
+    results while a body runs, and the body's own peak on top of them."""
+    outs = list(outs)
+    if need is not None and need.peak > 0:
+        ws = f"{name}.body"
+        tensors[ws] = TensorInfo(ws, (need.peak,), 1, "activation")
+        view.workspace[ws] = need.peak
+        outs.append(ws)
+    return NodeInfo(
+        name,
+        op.name,
+        op.tiling(),
+        tuple(ins),
+        tuple(outs),
+        macs=need.macs if need is not None else 0,
+    )
+
+
+def _node(op: nn.NNOp, name: str, ins: Sequence[str], outs: Sequence[str]) -> NodeInfo:
+    tiling = op.tiling()
+    attrs: dict[str, object] = {}
+    kernel: tuple[int, ...] = ()
+    strides: tuple[int, ...] = ()
+    dilations: tuple[int, ...] = ()
+    pads: tuple[int, ...] = ()
+    if isinstance(op, nn.WindowOp):
+        kernel, strides, pads = op.kernel(), op.strides(), op.pads()
+        dilations = op.dilations()
+    elif isinstance(op, nn.GlobalAveragePoolOp):
+        kernel = tuple(nn.shape_of(op.input)[1:-1])
+    if isinstance(op, nn.ConcatOp) and tiling is TilingClass.POINTWISE:
+        attrs[CHANNEL_CONCAT] = True
+    if tiling is TilingClass.INDEPENDENT_AXIS:
+        attrs.update(_band_attrs(op))
+    if isinstance(op, nn.ResizeOp):
+        attrs.update(_resize_attrs(op))
+    windowed = tiling in (TilingClass.HALO, TilingClass.EXPANDED)
+    return NodeInfo(
+        name,
+        op.name,
+        tiling,
+        tuple(ins),
+        tuple(outs),
+        kernel=kernel if windowed else (),
+        strides=strides if windowed else (),
+        dilations=dilations if windowed else (),
+        pads=pads if windowed else (),
+        macs=_macs(op),
+        attrs=attrs,
+    )

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections import ChainMap
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,15 +31,15 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 from xdsl.builder import Builder
-from xdsl.rewriter import InsertPoint
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    FunctionType,
     ArrayAttr,
+    FunctionType,
     ModuleOp,
     StringAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
 from tigris_ir.dialects import nn
@@ -59,18 +60,25 @@ SUPPORTED_OPS = (
     "Div",
     "Dropout",
     "Elu",
+    "Equal",
     "Exp",
     "Flatten",
     "Floor",
     "Gelu",
     "Gemm",
     "GlobalAveragePool",
+    "Greater",
+    "GreaterOrEqual",
     "HardSigmoid",
     "HardSwish",
     "Identity",
+    "If",
     "LeakyRelu",
+    "Less",
+    "LessOrEqual",
     "Log",
     "LogSoftmax",
+    "Loop",
     "MatMul",
     "Max",
     "MaxPool",
@@ -145,28 +153,39 @@ def parse_shape_spec(spec: str) -> tuple[str, tuple[int, ...]]:
     """`NAME:1x3x224x224` as given to --input-shape."""
     name, sep, dims = spec.rpartition(":")
     if not sep or not name or not re.fullmatch(r"\d+(x\d+)*", dims):
-        raise ValueError(
-            f"bad --input-shape '{spec}': expected NAME:DxDxD, e.g. input:1x3x224x224"
-        )
+        raise ValueError(f"bad --input-shape '{spec}': expected NAME:DxDxD, e.g. input:1x3x224x224")
     return name, tuple(int(d) for d in dims.split("x"))
 
 
 class _Importer:
+    """Imports one graph: the model's, or (with `parent`) an If or Loop body.
+
+    A body sees the names of every enclosing graph (ONNX subgraphs capture
+    outer values): its constants, values and producers fall back to the
+    parent's, so a body op reads the outer SSA value directly (xDSL regions
+    use values defined above) and QDQ fusion reaches across the boundary.
+    """
+
     def __init__(
         self,
         model: onnx.ModelProto,
         origin: str,
         input_shapes: dict[str, tuple[int, ...]],
+        parent: _Importer | None = None,
+        graph: onnx.GraphProto | None = None,
     ):
         self.model = model
-        self.graph = model.graph
+        self.graph = graph if graph is not None else model.graph
         self.origin = origin
         self.input_shapes = dict(input_shapes)
-        self.consts: dict[str, np.ndarray] = {}
-        self.env: dict[str, _Val] = {}
-        self.weights: dict[str, np.ndarray] = {}
-        self.weight_ops: dict[int, SSAValue] = {}
-        self.producer: dict[str, onnx.NodeProto] = {}
+        self.consts: MutableMapping[str, np.ndarray] = (
+            ChainMap({}, parent.consts) if parent is not None else {}
+        )
+        self.env: MutableMapping[str, _Val] = ChainMap({}, parent.env) if parent is not None else {}
+        self.weights: dict[str, np.ndarray] = parent.weights if parent is not None else {}
+        self.producer: MutableMapping[str, onnx.NodeProto] = (
+            ChainMap({}, parent.producer) if parent is not None else {}
+        )
         self.consumers: dict[str, list[onnx.NodeProto]] = {}
         self.done: set[int] = set()
         self.node_index: dict[int, int] = {}
@@ -182,9 +201,7 @@ class _Importer:
         idx = self.node_index.get(id(node), -1)
         return f"{self.origin}: node {idx} '{node.name}' ({node.op_type})"
 
-    def fail(
-        self, message: str, node: onnx.NodeProto | None = None
-    ) -> ImportDiagnostic:
+    def fail(self, message: str, node: onnx.NodeProto | None = None) -> ImportDiagnostic:
         return ImportDiagnostic(self.where(node), message)
 
     # -------------------------------------------------------------- attributes
@@ -240,7 +257,7 @@ class _Importer:
         op = cls.create(
             operands=list(operands),
             properties=dict(props),
-            result_types=[nn.tensor_type(s, dtype, quant) for s in result_shapes],
+            result_types=[nn.value_type(s, dtype, quant) for s in result_shapes],
         )
         try:
             op.verify()
@@ -267,7 +284,11 @@ class _Importer:
         if arr.dtype == np.float64:
             arr = arr.astype(np.float32)
         self.weights[name] = arr
-        op = nn.WeightOp(name, nn.tensor_type(arr.shape, arr.dtype))
+        try:
+            ty = nn.value_type(arr.shape, arr.dtype)
+        except ValueError as e:
+            raise self.fail(f"constant '{name}': {e}") from None
+        op = nn.WeightOp(name, ty)
         self.b.insert(op)
         return op.result
 
@@ -289,13 +310,9 @@ class _Importer:
     def quant_attr(self, node: onnx.NodeProto) -> tuple[nn.QuantAttr, np.dtype]:
         scale, zp, _ = self.quant_params(node)
         if scale.size != 1:
-            raise self.fail(
-                "per-axis quantization of activations is not supported", node
-            )
+            raise self.fail("per-axis quantization of activations is not supported", node)
         if zp.dtype not in (np.int8, np.uint8):
-            raise self.fail(
-                f"unsupported quantized type {zp.dtype}; supported: int8, uint8", node
-            )
+            raise self.fail(f"unsupported quantized type {zp.dtype}; supported: int8, uint8", node)
         return nn.QuantAttr(float(scale.reshape(())), int(zp.reshape(()))), zp.dtype
 
     def quantized(self, name: str) -> _Val | None:
@@ -321,9 +338,7 @@ class _Importer:
         if dq is not None:
             src = self.env.get(dq.input[0])
             if src is None:
-                raise self.fail(
-                    f"value '{dq.input[0]}' is used before it is defined", dq
-                )
+                raise self.fail(f"value '{dq.input[0]}' is used before it is defined", dq)
             op = self.emit(nn.DequantizeOp, [src.ssa])
             v = _Val(op.results[0], src.layout)
             self.env[name] = v
@@ -348,17 +363,18 @@ class _Importer:
         moved = [i for i in perm if shape[i] != 1]
         dt, q = nn.dtype_of(x), nn.quant_of(x)
         if moved == sorted(moved):  # only unit axes move: the bytes do not
-            op = self.emit(
-                nn.ReshapeOp, [x], dtype=dt, quant=q, result_shapes=[new_shape]
-            )
+            op = self.emit(nn.ReshapeOp, [x], dtype=dt, quant=q, result_shapes=[new_shape])
         else:
-            op = self.emit(
-                nn.TransposeOp, [x], {"perm": nn.ints_prop(perm)}, dtype=dt, quant=q
-            )
+            op = self.emit(nn.TransposeOp, [x], {"perm": nn.ints_prop(perm)}, dtype=dt, quant=q)
         return op.results[0]
 
     # ----------------------------------------------------------------- the walk
-    def run(self) -> Imported:
+    def index(self) -> None:
+        """Constants, producers and consumers of this graph's names.
+
+        An If or Loop node counts as a consumer of every outer name its
+        bodies read, so fusion does not swallow a value a body still needs.
+        """
         g = self.graph
         for init in g.initializer:
             self.consts[init.name] = numpy_helper.to_array(init)
@@ -368,33 +384,18 @@ class _Importer:
                 self.producer[o] = node
             for inp in node.input:
                 self.consumers.setdefault(inp, []).append(node)
+            for sub in _subgraphs(node):
+                for name in sorted(_captures(sub)):
+                    self.consumers.setdefault(name, []).append(node)
             if node.op_type == "Constant":
                 self.current = node
                 self.consts[node.output[0]] = self.constant_value(node)
         self.current = None
         self.fold_batch_norms()
 
-        arg_types: list[Attribute] = []
-        arg_layouts: list[str] = []
-        real_inputs = [i for i in g.input if i.name not in self.consts]
-        if not real_inputs:
-            raise ImportDiagnostic(self.origin, "the model has no runtime inputs")
-        for inp in real_inputs:
-            shape, dtype = self.input_type(inp)
-            layout = "cl" if len(shape) in (3, 4) else "plain"
-            if layout == "cl":
-                shape = tuple(shape[i] for i in _to_cl_perm(len(shape)))
-            arg_types.append(nn.tensor_type(shape, dtype))
-            arg_layouts.append(
-                "nchw" if len(shape) == 4 else "ncw" if len(shape) == 3 else "plain"
-            )
-        block = Block(arg_types=arg_types)
-        for inp, arg, lay in zip(real_inputs, block.args, arg_layouts):
-            arg.name_hint = _hint(inp.name)
-            self.env[inp.name] = _Val(arg, "cl" if lay != "plain" else "plain")
-        self.builder = Builder(InsertPoint.at_end(block))
-
-        for node in g.node:
+    def import_nodes(self) -> None:
+        """Emit every node of this graph in order (lazily skipped ones aside)."""
+        for node in self.graph.node:
             if id(node) in self.done or node.op_type in (
                 "Constant",
                 "DequantizeLinear",
@@ -413,30 +414,65 @@ class _Importer:
             _HANDLERS[node.op_type](self, node)
         self.current = None
 
+    def body(
+        self,
+        node: onnx.NodeProto,
+        attr: str,
+        graph: onnx.GraphProto,
+        args: Sequence[tuple[str, Attribute, Layout]],
+    ) -> tuple[_Importer, Block]:
+        """Import a subgraph attribute into a new block with `args` (name, type,
+        layout) as block arguments; the caller adds the terminator."""
+        child = _Importer(self.model, f"{self.where(node)}: {attr}", {}, parent=self, graph=graph)
+        block = Block(arg_types=[t for _, t, _ in args])
+        for (name, _, layout), arg in zip(args, block.args):
+            arg.name_hint = _hint(name)
+            child.env[name] = _Val(arg, layout)
+        child.builder = Builder(InsertPoint.at_end(block))
+        child.index()
+        child.import_nodes()
+        return child, block
+
+    def to_layout(self, v: _Val, layout: Layout) -> _Val:
+        return self.to_cl(v) if layout == "cl" else self.to_plain(v)
+
+    def run(self) -> Imported:
+        g = self.graph
+        self.index()
+
+        arg_types: list[Attribute] = []
+        arg_layouts: list[str] = []
+        real_inputs = [i for i in g.input if i.name not in self.consts]
+        if not real_inputs:
+            raise ImportDiagnostic(self.origin, "the model has no runtime inputs")
+        for inp in real_inputs:
+            shape, dtype = self.input_type(inp)
+            layout = "cl" if len(shape) in (3, 4) else "plain"
+            if layout == "cl":
+                shape = tuple(shape[i] for i in _to_cl_perm(len(shape)))
+            arg_types.append(nn.tensor_type(shape, dtype))
+            arg_layouts.append("nchw" if len(shape) == 4 else "ncw" if len(shape) == 3 else "plain")
+        block = Block(arg_types=arg_types)
+        for inp, arg, lay in zip(real_inputs, block.args, arg_layouts):
+            arg.name_hint = _hint(inp.name)
+            self.env[inp.name] = _Val(arg, "cl" if lay != "plain" else "plain")
+        self.builder = Builder(InsertPoint.at_end(block))
+        self.import_nodes()
+
         results: list[SSAValue] = []
         out_layouts: list[str] = []
         for out in g.output:
             v = self.value(out.name)
             results.append(v.ssa)
             r = len(nn.shape_of(v.ssa))
-            out_layouts.append(
-                ("nchw" if r == 4 else "ncw") if v.layout == "cl" else "plain"
-            )
+            out_layouts.append(("nchw" if r == 4 else "ncw") if v.layout == "cl" else "plain")
         self.b.insert(func.ReturnOp(*results))
         ftype = FunctionType.from_lists(arg_types, [r.type for r in results])
         fn = func.FuncOp("main", ftype, Region(block))
-        fn.attributes["nn.input_names"] = ArrayAttr(
-            [StringAttr(i.name) for i in real_inputs]
-        )
-        fn.attributes["nn.input_layouts"] = ArrayAttr(
-            [StringAttr(s) for s in arg_layouts]
-        )
-        fn.attributes["nn.output_names"] = ArrayAttr(
-            [StringAttr(o.name) for o in g.output]
-        )
-        fn.attributes["nn.output_layouts"] = ArrayAttr(
-            [StringAttr(s) for s in out_layouts]
-        )
+        fn.attributes["nn.input_names"] = ArrayAttr([StringAttr(i.name) for i in real_inputs])
+        fn.attributes["nn.input_layouts"] = ArrayAttr([StringAttr(s) for s in arg_layouts])
+        fn.attributes["nn.output_names"] = ArrayAttr([StringAttr(o.name) for o in g.output])
+        fn.attributes["nn.output_layouts"] = ArrayAttr([StringAttr(s) for s in out_layouts])
         module = ModuleOp([fn])
         try:
             module.verify()
@@ -457,9 +493,7 @@ class _Importer:
         for key in ("value_floats", "value_ints"):
             if key in a:
                 return np.array(list(a[key]))
-        raise self.fail(
-            "unsupported Constant form; use 'value' or value_float(s)/value_int(s)"
-        )
+        raise self.fail("unsupported Constant form; use 'value' or value_float(s)/value_int(s)")
 
     def input_type(self, inp: onnx.ValueInfoProto) -> tuple[tuple[int, ...], np.dtype]:
         tt = inp.type.tensor_type
@@ -480,9 +514,7 @@ class _Importer:
                 symbolic.append(d.dim_param or "?")
         if inp.name in self.input_shapes:
             given = self.input_shapes.pop(inp.name)
-            if len(given) != len(dims) or any(
-                d != -1 and d != g for d, g in zip(dims, given)
-            ):
+            if len(given) != len(dims) or any(d != -1 and d != g for d, g in zip(dims, given)):
                 raise ImportDiagnostic(
                     f"{self.origin}: input '{inp.name}'",
                     f"--input-shape {'x'.join(map(str, given))} does not match the "
@@ -512,17 +544,14 @@ class _Importer:
             conv = self.producer.get(node.input[0])
             if (
                 conv is None
+                or id(conv) not in self.node_index  # a conv of an enclosing graph
                 or conv.op_type != "Conv"
                 or len(self.consumers.get(conv.output[0], [])) != 1
                 or conv.output[0] in self.graph_outputs
             ):
                 continue
             w = self.const(conv.input[1])
-            b = (
-                self.const(conv.input[2])
-                if len(conv.input) > 2 and conv.input[2]
-                else None
-            )
+            b = self.const(conv.input[2]) if len(conv.input) > 2 and conv.input[2] else None
             params = [self.const(n) for n in node.input[1:5]]
             if w is None or w.dtype != np.float32 or any(p is None for p in params):
                 continue
@@ -531,9 +560,7 @@ class _Importer:
             gamma, beta, mean, var = (np.asarray(p, np.float64) for p in params)  # type: ignore[arg-type]
             eps = float(self.attrs(node).get("epsilon", 1e-5))
             k = gamma / np.sqrt(var + eps)
-            w2 = (w.astype(np.float64) * k.reshape(-1, *([1] * (w.ndim - 1)))).astype(
-                np.float32
-            )
+            w2 = (w.astype(np.float64) * k.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
             b0 = np.zeros(w.shape[0]) if b is None else b.astype(np.float64)
             b2 = ((b0 - mean) * k + beta).astype(np.float32)
             wname, bname = conv.output[0] + "::bnw", conv.output[0] + "::bnb"
@@ -561,9 +588,7 @@ class _Importer:
             return None
         return q
 
-    def quantized_inputs(
-        self, node: onnx.NodeProto, names: Sequence[str]
-    ) -> list[_Val] | None:
+    def quantized_inputs(self, node: onnx.NodeProto, names: Sequence[str]) -> list[_Val] | None:
         vals: list[_Val] = []
         for n in names:
             v = self.quantized(n)
@@ -584,9 +609,7 @@ class _Importer:
             self.done.add(id(q))
         self.env[out] = _Val(op.results[0], layout)
 
-    def result_quant(
-        self, q: onnx.NodeProto | None
-    ) -> tuple[nn.QuantAttr | None, np.dtype]:
+    def result_quant(self, q: onnx.NodeProto | None) -> tuple[nn.QuantAttr | None, np.dtype]:
         if q is None:
             return None, np.dtype(np.float32)
         attr, dt = self.quant_attr(q)
@@ -596,6 +619,29 @@ class _Importer:
 def _hint(name: str) -> str | None:
     h = re.sub(r"[^A-Za-z0-9_]", "_", name)
     return h if h and not h[0].isdigit() else None
+
+
+def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    """The graph-valued attributes of a node (If's branches, Loop's body)."""
+    out: list[onnx.GraphProto] = []
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.GRAPH:
+            out.append(a.g)
+        elif a.type == onnx.AttributeProto.GRAPHS:
+            out.extend(a.graphs)
+    return out
+
+
+def _captures(graph: onnx.GraphProto) -> set[str]:
+    """Names a subgraph (or one nested in it) reads from enclosing graphs."""
+    defined = {i.name for i in graph.input} | {i.name for i in graph.initializer}
+    used: set[str] = {o.name for o in graph.output}
+    for n in graph.node:
+        defined.update(o for o in n.output if o)
+        used.update(i for i in n.input if i)
+        for sub in _subgraphs(n):
+            used |= _captures(sub)
+    return used - defined
 
 
 # ======================================================================= handlers
@@ -650,6 +696,11 @@ _UNARY: dict[str, type[nn.NNOp]] = {
 def _unary(imp: _Importer, node: onnx.NodeProto) -> None:
     if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
         raise imp.fail("Dropout's mask output is not supported")
+    if node.op_type == "Identity" and imp.dq_node(node.input[0]) is None:
+        x = imp.value(node.input[0])
+        if nn.value_dtype(x.ssa) in (np.bool_, np.int64):
+            imp.env[node.output[0]] = x  # a condition or the trip number passes through
+            return
     _float_unary(imp, node, _UNARY[node.op_type], {})
 
 
@@ -688,9 +739,7 @@ def _clip(imp: _Importer, node: onnx.NodeProto) -> None:
     if len(node.input) > 2 and node.input[2]:
         hi = float(imp.require_const(node, node.input[2], "Clip's max").reshape(()))
     lo, hi = max(lo, -big), min(hi, big)
-    _float_unary(
-        imp, node, nn.ClipOp, {"min": nn.float_prop(lo), "max": nn.float_prop(hi)}
-    )
+    _float_unary(imp, node, nn.ClipOp, {"min": nn.float_prop(lo), "max": nn.float_prop(hi)})
 
 
 _BINARY: dict[str, type[nn.NNOp]] = {
@@ -704,9 +753,7 @@ _BINARY: dict[str, type[nn.NNOp]] = {
 }
 
 
-def _match_layout(
-    imp: _Importer, v: _Val, name: str, target: Layout, rank: int
-) -> SSAValue:
+def _match_layout(imp: _Importer, v: _Val, name: str, target: Layout, rank: int) -> SSAValue:
     """Bring a binary operand to the other operand's layout (constants at import)."""
     if v.layout == target:
         return v.ssa
@@ -753,16 +800,11 @@ def _binary(imp: _Importer, node: onnx.NodeProto) -> None:
             # one quantized activation and one constant: the constant stays real
             vals = [imp.quantized(n) for n in node.input]
             if sum(v is not None for v in vals) == 1:
-                qin = [
-                    v if v is not None else imp.value(n)
-                    for v, n in zip(vals, node.input)
-                ]
+                qin = [v if v is not None else imp.value(n) for v, n in zip(vals, node.input)]
     vals = qin if qin is not None else [imp.value(n) for n in node.input]
     target = "cl" if any(v.layout == "cl" for v in vals) else "plain"
     rank = max(len(nn.shape_of(v.ssa)) for v in vals)
-    operands = [
-        _match_layout(imp, v, n, target, rank) for v, n in zip(vals, node.input)
-    ]
+    operands = [_match_layout(imp, v, n, target, rank) for v, n in zip(vals, node.input)]
     if qin is not None:
         attr, dt = imp.result_quant(q)
         op = imp.emit(cls, operands, dtype=dt, quant=attr)
@@ -787,8 +829,7 @@ def _spatial_props(
     auto = auto.decode() if isinstance(auto, bytes) else str(auto)
     if len(strides) != n or len(dil) != n or len(pads) != 2 * n:
         raise imp.fail(
-            f"strides, dilations and pads must have {n}, {n} and {2 * n} values "
-            f"for a {n}D input"
+            f"strides, dilations and pads must have {n}, {n} and {2 * n} values for a {n}D input"
         )
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         pads = [0] * (2 * n)
@@ -798,16 +839,12 @@ def _spatial_props(
             total = max((out - 1) * strides[i] + eff - spatial_in[i], 0)
             small = total // 2
             pads[i], pads[n + i] = (
-                (small, total - small)
-                if auto == "SAME_UPPER"
-                else (total - small, small)
+                (small, total - small) if auto == "SAME_UPPER" else (total - small, small)
             )
     elif auto == "VALID":
         pads = [0] * (2 * n)
     elif auto != "NOTSET":
-        raise imp.fail(
-            f"unknown auto_pad '{auto}'; expected NOTSET, SAME_UPPER, SAME_LOWER, VALID"
-        )
+        raise imp.fail(f"unknown auto_pad '{auto}'; expected NOTSET, SAME_UPPER, SAME_LOWER, VALID")
     props: dict[str, Attribute] = {"kernel": nn.ints_prop(kernel)}
     if any(s != 1 for s in strides):
         props["strides"] = nn.ints_prop(strides)
@@ -826,11 +863,7 @@ def _weight_scales(
         raise imp.fail("quantized weights must be symmetric (zero point 0)", dq)
     if scale.size == 1:
         return np.full((channels,), float(scale.reshape(())), np.float32)
-    if (
-        scale.size != channels
-        or axis % 4 != axis_expected % 4
-        and axis != axis_expected
-    ):
+    if scale.size != channels or axis % 4 != axis_expected % 4 and axis != axis_expected:
         raise imp.fail(
             f"per-channel weight scales must run along the output channels "
             f"(axis {axis_expected}), got axis {axis} with {scale.size} scales",
@@ -876,9 +909,7 @@ def _conv(imp: _Importer, node: onnx.NodeProto) -> None:
     if transpose:
         cout = w.shape[1] * g
         if "output_shape" in a:
-            raise imp.fail(
-                "ConvTranspose's output_shape attribute is not supported; give pads"
-            )
+            raise imp.fail("ConvTranspose's output_shape attribute is not supported; give pads")
         if any(a.get("output_padding", [])):
             props["output_padding"] = nn.ints_prop(a["output_padding"])
     else:
@@ -892,9 +923,7 @@ def _conv(imp: _Importer, node: onnx.NodeProto) -> None:
             bdq = imp.dq_node(bias_name)
             bias = imp.const(bdq.input[0]) if bdq is not None else None
             if bias is None or bias.dtype != np.int32:
-                raise imp.fail(
-                    "a quantized convolution needs an int32 bias from DequantizeLinear"
-                )
+                raise imp.fail("a quantized convolution needs an int32 bias from DequantizeLinear")
         else:
             bias = np.zeros((cout,), np.int32)
         operands = [
@@ -975,10 +1004,7 @@ def _gap(imp: _Importer, node: onnx.NodeProto) -> None:
 @_handles("BatchNormalization")
 def _bn(imp: _Importer, node: onnx.NodeProto) -> None:
     x = imp.to_cl(imp.value(node.input[0]))
-    params = [
-        imp.require_const(node, n, "a BatchNormalization parameter")
-        for n in node.input[1:5]
-    ]
+    params = [imp.require_const(node, n, "a BatchNormalization parameter") for n in node.input[1:5]]
     eps = float(imp.attrs(node).get("epsilon", 1e-5))
     ops = [
         imp.weight(p.astype(np.float32), r)
@@ -1015,9 +1041,7 @@ def _gemm(imp: _Importer, node: onnx.NodeProto) -> None:
             cdq = imp.dq_node(c_name)
             c = imp.const(cdq.input[0]) if cdq is not None else None
             if c is None or c.dtype != np.int32:
-                raise imp.fail(
-                    "a quantized Gemm needs an int32 C from DequantizeLinear"
-                )
+                raise imp.fail("a quantized Gemm needs an int32 C from DequantizeLinear")
         else:
             c = np.zeros((n,), np.int32)
         am = imp.to_plain(qin[0])
@@ -1150,9 +1174,7 @@ def _split(imp: _Importer, node: onnx.NodeProto) -> None:
     rank = len(shape_plain)
     axis = int(a.get("axis", 0)) % rank
     if len(node.input) > 1 and node.input[1]:
-        sizes = [
-            int(s) for s in imp.require_const(node, node.input[1], "Split's sizes")
-        ]
+        sizes = [int(s) for s in imp.require_const(node, node.input[1], "Split's sizes")]
     elif "split" in a:
         sizes = [int(s) for s in a["split"]]
     else:
@@ -1220,9 +1242,7 @@ def _reshape(imp: _Importer, node: onnx.NodeProto) -> None:
         known = math.prod(d for d in out if d != -1)
         out[out.index(-1)] = math.prod(src) // max(known, 1)
     if math.prod(out) != math.prod(src):
-        raise imp.fail(
-            f"cannot reshape {'x'.join(map(str, src))} into {'x'.join(map(str, out))}"
-        )
+        raise imp.fail(f"cannot reshape {'x'.join(map(str, src))} into {'x'.join(map(str, out))}")
     _reshape_to(imp, node, nn.ReshapeOp, out)
 
 
@@ -1245,13 +1265,9 @@ def _squeeze(imp: _Importer, node: onnx.NodeProto) -> None:
     else:
         axes = [int(v) for v in a.get("axes", [])]
     if node.op_type == "Squeeze":
-        axes = [ax % len(src) for ax in axes] or [
-            i for i, d in enumerate(src) if d == 1
-        ]
+        axes = [ax % len(src) for ax in axes] or [i for i, d in enumerate(src) if d == 1]
         if any(src[ax] != 1 for ax in axes):
-            raise imp.fail(
-                f"cannot squeeze axes {axes} of shape {'x'.join(map(str, src))}"
-            )
+            raise imp.fail(f"cannot squeeze axes {axes} of shape {'x'.join(map(str, src))}")
         out = [d for i, d in enumerate(src) if i not in axes]
         cls: type[nn.NNOp] = nn.SqueezeOp
     else:
@@ -1274,9 +1290,7 @@ def _transpose(imp: _Importer, node: onnx.NodeProto) -> None:
         to_plain = _to_plain_perm(rank)
         perm = [to_plain[p] for p in perm]
     attr, dt = (nn.quant_of(x.ssa), nn.dtype_of(x.ssa))
-    op = imp.emit(
-        nn.TransposeOp, [x.ssa], {"perm": nn.ints_prop(perm)}, dtype=dt, quant=attr
-    )
+    op = imp.emit(nn.TransposeOp, [x.ssa], {"perm": nn.ints_prop(perm)}, dtype=dt, quant=attr)
     imp.finish(node, op, "plain", q)
 
 
@@ -1298,9 +1312,7 @@ def _pad(imp: _Importer, node: onnx.NodeProto) -> None:
         raise imp.fail("Pad's axes input is not supported")
     rank = len(nn.shape_of(x.ssa))
     if len(pads) != 2 * rank:
-        raise imp.fail(
-            f"Pad needs {2 * rank} pads for a rank-{rank} input, got {len(pads)}"
-        )
+        raise imp.fail(f"Pad needs {2 * rank} pads for a rank-{rank} input, got {len(pads)}")
     if any(p < 0 for p in pads):
         raise imp.fail("negative pads (cropping) are not supported")
     if x.layout == "cl":
@@ -1322,9 +1334,7 @@ def _resize(imp: _Importer, node: onnx.NodeProto) -> None:
     mode = a.get("mode", b"nearest")
     mode = mode.decode() if isinstance(mode, bytes) else str(mode)
     if mode not in ("nearest", "linear"):
-        raise imp.fail(
-            f"Resize mode '{mode}' is not supported; supported: nearest, linear"
-        )
+        raise imp.fail(f"Resize mode '{mode}' is not supported; supported: nearest, linear")
     ctm = a.get("coordinate_transformation_mode", b"half_pixel")
     ctm = ctm.decode() if isinstance(ctm, bytes) else str(ctm)
     nm = a.get("nearest_mode", b"round_prefer_floor")
@@ -1341,9 +1351,7 @@ def _resize(imp: _Importer, node: onnx.NodeProto) -> None:
     else:
         raise imp.fail("Resize needs constant scales or sizes")
     if len(out) != len(src) or out[0] != src[0] or out[1] != src[1]:
-        raise imp.fail(
-            "Resize may only change the spatial axes (N and C must keep their size)"
-        )
+        raise imp.fail("Resize may only change the spatial axes (N and C must keep their size)")
     out_cl = [out[i] for i in _to_cl_perm(len(out))]
     props: dict[str, Attribute] = {
         "mode": StringAttr(mode),
@@ -1352,9 +1360,7 @@ def _resize(imp: _Importer, node: onnx.NodeProto) -> None:
     if mode == "nearest":
         props["nearest_mode"] = StringAttr(nm)
     attr, dt = imp.result_quant(q)
-    op = imp.emit(
-        nn.ResizeOp, [x.ssa], props, dtype=dt, quant=attr, result_shapes=[out_cl]
-    )
+    op = imp.emit(nn.ResizeOp, [x.ssa], props, dtype=dt, quant=attr, result_shapes=[out_cl])
     imp.finish(node, op, "cl", q)
 
 
@@ -1414,10 +1420,167 @@ def _reduce(imp: _Importer, node: onnx.NodeProto) -> None:
 def _quantize(imp: _Importer, node: onnx.NodeProto) -> None:
     attr, dt = imp.quant_attr(node)
     x = imp.value(node.input[0])
-    op = imp.emit(
-        nn.QuantizeOp, [x.ssa], dtype=dt, quant=attr, result_shapes=[nn.shape_of(x.ssa)]
-    )
+    op = imp.emit(nn.QuantizeOp, [x.ssa], dtype=dt, quant=attr, result_shapes=[nn.shape_of(x.ssa)])
     imp.finish(node, op, x.layout)
+
+
+_COMPARE: dict[str, type[nn.NNOp]] = {
+    "Less": nn.LessOp,
+    "LessOrEqual": nn.LessEqualOp,
+    "Greater": nn.GreaterOp,
+    "GreaterOrEqual": nn.GreaterEqualOp,
+    "Equal": nn.EqualOp,
+}
+
+
+@_handles(*_COMPARE)
+def _compare(imp: _Importer, node: onnx.NodeProto) -> None:
+    """A comparison giving an i1 flag (quantized operands compare as real values)."""
+    vals = [imp.value(n) for n in node.input]
+    target = "cl" if any(v.layout == "cl" for v in vals) else "plain"
+    rank = max(len(nn.shape_of(v.ssa)) for v in vals)
+    operands = [_match_layout(imp, v, n, target, rank) for v, n in zip(vals, node.input)]
+    op = imp.emit(_COMPARE[node.op_type], operands, dtype=np.bool_)
+    imp.finish(node, op, target)
+
+
+def _boundary_layout(v: _Val) -> Layout:
+    """How a value crosses into or out of a body: channels-last when it is a
+    rank-3 or rank-4 feature map, as model inputs do; plain otherwise."""
+    return "cl" if len(nn.shape_of(v.ssa)) in (3, 4) else "plain"
+
+
+def _condition(imp: _Importer, node: onnx.NodeProto, name: str) -> SSAValue:
+    v = imp.value(name)
+    if not nn.is_flag(v.ssa):
+        raise imp.fail(
+            f"the condition '{name}' must be a single-element bool tensor, got {v.ssa.type}"
+        )
+    return v.ssa
+
+
+def _graph_attr(imp: _Importer, node: onnx.NodeProto, attr: str) -> onnx.GraphProto:
+    for a in node.attribute:
+        if a.name == attr and a.type == onnx.AttributeProto.GRAPH:
+            return a.g
+    raise imp.fail(f"{node.op_type} needs the graph attribute '{attr}'")
+
+
+@_handles("If")
+def _if(imp: _Importer, node: onnx.NodeProto) -> None:
+    """nn.if; both branches must give each output one static type."""
+    cond = _condition(imp, node, node.input[0])
+    branches: list[tuple[str, _Importer, Block, list[_Val]]] = []
+    for attr in ("then_branch", "else_branch"):
+        g = _graph_attr(imp, node, attr)
+        if len(g.output) != len(node.output):
+            raise imp.fail(
+                f"{attr} has {len(g.output)} output(s) but the node has {len(node.output)}"
+            )
+        child, block = imp.body(node, attr, g, [])
+        outs = [child.value(o.name) for o in g.output]
+        branches.append((attr, child, block, outs))
+    layouts = [
+        "cl" if "cl" in (_boundary_layout(t), _boundary_layout(e)) else "plain"
+        for t, e in zip(branches[0][3], branches[1][3])
+    ]
+    yielded: list[list[SSAValue]] = []
+    for _, child, _, outs in branches:
+        vals = [child.to_layout(v, lay).ssa for v, lay in zip(outs, layouts)]
+        yielded.append(vals)
+    for i, (t, e) in enumerate(zip(*yielded)):
+        if t.type != e.type:
+            raise imp.fail(
+                f"output {i} ('{node.output[i]}') is {t.type} in then_branch but "
+                f"{e.type} in else_branch; both branches must give one static type"
+            )
+    regions: list[Region] = []
+    for (_, child, block, _), vals in zip(branches, yielded):
+        child.b.insert(nn.YieldOp(*vals))
+        regions.append(Region(block))
+    op = nn.IfOp(cond, [v.type for v in yielded[0]], regions[0], regions[1])
+    _insert_verified(imp, op)
+    for name, r, lay in zip(node.output, op.results, layouts):
+        imp.env[name] = _Val(r, lay)
+
+
+_UNBOUNDED_TRIPS = 2**31
+"""Exporters write INT64_MAX as the trip count of a while loop: from this
+many trips on, the count is read as no limit (the condition ends the loop)."""
+
+
+@_handles("Loop")
+def _loop(imp: _Importer, node: onnx.NodeProto) -> None:
+    """nn.loop over loop-carried values; scan outputs are refused."""
+    inputs = list(node.input) + [""] * max(0, 2 - len(node.input))
+    m_name, c_name, carried = inputs[0], inputs[1], inputs[2:]
+    g = _graph_attr(imp, node, "body")
+    if len(node.output) > len(carried):
+        raise imp.fail(
+            f"Loop's scan outputs are not supported: the node has {len(node.output)} "
+            f"outputs for {len(carried)} loop-carried value(s); only loop-carried values "
+            "are supported"
+        )
+    if len(g.input) != 2 + len(carried) or len(g.output) != 1 + len(carried):
+        raise imp.fail(
+            f"the body must take 2 + {len(carried)} inputs and give 1 + {len(carried)} "
+            f"outputs, got {len(g.input)} and {len(g.output)}"
+        )
+    trips: int | None = None
+    if m_name:
+        m = imp.require_const(node, m_name, "Loop's trip count M")
+        trips = int(np.asarray(m).reshape(()))
+        if trips < 0:
+            raise imp.fail(f"Loop's trip count M must be >= 0, got {trips}")
+        if trips >= _UNBOUNDED_TRIPS:
+            trips = None
+    inits = [imp.value(n) for n in carried]
+    cond: SSAValue | None = None
+    if c_name:
+        c = imp.const(c_name)
+        if c is None:
+            cond = _condition(imp, node, c_name)
+        elif c.size != 1:
+            raise imp.fail(f"the condition '{c_name}' must hold one element")
+        elif not bool(np.asarray(c).reshape(())) or trips == 0:
+            for name, v in zip(node.output, inits):  # the body never runs
+                imp.env[name] = v
+            return
+    layouts = [_boundary_layout(v) for v in inits]
+    inits = [imp.to_layout(v, lay) for v, lay in zip(inits, layouts)]
+    args: list[tuple[str, Attribute, Layout]] = [
+        (g.input[0].name, nn.index_type(), "plain"),
+        (g.input[1].name, nn.flag_type(), "plain"),
+        *((i.name, v.ssa.type, lay) for i, v, lay in zip(g.input[2:], inits, layouts)),
+    ]
+    child, block = imp.body(node, "body", g, args)
+    go = child.value(g.output[0].name)
+    if not nn.is_flag(go.ssa):
+        raise imp.fail(
+            f"the body's condition output '{g.output[0].name}' must be a single-element "
+            f"bool tensor, got {go.ssa.type}"
+        )
+    outs = [child.to_layout(child.value(o.name), lay) for o, lay in zip(g.output[1:], layouts)]
+    for i, (v, init) in enumerate(zip(outs, inits)):
+        if v.ssa.type != init.ssa.type:
+            raise imp.fail(
+                f"loop-carried value {i} ('{carried[i]}') enters the body as "
+                f"{init.ssa.type} but leaves it as {v.ssa.type}; a carried value keeps "
+                "one static type"
+            )
+    child.b.insert(nn.YieldOp(go.ssa, *(v.ssa for v in outs)))
+    op = nn.LoopOp(cond, [v.ssa for v in inits], Region(block), trips)
+    _insert_verified(imp, op)
+    for name, r, lay in zip(node.output, op.results, layouts):
+        imp.env[name] = _Val(r, lay)
+
+
+def _insert_verified(imp: _Importer, op: Operation) -> None:
+    try:
+        op.verify()
+    except VerifyException as e:
+        raise imp.fail(str(e)) from None
+    imp.b.insert(op)
 
 
 # ======================================================================== entry
@@ -1476,9 +1639,7 @@ def import_file(
     try:
         data = p.read_bytes()
     except OSError as e:
-        raise ImportDiagnostic(
-            str(path), f"cannot read the model: {e.strerror}"
-        ) from None
+        raise ImportDiagnostic(str(path), f"cannot read the model: {e.strerror}") from None
     model = load_model(data, str(path))
     return import_model(
         model, origin=str(path), input_shapes=input_shapes, weights_ref=str(p.resolve())

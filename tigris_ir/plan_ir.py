@@ -3,12 +3,15 @@
 The tiling passes share one plan per function and budget (`plan_of`), so the
 figures the IR records are exactly those `tigris-analyze` reports. Each pass
 materialises its part: stages, their strategies and band records, chains,
-band rows.
+band rows. A function holding `nn.if` / `nn.loop` is a tree of graphs
+(`plan_tree`): every body is planned as a model of its own, and each pass
+materialises every graph of the tree the same way (`planned_scopes`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
@@ -17,9 +20,16 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from tigris_ir.dialects import nn, tile
-from tigris_ir.memory import format_bytes, parse_budget
-from tigris_ir.nn_graph import GraphView, build_view
-from tigris_ir.planner import Plan, StagePlan, plan
+from tigris_ir.memory import align, format_bytes, parse_budget
+from tigris_ir.nn_graph import (
+    BodyNeed,
+    GraphView,
+    build_body_view,
+    build_view,
+    control_flow_ops,
+    scope_ops,
+)
+from tigris_ir.planner import Plan, StagePlan, min_budget, normal_peak, plan
 
 DEFAULT_BUDGET = 256 * 1024
 BUDGET_ATTR = "tile.budget"
@@ -47,7 +57,7 @@ def main_func(module: ModuleOp) -> func.FuncOp:
     return next((f for f in fns if f.sym_name.data == "main"), fns[0])
 
 
-_CACHE: dict[tuple[int, int], tuple[str, GraphView, Plan]] = {}
+_CACHE: dict[tuple[int, int], tuple[str, Plan]] = {}
 
 
 def _fingerprint(view: GraphView) -> str:
@@ -55,17 +65,277 @@ def _fingerprint(view: GraphView) -> str:
     return repr((g.nodes, sorted((k, v.shape, v.elem_bytes, v.kind) for k, v in g.tensors.items())))
 
 
-def plan_of(fn: func.FuncOp, budget: int) -> tuple[GraphView, Plan]:
-    """The plan of the function's `nn` ops under `budget` (memoised per graph)."""
-    view = build_view(fn)
-    key = (id(fn), budget)
+def _plan_cached(key: int, view: GraphView, budget: int, cache: bool) -> Plan:
     fp = _fingerprint(view)
-    hit = _CACHE.get(key)
+    hit = _CACHE.get((key, budget)) if cache else None
     if hit is not None and hit[0] == fp:
-        return view, hit[2]
+        return hit[1]
     p = plan(view.graph, budget)
-    _CACHE[key] = (fp, view, p)
-    return view, p
+    if cache:
+        _CACHE[(key, budget)] = (fp, p)
+    return p
+
+
+@dataclass(frozen=True)
+class ScopePlan:
+    """The plan of one graph of a function: its top level, or an If / Loop body.
+
+    The accounting of control flow (spec: "If and While hold nothing in fast
+    memory themselves: each subgraph is planned and tiled as a model of its
+    own under the same budget"):
+
+    * "the same budget" is the one fast memory of the device. A body is a
+      model of its own: its inputs are its block arguments and the outer
+      values it reads, its outputs what it yields; its plan counts them like a
+      model's (in its own arena when it runs in place, else loaded from and
+      spilled to slow memory, which its slow figures count);
+    * while a body runs, the enclosing stage still holds the If / Loop node's
+      operands and results (`held`: the aligned bytes of the node's non-constant
+      inputs, captured values included, and of its results; a loop passes its
+      carried values from one trip to the next through its result buffers). So
+      a body is planned under the budget less `held`, and in the enclosing
+      graph the node needs `held` plus the largest body peak: it produces a
+      workspace tensor of that peak which only the node itself uses
+      (`nn_graph.BodyNeed`). A node with its bodies fits exactly when this sum
+      does, and the enclosing planner places it like any op that runs whole;
+    * MACs of a node are those of its largest branch (If) or of its body times
+      the trip limit (Loop; once when the condition alone ends it), per run.
+    """
+
+    path: str
+    """"" for the function, `if0/then`, `loop0/body`, `if0/then/loop0/body`."""
+    block: Block
+    view: GraphView
+    plan: Plan | None
+    """None for a body with no ops, or when `held` leaves nothing of the budget."""
+    budget: int
+    owner: str | None = None
+    """The If / Loop node in the enclosing graph's view, e.g. `if_2`."""
+    held: int = 0
+    trips: int | None = 1
+    """Runs per run of the enclosing graph: 1 for a branch, the loop's limit
+    (None: the condition alone ends the loop)."""
+    bodies: tuple[ScopePlan, ...] = field(default=())
+    error: str | None = None
+
+    @property
+    def prefix(self) -> str:
+        return f"{self.path}/" if self.path else ""
+
+    @property
+    def own_fits(self) -> bool:
+        return self.error is None and (self.plan is None or self.plan.fits)
+
+    @property
+    def fits(self) -> bool:
+        return self.own_fits and all(b.fits for b in self.bodies)
+
+    @property
+    def peak(self) -> int:
+        return self.plan.peak if self.plan is not None else 0
+
+    @property
+    def macs(self) -> int:
+        return self.plan.macs if self.plan is not None else 0
+
+    def walk(self) -> Iterator[ScopePlan]:
+        """This graph, then every body, depth first."""
+        yield self
+        for b in self.bodies:
+            yield from b.walk()
+
+
+def _held(view: GraphView, node: str) -> int:
+    """Aligned bytes of a node's non-constant inputs and outputs."""
+    g = view.graph
+    info = g.nodes[g.node_index(node)]
+    names = dict.fromkeys((*info.inputs, *info.outputs))
+    return sum(align(g.tensors[n].nbytes) for n in names if not g.tensors[n].is_const)
+
+
+def _plan_scope(
+    block: Block,
+    budget: int,
+    path: str,
+    build: Callable[[Mapping[Operation, BodyNeed] | None], GraphView],
+    cache: bool,
+) -> tuple[GraphView, Plan | None, tuple[ScopePlan, ...]]:
+    """Plan one graph after its bodies, whose peaks its control-flow nodes hold."""
+    view = build(None)
+    cf = control_flow_ops(block)
+    if not cf:
+        top = path == ""
+        p = _plan_cached(id(block), view, budget, cache) if top or view.graph.nodes else None
+        return view, p, ()
+    names = {id(op): n for n, op in view.ops.items()}
+    counts: dict[str, int] = {}
+    bodies: list[ScopePlan] = []
+    needs: dict[Operation, BodyNeed] = {}
+    prefix = f"{path}/" if path else ""
+    for op in cf:
+        kind = op.name.removeprefix("nn.")
+        label = f"{prefix}{kind}{counts.get(kind, 0)}"
+        counts[kind] = counts.get(kind, 0) + 1
+        node = names[id(op)]
+        held = _held(view, node)
+        trips = op.trips() if isinstance(op, nn.LoopOp) else 1
+        subs = [
+            _body_plan(region, budget - held, f"{label}/{name}", node, held, trips, budget, cache)
+            for name, region in op.bodies()
+        ]
+        body_macs = [s.macs for s in subs]
+        macs = max(body_macs) if isinstance(op, nn.IfOp) else body_macs[0] * (trips or 1)
+        needs[op] = BodyNeed(max(s.peak for s in subs), macs)
+        bodies.extend(subs)
+    view = build(needs)
+    p = _plan_cached(id(block), view, budget, cache) if path == "" or view.graph.nodes else None
+    return view, p, tuple(bodies)
+
+
+def _body_plan(
+    region: Region,
+    budget: int,
+    path: str,
+    owner: str,
+    held: int,
+    trips: int | None,
+    outer_budget: int,
+    cache: bool,
+) -> ScopePlan:
+    block = region.block
+    if budget <= 0:
+        view = build_body_view(region)
+        return ScopePlan(
+            path,
+            block,
+            view,
+            None,
+            budget,
+            owner,
+            held,
+            trips,
+            error=(
+                f"'{owner}' holds {held} bytes of operands and results, which leaves "
+                f"nothing of the {outer_budget}-byte budget to its bodies"
+            ),
+        )
+    view, p, subs = _plan_scope(
+        block, budget, path, lambda needs: build_body_view(region, needs), cache
+    )
+    return ScopePlan(path, block, view, p, budget, owner, held, trips, subs)
+
+
+def plan_tree(fn: func.FuncOp, budget: int, *, cache: bool = True) -> ScopePlan:
+    """The plan of the function and, recursively, of every If and Loop body."""
+    if budget <= 0:
+        raise ValueError(f"budget must be positive, got {budget}")
+    view, p, bodies = _plan_scope(
+        fn.body.block, budget, "", lambda needs: build_view(fn, needs), cache
+    )
+    return ScopePlan("", fn.body.block, view, p, budget, bodies=bodies)
+
+
+def plan_of(fn: func.FuncOp, budget: int) -> tuple[GraphView, Plan]:
+    """The plan of the function's `nn` ops under `budget` (memoised per graph);
+    an If or Loop node holds its bodies' peak (see `ScopePlan`)."""
+    tree = plan_tree(fn, budget)
+    assert tree.plan is not None
+    return tree.view, tree.plan
+
+
+def tree_min_budget(fn: func.FuncOp) -> int:
+    """The smallest budget under which the function and all its bodies fit.
+
+    Without control flow this is the planner's `min_budget`; with it, a
+    bisection over `plan_tree(...).fits` (a larger budget never fits less),
+    from a budget at which every tensor of every graph is live at once.
+    """
+    if not any(isinstance(op, nn.ControlFlowOp) for op in fn.walk()):
+        return min_budget(build_view(fn).graph)
+    return _bisect(lambda b: plan_tree(fn, b, cache=False).fits, _all_bytes(fn, [build_view(fn)]))
+
+
+def body_min_budget(region: Region) -> int:
+    """The smallest budget under which an If / Loop body fits as a model of its own."""
+    view = build_body_view(region)
+    if not view.graph.nodes:
+        return 0
+    owner = region.parent_op()
+    if not any(isinstance(op, nn.ControlFlowOp) for op in region.walk()):
+        return min_budget(view.graph)
+    name = owner.name if owner is not None else "body"
+
+    def ok(budget: int) -> bool:
+        return _body_plan(region, budget, name, name, 0, 1, budget, False).fits
+
+    return _bisect(ok, _all_bytes(region, [view]))
+
+
+def _bisect(ok: Callable[[int], bool], hi: int) -> int:
+    hi = max(1, hi)
+    while not ok(hi):
+        if hi > 1 << 40:
+            raise ValueError("no budget below 1 TiB fits")
+        hi *= 2
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
+def _all_bytes(root: Operation | Region, views: list[GraphView]) -> int:
+    """Every tensor of every graph under `root`, aligned: all live at once."""
+    for op in root.walk():
+        if isinstance(op, nn.ControlFlowOp):
+            views.extend(build_body_view(r) for _, r in op.bodies())
+    return sum(align(t.nbytes) for v in views for t in v.graph.tensors.values() if not t.is_const)
+
+
+def scope_need(tree: ScopePlan, sc: ScopePlan) -> int | None:
+    """The smallest total budget that the first failure in `sc` needs: what the
+    enclosing control flow holds plus the failing op's (or body's) own need."""
+    above = tree.budget - sc.budget
+    if sc.error is not None:  # the node's every body needs its share at once
+        parent = next(p for p in tree.walk() if sc in p.bodies)
+        regions = [b.block.parent for b in parent.bodies if b.owner == sc.owner]
+        return above + max(body_min_budget(r) for r in regions if r is not None)
+    if sc.plan is not None and not sc.plan.fits and sc.plan.failed_min_budget is not None:
+        return above + sc.plan.failed_min_budget
+    return None
+
+
+def first_failure(tree: ScopePlan) -> ScopePlan | None:
+    """The innermost graph that does not fit (a body before its enclosing graph,
+    whose control-flow node fails because of it)."""
+    for b in tree.bodies:
+        hit = first_failure(b)
+        if hit is not None:
+            return hit
+    return None if tree.own_fits else tree
+
+
+def layer_by_layer_peak(fn: func.FuncOp) -> int:
+    """The peak of running every op whole, one after the other, an If or Loop
+    holding its largest body's own layer-by-layer peak."""
+
+    def needs(block: Block) -> dict[Operation, BodyNeed]:
+        return {
+            op: BodyNeed(max(body_peak(r) for _, r in op.bodies()), 0)
+            for op in control_flow_ops(block)
+        }
+
+    def peak(view: GraphView) -> int:
+        g = view.graph
+        return normal_peak(g, 0, len(g.nodes)) if g.nodes else 0
+
+    def body_peak(region: Region) -> int:
+        return peak(build_body_view(region, needs(region.block)))
+
+    return peak(build_view(fn, needs(fn.body.block)))
 
 
 def require_fit(view: GraphView, p: Plan) -> None:
@@ -82,18 +352,63 @@ def require_fit(view: GraphView, p: Plan) -> None:
     )
 
 
+def require_tree_fit(tree: ScopePlan) -> None:
+    """`require_fit` for every graph of the tree; a body's message says where
+    it is and what its enclosing node holds."""
+    sc = first_failure(tree)
+    if sc is None:
+        return
+    if not sc.path:
+        assert sc.plan is not None
+        require_fit(sc.view, sc.plan)
+    need = scope_need(tree, sc) or 0
+    above = tree.budget - sc.budget
+    if sc.error is not None:
+        raise PassFailedException(
+            f"{sc.path.rsplit('/', 1)[0]}: {sc.error}; the smallest budget that fits it is "
+            f"{need} bytes "
+            f"({format_bytes(need)})"
+        )
+    assert sc.plan is not None
+    p = sc.plan
+    op = sc.view.ops.get(p.failed_node or "")
+    where = f"'{op.name}' ({p.failed_node})" if op is not None else f"'{p.failed_node}'"
+    raise PassFailedException(
+        f"{where} in {sc.path} does not fit the {p.budget} bytes the budget of {tree.budget} "
+        f"leaves to the body ({above} bytes are held by the enclosing control flow) even "
+        f"with one-row bands or 2D tiles; the smallest budget that fits it is {need} bytes "
+        f"({format_bytes(need)})"
+    )
+
+
+def planned_tree(module: ModuleOp, option: str | int | None) -> ScopePlan:
+    """The fitting plan tree of the module's function under the budget."""
+    budget = budget_of(module, option)
+    tree = plan_tree(main_func(module), budget)
+    require_tree_fit(tree)
+    return tree
+
+
+def planned_scopes(module: ModuleOp, option: str | int | None) -> list[ScopePlan]:
+    """Every graph the tiling passes materialise, the function's first; a body
+    without ops has nothing to tile."""
+    return [sc for sc in planned_tree(module, option).walk() if sc.plan is not None]
+
+
 def planned(module: ModuleOp, option: str | int | None) -> tuple[func.FuncOp, GraphView, Plan]:
     """What every tiling pass starts from: the function and its fitting plan."""
-    budget = budget_of(module, option)
-    fn = main_func(module)
-    view, p = plan_of(fn, budget)
-    require_fit(view, p)
-    return fn, view, p
+    tree = planned_tree(module, option)
+    assert tree.plan is not None
+    return main_func(module), tree.view, tree.plan
 
 
-def hoist_weights(fn: func.FuncOp) -> None:
+def _block(scope: func.FuncOp | Block) -> Block:
+    return scope.body.block if isinstance(scope, func.FuncOp) else scope
+
+
+def hoist_weights(scope: func.FuncOp | Block) -> None:
     """Weights are constants: move them to the top so stages can capture them."""
-    block = fn.body.block
+    block = _block(scope)
     weights = [op for op in block.ops if isinstance(op, nn.WeightOp)]
     anchor = next((op for op in block.ops if not isinstance(op, nn.WeightOp)), None)
     if anchor is None:
@@ -103,8 +418,19 @@ def hoist_weights(fn: func.FuncOp) -> None:
         block.insert_op_before(w, anchor)
 
 
-def stages_in(fn: func.FuncOp) -> list[tile.StageOp]:
-    return [op for op in fn.walk() if isinstance(op, tile.StageOp)]
+def stages_in(scope: func.FuncOp | Block) -> list[tile.StageOp]:
+    """The stages of one graph (chained or not), not those of If / Loop bodies."""
+    out: list[tile.StageOp] = []
+    for op in _block(scope).ops:
+        if isinstance(op, tile.StageOp):
+            out.append(op)
+        elif isinstance(op, tile.ChainOp):
+            out.extend(op.stages())
+    return out
+
+
+def chains_in(scope: func.FuncOp | Block) -> list[tile.ChainOp]:
+    return [op for op in _block(scope).ops if isinstance(op, tile.ChainOp)]
 
 
 def _outside_uses(ops: Sequence[Operation], inside: set[Operation]) -> list[SSAValue]:
@@ -149,21 +475,29 @@ def wrap(ops: Sequence[Operation], make) -> Operation:
     return wrapper
 
 
-def form_stage_ops(fn: func.FuncOp, view: GraphView, p: Plan) -> list[tile.StageOp]:
-    """Wrap the plan's stages; strategy and record are set by `tile-stages`."""
-    hoist_weights(fn)
+def form_stage_ops(
+    scope: func.FuncOp | Block, view: GraphView, p: Plan, prefix: str = ""
+) -> list[tile.StageOp]:
+    """Wrap the plan's stages; strategy and record are set by `tile-stages`.
+    A body's stages are named after its path (`if0/then/s0`)."""
+    hoist_weights(scope)
     stages: list[tile.StageOp] = []
     for s in p.stages:
         ops = [view.ops[n] for n in s.nodes]
-        st = wrap(ops, lambda region, types, s=s: tile.StageOp(f"s{s.index}", None, region, types))
+        st = wrap(
+            ops,
+            lambda region, types, s=s: tile.StageOp(f"{prefix}s{s.index}", None, region, types),
+        )
         assert isinstance(st, tile.StageOp)
         stages.append(st)
     return stages
 
 
-def match_stages(fn: func.FuncOp, view: GraphView, p: Plan) -> list[tuple[tile.StageOp, StagePlan]]:
-    """Pair the function's stages with the plan's; they must be the same partition."""
-    ir = stages_in(fn)
+def match_stages(
+    scope: func.FuncOp | Block, view: GraphView, p: Plan
+) -> list[tuple[tile.StageOp, StagePlan]]:
+    """Pair the graph's stages with the plan's; they must be the same partition."""
+    ir = stages_in(scope)
     pairs: list[tuple[tile.StageOp, StagePlan]] = []
     names = {id(op): n for n, op in view.ops.items()}
     if len(ir) != len(p.stages):
@@ -172,7 +506,7 @@ def match_stages(fn: func.FuncOp, view: GraphView, p: Plan) -> list[tuple[tile.S
             f"{len(p.stages)}; stages must come from form-stages with the same budget"
         )
     for st, sp in zip(ir, p.stages):
-        got = tuple(names[id(op)] for op in st.body.block.ops if isinstance(op, nn.NNOp))
+        got = tuple(names[id(op)] for op in scope_ops(st.body.block))
         if got != sp.nodes:
             raise PassFailedException(
                 f"tile.stage '{st.sym_name.data}' holds {', '.join(got)} but the plan's "

@@ -9,14 +9,16 @@ channels-last (`nn.input_layouts`, `nn.output_layouts`).
 
 from __future__ import annotations
 
+from collections import ChainMap
+from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, Region, SSAValue
 
-from tigris_ir.dialects import nn
+from tigris_ir.dialects import nn, tile
 from tigris_ir.onnx_import import import_file, module_io
 
 
@@ -72,36 +74,81 @@ def run_function(
     block = fn.body.block
     for a, x in zip(block.args, args, strict=True):
         env[a] = x
+    outs = run_block(block, env, weights)
+    if outs is None:
+        raise ReferenceError_("the function has no func.return")
+    return outs
+
+
+def run_block(
+    block: Block, env: MutableMapping[SSAValue, np.ndarray], weights: dict[str, np.ndarray]
+) -> list[np.ndarray] | None:
+    """Run a block's ops in order; returns what its terminator hands out.
+
+    `env` holds the block's arguments and every value defined above it (If and
+    Loop bodies read outer values). Stages and chains of the tiling passes run
+    their ops in place, as the untiled graph would.
+    """
     for op in block.ops:
         if isinstance(op, nn.WeightOp):
-            name = op.ref.data
-            if name not in weights:
-                raise ReferenceError_(f"weight '{name}' is not in the weight table")
-            w = weights[name]
-            want_shape, want_dt = nn.shape_of(op.result), nn.dtype_of(op.result)
-            if tuple(w.shape) != want_shape or w.dtype != want_dt:
-                raise ReferenceError_(
-                    f"weight '{name}' is {w.dtype}{list(w.shape)} but the IR says "
-                    f"{want_dt}{list(want_shape)}"
-                )
-            env[op.result] = w
+            env[op.result] = _weight(op, weights)
         elif isinstance(op, nn.NNOp):
             outs = op.reference([env[v] for v in op.operands])
             for r, o in zip(op.results, outs, strict=True):
                 env[r] = o
-        elif isinstance(op, func.ReturnOp):
-            return [env[v] for v in op.arguments]
+        elif isinstance(op, nn.ControlFlowOp):
+            outs = op.reference(
+                [env[v] for v in op.operands],
+                lambda region, args, env=env: _run_region(region, args, env, weights),
+            )
+            for r, o in zip(op.results, outs, strict=True):
+                env[r] = o
+        elif isinstance(op, tile.StageOp | tile.ChainOp):
+            outs = run_block(op.body.block, env, weights)
+            assert outs is not None
+            for r, o in zip(op.results, outs, strict=True):
+                env[r] = o
+        elif isinstance(op, func.ReturnOp | nn.YieldOp | tile.YieldOp):
+            return [env[v] for v in op.operands]
         else:
             raise ReferenceError_(f"the reference cannot run '{op.name}'")
-    raise ReferenceError_("the function has no func.return")
+    return None
+
+
+def _run_region(
+    region: Region,
+    args: Sequence[np.ndarray],
+    outer: MutableMapping[SSAValue, np.ndarray],
+    weights: dict[str, np.ndarray],
+) -> list[np.ndarray]:
+    """One run of an If or Loop body in a scope of its own over `outer`."""
+    block = region.block
+    env: ChainMap[SSAValue, np.ndarray] = ChainMap(dict(zip(block.args, args, strict=True)), outer)
+    outs = run_block(block, env, weights)
+    if outs is None:
+        owner = region.parent_op()
+        raise ReferenceError_(f"a body of '{owner.name if owner else '?'}' has no nn.yield")
+    return outs
+
+
+def _weight(op: nn.WeightOp, weights: dict[str, np.ndarray]) -> np.ndarray:
+    name = op.ref.data
+    if name not in weights:
+        raise ReferenceError_(f"weight '{name}' is not in the weight table")
+    w = weights[name]
+    want_shape, want_dt = nn.shape_of(op.result), nn.value_dtype(op.result)
+    if tuple(w.shape) != want_shape or w.dtype != want_dt:
+        raise ReferenceError_(
+            f"weight '{name}' is {w.dtype}{list(w.shape)} but the IR says "
+            f"{want_dt}{list(want_shape)}"
+        )
+    return w
 
 
 def check_inputs(fn: func.FuncOp, names: list[str], inputs: list[np.ndarray]) -> None:
     types = fn.function_type.inputs.data
     if len(inputs) != len(types):
-        raise ReferenceError_(
-            f"the model takes {len(types)} input(s), got {len(inputs)}"
-        )
+        raise ReferenceError_(f"the model takes {len(types)} input(s), got {len(inputs)}")
     for name, t, x, arg in zip(names, types, inputs, fn.body.block.args):
         want = nn.shape_of(arg)
         layouts = module_layouts(fn)[0]

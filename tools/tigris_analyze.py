@@ -56,24 +56,39 @@ def _parser() -> argparse.ArgumentParser:
 def analyze(
     path: Path, budget: int, shapes: dict[str, tuple[int, ...]], with_min: bool
 ) -> dict[str, Any]:
-    """Import (or parse), plan, and collect the figures of the report."""
+    """Import (or parse), plan, and collect the figures of the report.
+
+    A model with If / Loop is a tree of graphs: the top-level figures are the
+    whole model's (an If or Loop node holds its largest body's peak; MACs and
+    slow traffic count the largest branch of an If and every trip of a bounded
+    Loop, once for a loop the condition alone ends; the slow peak adds the
+    largest body's to the enclosing graph's, an upper bound), and `bodies`
+    lists each body's own plan, nested as the bodies are.
+    """
     from tigris_ir.tools.tigris_run import load_module
 
-    from tigris_ir.nn_graph import build_view
-    from tigris_ir.plan_ir import main_func
-    from tigris_ir.planner import min_budget, normal_peak, plan
-    from tigris_ir.tiling import GraphTables
+    from tigris_ir.plan_ir import (
+        first_failure,
+        layer_by_layer_peak,
+        main_func,
+        plan_tree,
+        scope_need,
+        tree_min_budget,
+    )
 
     t0 = time.perf_counter()
     module, _ = load_module(path, shapes, need_weights=False)
-    view = build_view(main_func(module))
-    p = plan(view.graph, budget)
+    fn = main_func(module)
+    tree = plan_tree(fn, budget)
     compile_s = time.perf_counter() - t0
+    view, p = tree.view, tree.plan
+    assert p is not None
     g = view.graph
-    acts = [t for t in g.tensors.values() if not t.is_const]
+    acts = [t for t in g.tensors.values() if not t.is_const and t.name not in view.workspace]
     largest = max(acts, key=lambda t: t.nbytes)
-    naive = normal_peak(g, 0, len(g.nodes), GraphTables(g)) if g.nodes else 0
-    chain_of = {s.index: s.chain for s in p.stages}
+    naive = layer_by_layer_peak(fn)
+    failed = first_failure(tree)
+    figures = _figures(tree)
     out: dict[str, Any] = {
         "model": str(path),
         "operators": len(g.nodes),
@@ -81,53 +96,127 @@ def analyze(
         "naive_peak_bytes": naive,
         "largest_tensor": largest.name,
         "largest_tensor_bytes": largest.nbytes,
-        "fits": p.fits,
+        "fits": tree.fits,
         "budget_bytes": budget,
         "peak_bytes": p.peak,
-        "slow_peak_bytes": p.slow_peak,
-        "slow_read_bytes": p.slow_reads,
-        "slow_write_bytes": p.slow_writes,
+        "slow_peak_bytes": figures["slow_peak_bytes"],
+        "slow_read_bytes": figures["slow_read_bytes"],
+        "slow_write_bytes": figures["slow_write_bytes"],
         "macs": p.macs,
-        "recompute_macs": p.recomputed_macs,
+        "recompute_macs": figures["recompute_macs"],
         "compile_seconds": round(compile_s, 4),
-        "not_fitting": [p.failed_node] if p.failed_node else [],
-        "not_fitting_min_budget_bytes": p.failed_min_budget,
+        "not_fitting": [_failed_name(failed)] if failed is not None else [],
+        "not_fitting_min_budget_bytes": scope_need(tree, failed) if failed is not None else None,
         "in_place": p.in_place,
-        "stages": [
-            {
-                "name": f"s{s.index}",
-                "ops": list(s.nodes),
-                "strategy": s.strategy,
-                "description": s.describe(),
-                "tiles": s.num_tiles,
-                "tile_h": s.tile_h,
-                "tile_w": s.tile_w,
-                "halo": s.halo,
-                "peak_bytes": s.peak,
-                "chain": f"c{chain_of[s.index]}" if chain_of[s.index] is not None else None,
-                "line_buffered": bool(s.chain is not None and p.chains[s.chain].line_buffered),
-                "fits": s.fits,
-            }
-            for s in p.stages
-        ],
-        "chains": [
-            {
-                "name": f"c{c.index}",
-                "stages": [f"s{i}" for i in c.stages],
-                "tile_h": c.tile_h,
-                "tiles": c.num_tiles,
-                "halo": c.halo,
-                "line_buffered": c.line_buffered,
-                "peak_bytes": c.peak,
-                "description": c.describe(),
-            }
-            for c in p.chains
-        ],
+        "stages": _stages(tree),
+        "chains": _chains(tree),
     }
+    if tree.bodies:
+        out["bodies"] = [_body(b) for b in tree.bodies]
     if with_min:
         t0 = time.perf_counter()
-        out["min_budget_bytes"] = min_budget(g)
+        out["min_budget_bytes"] = tree_min_budget(fn)
         out["min_budget_seconds"] = round(time.perf_counter() - t0, 4)
+    return out
+
+
+def _failed_name(sc: Any) -> str:
+    """A failing op by its path: `conv_0`, `if0/then/conv_0`; a control-flow
+    node whose operands leave its bodies nothing is named in its own graph."""
+    if sc.error is not None:
+        parent = sc.path.rsplit("/", 2)[0] if sc.path.count("/") >= 2 else ""
+        return f"{parent}/{sc.owner}" if parent else str(sc.owner)
+    return f"{sc.prefix}{sc.plan.failed_node}"
+
+
+def _stages(sc: Any) -> list[dict[str, Any]]:
+    p = sc.plan
+    if p is None:
+        return []
+    chain_of = {s.index: s.chain for s in p.stages}
+    return [
+        {
+            "name": f"{sc.prefix}s{s.index}",
+            "ops": list(s.nodes),
+            "strategy": s.strategy,
+            "description": s.describe(),
+            "tiles": s.num_tiles,
+            "tile_h": s.tile_h,
+            "tile_w": s.tile_w,
+            "halo": s.halo,
+            "peak_bytes": s.peak,
+            "chain": f"{sc.prefix}c{chain_of[s.index]}" if chain_of[s.index] is not None else None,
+            "line_buffered": bool(s.chain is not None and p.chains[s.chain].line_buffered),
+            "fits": s.fits,
+        }
+        for s in p.stages
+    ]
+
+
+def _chains(sc: Any) -> list[dict[str, Any]]:
+    p = sc.plan
+    if p is None:
+        return []
+    return [
+        {
+            "name": f"{sc.prefix}c{c.index}",
+            "stages": [f"{sc.prefix}s{i}" for i in c.stages],
+            "tile_h": c.tile_h,
+            "tiles": c.num_tiles,
+            "halo": c.halo,
+            "line_buffered": c.line_buffered,
+            "peak_bytes": c.peak,
+            "description": c.describe(),
+        }
+        for c in p.chains
+    ]
+
+
+def _figures(sc: Any) -> dict[str, int]:
+    """Slow-memory figures and recomputed MACs of a graph with its bodies: an
+    If counts its largest branch, a Loop its body times its trip limit (once
+    when unbounded); a body's slow peak adds to the graph's."""
+    p = sc.plan
+    own = {
+        "slow_peak_bytes": p.slow_peak if p is not None else 0,
+        "slow_read_bytes": p.slow_reads if p is not None else 0,
+        "slow_write_bytes": p.slow_writes if p is not None else 0,
+        "recompute_macs": p.recomputed_macs if p is not None else 0,
+    }
+    by_owner: dict[str, list[dict[str, int]]] = {}
+    trips: dict[str, int] = {}
+    for b in sc.bodies:
+        by_owner.setdefault(b.owner, []).append(_figures(b))
+        trips[b.owner] = b.trips if b.trips is not None else 1
+    deepest = 0
+    for owner, figs in by_owner.items():
+        deepest = max([deepest] + [f["slow_peak_bytes"] for f in figs])
+        for key in ("slow_read_bytes", "slow_write_bytes", "recompute_macs"):
+            own[key] += trips[owner] * max(f[key] for f in figs)
+    own["slow_peak_bytes"] += deepest
+    return own
+
+
+def _body(sc: Any) -> dict[str, Any]:
+    p = sc.plan
+    failed = None if sc.own_fits else (sc.owner if sc.error else p.failed_node)
+    out: dict[str, Any] = {
+        "name": sc.path,
+        "op": sc.owner,
+        "trips": sc.trips,
+        "budget_bytes": max(sc.budget, 0),
+        "held_bytes": sc.held,
+        "fits": sc.fits,
+        "peak_bytes": sc.peak,
+        "macs": sc.macs,
+        **_figures(sc),
+        "not_fitting": [failed] if failed is not None else [],
+        "error": sc.error,
+        "stages": _stages(sc),
+        "chains": _chains(sc),
+    }
+    if sc.bodies:
+        out["bodies"] = [_body(b) for b in sc.bodies]
     return out
 
 
@@ -172,37 +261,89 @@ def render(r: dict[str, Any], verbose: bool) -> None:
                 f"{r['not_fitting'][0]}: needs at least {_kib(r['not_fitting_min_budget_bytes'])}",
             ),
         )
+    bodies = _all_bodies(r.get("bodies", []))
+    if bodies:
+        ok = sum(1 for b in bodies if b["fits"] and not b["error"])
+        rows.append(("If / Loop bodies", f"{len(bodies)} ({ok} fit their share)"))
     if "min_budget_bytes" in r:
         rows.append(("smallest budget that fits", _kib(r["min_budget_bytes"])))
     for k, v in rows:
         t.add_row(k, v)
     console.print(t)
     if verbose:
-        s = Table(title="stages")
-        for col in ("stage", "ops", "strategy", "tiling", "peak", "chain"):
-            s.add_column(col, justify="right" if col == "peak" else "left")
-        for st in r["stages"]:
-            ops = st["ops"]
-            shown = ", ".join(ops) if len(ops) <= 3 else f"{ops[0]} .. {ops[-1]} ({len(ops)})"
-            chain = st["chain"] or ""
-            if chain and st["line_buffered"]:
-                chain += ", line-buffered"
-            s.add_row(
-                st["name"], shown, st["strategy"], st["description"], _kib(st["peak_bytes"]), chain
-            )
-        console.print(s)
-        if r["chains"]:
-            c = Table(title="chains")
-            for col in ("chain", "stages", "tiling", "peak"):
-                c.add_column(col)
-            for ch in r["chains"]:
-                c.add_row(
-                    ch["name"],
-                    f"{ch['stages'][0]}..{ch['stages'][-1]}",
-                    ch["description"],
-                    _kib(ch["peak_bytes"]),
-                )
-            console.print(c)
+        console.print(_stage_table("stages", r["stages"]))
+        _chain_table(console, r["chains"], "chains")
+        for body in _all_bodies(r.get("bodies", [])):
+            _body_tables(console, body)
+
+
+def _all_bodies(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for b in bodies:
+        out.append(b)
+        out.extend(_all_bodies(b.get("bodies", [])))
+    return out
+
+
+def _stage_table(title: str, stages: list[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
+    s = Table(title=title)
+    for col in ("stage", "ops", "strategy", "tiling", "peak", "chain"):
+        s.add_column(col, justify="right" if col == "peak" else "left")
+    for st in stages:
+        ops = st["ops"]
+        shown = ", ".join(ops) if len(ops) <= 3 else f"{ops[0]} .. {ops[-1]} ({len(ops)})"
+        chain = st["chain"] or ""
+        if chain and st["line_buffered"]:
+            chain += ", line-buffered"
+        s.add_row(
+            st["name"], shown, st["strategy"], st["description"], _kib(st["peak_bytes"]), chain
+        )
+    return s
+
+
+def _chain_table(console: Any, chains: list[dict[str, Any]], title: str) -> None:
+    from rich.table import Table
+
+    if not chains:
+        return
+    c = Table(title=title)
+    for col in ("chain", "stages", "tiling", "peak"):
+        c.add_column(col)
+    for ch in chains:
+        c.add_row(
+            ch["name"],
+            f"{ch['stages'][0]}..{ch['stages'][-1]}",
+            ch["description"],
+            _kib(ch["peak_bytes"]),
+        )
+    console.print(c)
+
+
+def _body_tables(console: Any, b: dict[str, Any]) -> None:
+    """One body's plan: where it runs, its share of the budget, fits or not."""
+    runs = (
+        "once"
+        if b["op"].startswith("if")
+        else (
+            f"up to {b['trips']} trips" if b["trips"] is not None else "while its condition holds"
+        )
+    )
+    head = f"{b['name']} (body of {b['op']}, {runs})"
+    if b["error"]:
+        console.print(f"{head}: [red]does not fit[/red]: {b['error']}")
+        return
+    fits = "fits" if b["fits"] else "[red]does not fit[/red]"
+    title = (
+        f"{head}: {fits} {_kib(b['budget_bytes'])} ({_kib(b['held_bytes'])} held by "
+        f"{b['op']}), peak {_kib(b['peak_bytes'])}"
+    )
+    if not b["stages"]:
+        console.print(f"{title}: no ops")
+        return
+    console.print(_stage_table(title, b["stages"]))
+    _chain_table(console, b["chains"], f"chains of {b['name']}")
 
 
 def run(argv: Sequence[str] | None = None) -> int:

@@ -206,6 +206,283 @@ def main() -> None:
     (HERE / "truncated.onnx").write_bytes(good[: len(good) // 2])
     (HERE / "not_onnx.onnx").write_text("this is not a protobuf\n")
     (HERE / "empty.onnx").write_bytes(b"")
+    control_flow_inputs()
+
+
+# ----------------------------------------------------------- If and Loop (control flow)
+
+CF_RNG = np.random.default_rng(11)
+
+
+def _cw(name: str, *shape: int) -> onnx.TensorProto:
+    return numpy_helper.from_array(
+        CF_RNG.standard_normal(shape).astype(np.float32) * 0.3, name
+    )
+
+
+def _scalar(value: object, name: str, dtype: type) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(value, dtype), name)
+
+
+def _any(name: str, dtype: int = TensorProto.FLOAT) -> onnx.ValueInfoProto:
+    """A subgraph value of unknown shape (our importer infers it)."""
+    return helper.make_tensor_value_info(name, dtype, None)
+
+
+def _if_node(name: str, then_g: onnx.GraphProto, else_g: onnx.GraphProto) -> onnx.NodeProto:
+    return helper.make_node(
+        "If", ["cnd"], ["y"], name=name, then_branch=then_g, else_branch=else_g
+    )
+
+
+def _loop_inputs(carried: str) -> list[onnx.ValueInfoProto]:
+    return [
+        helper.make_tensor_value_info("i", TensorProto.INT64, []),
+        helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+        _any(carried),
+    ]
+
+
+def cf_if() -> onnx.ModelProto:
+    """If choosing between two conv branches on the sign of the input's mean."""
+    then_g = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "wa", "ba"], ["ya"], name="conv_a", pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["ya"], ["ta"], name="relu_a"),
+        ],
+        "then",
+        [],
+        [_any("ta")],
+    )
+    else_g = helper.make_graph(
+        [
+            helper.make_node(
+                "Conv", ["x", "wb", "bb"], ["tb"], name="conv_b", pads=[2] * 4, dilations=[2, 2]
+            )
+        ],
+        "else",
+        [],
+        [_any("tb")],
+    )
+    return _model(
+        [
+            helper.make_node("ReduceMean", ["x"], ["m"], name="mean", keepdims=0),
+            helper.make_node("Greater", ["m", "zero"], ["cnd"], name="positive"),
+            _if_node("branch", then_g, else_g),
+            helper.make_node("Relu", ["y"], ["out"], name="post"),
+        ],
+        [_fm("x", 1, 3, 8, 8)],
+        [_fm("out", 1, 4, 8, 8)],
+        [_cw("wa", 4, 3, 3, 3), _cw("ba", 4), _cw("wb", 4, 3, 3, 3), _cw("bb", 4),
+         _scalar(0.0, "zero", np.float32)],
+    )  # fmt: skip
+
+
+def _conv_body(name: str, extra: list[onnx.NodeProto] | None = None) -> onnx.GraphProto:
+    return helper.make_graph(
+        [
+            helper.make_node("Conv", ["h", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["c"], ["h2"], name="relu"),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep"),
+            *(extra or []),
+        ],
+        name,
+        _loop_inputs("h"),
+        [_any("cond_out", TensorProto.BOOL), _any("h2")],
+    )
+
+
+def cf_loop() -> onnx.ModelProto:
+    """Loop applying conv + relu three times to a carried feature map."""
+    return _model(
+        [
+            helper.make_node("Conv", ["x", "w0", "b0"], ["h0"], name="stem", pads=[1, 1, 1, 1]),
+            helper.make_node("Loop", ["M", "T", "h0"], ["y"], name="repeat", body=_conv_body("b")),
+        ],
+        [_fm("x", 1, 3, 8, 8)],
+        [_fm("y", 1, 4, 8, 8)],
+        [_cw("w0", 4, 3, 3, 3), _cw("b0", 4), _cw("w", 4, 4, 3, 3), _cw("b", 4),
+         _scalar(3, "M", np.int64), _scalar(True, "T", np.bool_)],
+    )  # fmt: skip
+
+
+def cf_while() -> onnx.ModelProto:
+    """A while loop: no trip count, the condition is computed in the body."""
+    body = helper.make_graph(
+        [
+            helper.make_node("Conv", ["h", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["c"], ["r"], name="relu"),
+            helper.make_node("Add", ["h", "r"], ["s"], name="residual"),
+            helper.make_node("Add", ["s", "half"], ["h2"], name="bump"),
+            helper.make_node("ReduceMean", ["h2"], ["m"], name="mean", keepdims=0),
+            helper.make_node("Less", ["m", "limit"], ["go"], name="below"),
+        ],
+        "body",
+        _loop_inputs("h"),
+        [_any("go", TensorProto.BOOL), _any("h2")],
+        [_scalar(0.5, "half", np.float32)],
+    )
+    return _model(
+        [
+            helper.make_node("ReduceMean", ["x"], ["m0"], name="mean0", keepdims=0),
+            helper.make_node("Less", ["m0", "limit"], ["go0"], name="below0"),
+            helper.make_node("Loop", ["", "go0", "x"], ["y"], name="grow", body=body),
+        ],
+        [_fm("x", 1, 4, 8, 8)],
+        [_fm("y", 1, 4, 8, 8)],
+        [_cw("w", 4, 4, 3, 3), _cw("b", 4), _scalar(4.0, "limit", np.float32)],
+    )
+
+
+def cf_nested() -> onnx.ModelProto:
+    """A Loop inside an If branch: bodies are planned recursively."""
+    then_g = helper.make_graph(
+        [helper.make_node("Loop", ["M", "", "x"], ["t"], name="inner", body=_conv_body("inner"))],
+        "then",
+        [],
+        [_any("t")],
+    )
+    else_g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["e"], name="relu_e")], "else", [], [_any("e")]
+    )
+    return _model(
+        [
+            helper.make_node("ReduceMax", ["x"], ["m"], name="peak", keepdims=0),
+            helper.make_node("Greater", ["m", "zero"], ["cnd"], name="positive"),
+            _if_node("branch", then_g, else_g),
+        ],
+        [_fm("x", 1, 4, 8, 8)],
+        [_fm("y", 1, 4, 8, 8)],
+        [_cw("w", 4, 4, 3, 3), _cw("b", 4), _scalar(2, "M", np.int64),
+         _scalar(0.0, "zero", np.float32)],
+    )  # fmt: skip
+
+
+def cf_qdq_if() -> onnx.ModelProto:
+    """int8 QDQ inside If branches: the fusion reaches into the bodies."""
+    wq = CF_RNG.integers(-100, 100, (3, 3, 3, 3)).astype(np.int8)
+    bq = CF_RNG.integers(-500, 500, (3,)).astype(np.int32)
+    then_g = helper.make_graph(
+        [
+            helper.make_node("DequantizeLinear", ["wq", "sw", "zw"], ["wd"], name="dqw"),
+            helper.make_node("DequantizeLinear", ["bq", "sb", "zb"], ["bd"], name="dqb"),
+            helper.make_node("Conv", ["xd", "wd", "bd"], ["c"], name="qconv", pads=[1, 1, 1, 1]),
+            helper.make_node("QuantizeLinear", ["c", "sy", "zy"], ["cq"], name="qc"),
+            helper.make_node("DequantizeLinear", ["cq", "sy", "zy"], ["cd"], name="dqc"),
+        ],
+        "then",
+        [],
+        [_any("cd")],
+    )
+    else_g = helper.make_graph(
+        [
+            helper.make_node("Relu", ["xd"], ["r"], name="relu"),
+            helper.make_node("QuantizeLinear", ["r", "sy", "zy"], ["rq"], name="qr"),
+            helper.make_node("DequantizeLinear", ["rq", "sy", "zy"], ["rd"], name="dqr"),
+        ],
+        "else",
+        [],
+        [_any("rd")],
+    )
+    inits = [
+        _scalar(0.05, "sx", np.float32), _scalar(3, "zx", np.int8),
+        numpy_helper.from_array(wq, "wq"), _scalar(0.004, "sw", np.float32),
+        _scalar(0, "zw", np.int8), numpy_helper.from_array(bq, "bq"),
+        _scalar(0.05 * 0.004, "sb", np.float32), _scalar(0, "zb", np.int32),
+        _scalar(0.03, "sy", np.float32), _scalar(-2, "zy", np.int8),
+        _scalar(0.0, "zero", np.float32),
+    ]  # fmt: skip
+    return _model(
+        [
+            helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"], name="qx"),
+            helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xd"], name="dqx"),
+            helper.make_node("ReduceMean", ["x"], ["m"], name="mean", keepdims=0),
+            helper.make_node("Greater", ["m", "zero"], ["cnd"], name="positive"),
+            _if_node("branch", then_g, else_g),
+        ],
+        [_fm("x", 1, 3, 8, 8)],
+        [_fm("y", 1, 3, 8, 8)],
+        inits,
+    )
+
+
+def cf_scan() -> onnx.ModelProto:
+    """A Loop with a scan output, which the importer refuses."""
+    body = _conv_body("body", [helper.make_node("Identity", ["h2"], ["scan"], name="collect")])
+    body.output.append(_any("scan"))
+    return _model(
+        [helper.make_node("Loop", ["M", "", "x"], ["y", "ys"], name="scanning", body=body)],
+        [_fm("x", 1, 4, 8, 8)],
+        [_fm("y", 1, 4, 8, 8), _fm("ys", 2, 1, 4, 8, 8)],
+        [_cw("w", 4, 4, 3, 3), _cw("b", 4), _scalar(2, "M", np.int64)],
+    )
+
+
+def cf_branch_types() -> onnx.ModelProto:
+    """If branches of different shapes: no single static type for the output."""
+    then_g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["t"], name="keep")], "then", [], [_any("t")]
+    )
+    pool = helper.make_node(
+        "MaxPool", ["x"], ["e"], name="pool", kernel_shape=[2, 2], strides=[2, 2]
+    )
+    else_g = helper.make_graph(
+        [pool],
+        "else",
+        [],
+        [_any("e")],
+    )
+    return _model(
+        [
+            helper.make_node("ReduceMax", ["x"], ["m"], name="peak", keepdims=0),
+            helper.make_node("Greater", ["m", "zero"], ["cnd"], name="positive"),
+            _if_node("shapes", then_g, else_g),
+        ],
+        [_fm("x", 1, 4, 8, 8)],
+        [_fm("y", 1, 4, "h", "w")],
+        [_scalar(0.0, "zero", np.float32)],
+    )
+
+
+def cf_body_unsupported() -> onnx.ModelProto:
+    """An unsupported operator inside a branch: the diagnostic names the path."""
+    then_g = helper.make_graph(
+        [helper.make_node("Einsum", ["x", "x"], ["t"], name="the_einsum", equation="ij,ij->ij")],
+        "then",
+        [],
+        [_any("t")],
+    )
+    else_g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["e"], name="relu_e")], "else", [], [_any("e")]
+    )
+    return _model(
+        [
+            helper.make_node("ReduceMax", ["x"], ["m"], name="peak", keepdims=0),
+            helper.make_node("Greater", ["m", "zero"], ["cnd"], name="positive"),
+            _if_node("branch", then_g, else_g),
+        ],
+        [_fm("x", 2, 2)],
+        [_fm("y", 2, 2)],
+        [_scalar(0.0, "zero", np.float32)],
+    )
+
+
+CONTROL_FLOW = [
+    ("control_flow_if", cf_if),
+    ("control_flow_loop", cf_loop),
+    ("control_flow_while", cf_while),
+    ("control_flow_nested", cf_nested),
+    ("control_flow_qdq_if", cf_qdq_if),
+    ("control_flow_scan", cf_scan),
+    ("control_flow_branch_types", cf_branch_types),
+    ("control_flow_body_unsupported", cf_body_unsupported),
+]
+
+
+def control_flow_inputs() -> None:
+    """The If / Loop models alone (their own random stream: the others stay as they are)."""
+    for name, build in CONTROL_FLOW:
+        (HERE / f"{name}.onnx").write_bytes(build().SerializeToString())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,73 @@
+// If and Loop bodies are planned and tiled as models of their own: their
+// stages and chains are named after the body's path, and the control-flow op
+// runs whole in a stage of the enclosing graph (spec/tiling.md: "If and While
+// hold nothing in fast memory themselves").
+
+// A while loop at 4K: the body is tiled, chained and given its band rows.
+// RUN: tigris-opt %S/../Inputs/control_flow_while.onnx --fuse-chains=budget=4K --backprop-heights | filecheck %s --check-prefix=WHILE
+// RUN: tigris-opt %S/../Inputs/control_flow_while.onnx --fuse-chains=budget=4K --backprop-heights | tigris-opt | filecheck %s --check-prefix=WHILE
+// RUN: tigris-opt %S/../Inputs/control_flow_while.onnx --fuse-chains=budget=4K --backprop-heights | tigris-opt --print-op-generic | tigris-opt | filecheck %s --check-prefix=WHILE
+// WHILE:      %{{.*}} = tile.stage "s0" strategy "{{inplace|normal|whole}}"
+// WHILE:        nn.loop cond %{{.*}} : tensor<1xi1> (%i, %cond_in, %h = %x) -> (tensor<1x8x8x4xf32>) {
+// WHILE:          tile.chain "loop0/body/c0" tile_h {{[0-9]+}} line_buffered band #tile.band<
+// WHILE-NEXT:       tile.stage "loop0/body/s0" strategy "strips" band #tile.band<
+// WHILE-NEXT:         nn.conv %h, {{.*}}tile.rows = {{[0-9]+}} : i64
+// WHILE:            tile.stage "loop0/body/s1" strategy "strips"
+// WHILE:          tile.stage "loop0/body/s{{[0-9]+}}" strategy "normal" {
+// WHILE:            nn.less
+// WHILE:          nn.yield %{{.*}}, %{{.*}} : tensor<1xi1>, tensor<1x8x8x4xf32>
+
+// The passes are idempotent on bodies too.
+// RUN: tigris-opt %S/../Inputs/control_flow_while.onnx --fuse-chains=budget=4K --backprop-heights > %t.mlir
+// RUN: tigris-opt %t.mlir --fuse-chains --backprop-heights | diff - %t.mlir
+
+// Both branches of an If get their own stages; here both tile into 2D grids.
+// RUN: tigris-opt %S/../Inputs/control_flow_if.onnx --tile-stages=budget=2200 | filecheck %s --check-prefix=IF
+// IF:      tile.stage "s0"
+// IF:        nn.if %{{.*}} : tensor<1xi1> -> (tensor<1x8x8x4xf32>) {
+// IF:          tile.stage "if0/then/s0" strategy "grid" band #tile.band<
+// IF:        } else {
+// IF:          tile.stage "if0/else/s0" strategy "grid" band #tile.band<
+
+// Nested bodies: a Loop inside an If branch.
+// RUN: tigris-opt %S/../Inputs/control_flow_nested.onnx --tile-stages=budget=8K | filecheck %s --check-prefix=NESTED
+// NESTED: tile.stage "if0/then/s0" strategy
+// NESTED: tile.stage "if0/then/loop0/body/s0" strategy
+// NESTED: tile.stage "if0/else/s0" strategy
+
+// Below what a node and its bodies need: one diagnostic, the smallest budget.
+// RUN: not tigris-opt %S/../Inputs/control_flow_if.onnx --form-stages=budget=1500 2>&1 | filecheck %s --check-prefix=NOFIT
+// NOFIT: if0: 'if_3' holds 1808 bytes of operands and results, which leaves nothing of the 1500-byte budget to its bodies; the smallest budget that fits it is {{[0-9]+}} bytes
+// RUN: not tigris-opt %S/../Inputs/control_flow_if.onnx --form-stages=budget=1990 2>&1 | filecheck %s --check-prefix=BODYNOFIT
+// BODYNOFIT: 'nn.conv' (conv_0) in if0/else does not fit the 182 bytes the budget of 1990 leaves to the body (1808 bytes are held by the enclosing control flow) even with one-row bands or 2D tiles; the smallest budget that fits it is {{[0-9]+}} bytes
+
+// A branch without ops (it yields an outer value) has nothing to plan.
+// RUN: tigris-opt %s --tile-stages=budget=64K | filecheck %s --check-prefix=EMPTY
+// EMPTY:      nn.if %{{.*}} : tensor<i1> -> (tensor<1x4x4x2xf32>) {
+// EMPTY-NEXT:   tile.stage "if0/then/s0" strategy "inplace" {
+// EMPTY:      } else {
+// EMPTY-NEXT:   nn.yield %x : tensor<1x4x4x2xf32>
+// EMPTY-NEXT: }
+
+// The loop level does not lower control flow yet: a diagnostic naming the op.
+// RUN: not tigris-opt %S/../Inputs/control_flow_loop.onnx --lower-to-loops=budget=64K 2>&1 | filecheck %s --check-prefix=LOWER
+// RUN: not tigris-run %S/../Inputs/control_flow_if.onnx -m 64K --random-input 0 2>&1 | filecheck %s --check-prefix=CLI
+// LOWER: nn.loop: the loop level does not lower control flow yet
+// LOWER-NOT: Traceback
+// CLI: nn.if: the loop level does not lower control flow yet
+// CLI-NOT: Traceback
+// The untiled reference runs it and agrees with onnxruntime.
+// RUN: tigris-run %S/../Inputs/control_flow_while.onnx --random-input 0 --check | filecheck %s --check-prefix=REF
+// REF: output 'y': ok
+
+func.func @main(%x: tensor<1x4x4x2xf32>, %t: tensor<f32>) -> tensor<1x4x4x2xf32> {
+  %m = nn.reduce_mean %x {axes = array<i64>, keepdims = 0 : i64} : (tensor<1x4x4x2xf32>) -> tensor<f32>
+  %c = nn.greater %m, %t : (tensor<f32>, tensor<f32>) -> tensor<i1>
+  %y = nn.if %c : tensor<i1> -> (tensor<1x4x4x2xf32>) {
+    %r = nn.relu %x : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+    nn.yield %r : tensor<1x4x4x2xf32>
+  } else {
+    nn.yield %x : tensor<1x4x4x2xf32>
+  }
+  func.return %y : tensor<1x4x4x2xf32>
+}

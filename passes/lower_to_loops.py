@@ -319,8 +319,13 @@ class _Lowering:
         graph = self.graph
         fast: dict[str, SSAValue] = {}
         for key, buf in u.buffers.items():
+            if buf.key != key:
+                continue  # held in the buffer of the in-place activation that overwrites it
             tensor = key.removesuffix(".acc")
             fast[key] = self.alloc(key, buf.shape, buf.dtype, loop.FAST, tensor)
+        for key, buf in u.buffers.items():
+            if buf.key != key:
+                fast[key] = fast[buf.key]
         for t in u.once:
             self.add(memref.CopyOp(self.slow[t], fast[t]))
         for k in u.nodes:
@@ -333,8 +338,9 @@ class _Lowering:
                 self.add(self.tile_loop(u, fast))
         else:
             self.accumulation(u, fast)
-        for key in u.buffers:
-            self.add(memref.DeallocOp.get(fast[key]))
+        for key, buf in u.buffers.items():
+            if buf.key == key:
+                self.add(memref.DeallocOp.get(fast[key]))
 
     def accumulation(self, u: TiledUnit, fast: dict[str, SSAValue]) -> None:
         """A GlobalAveragePool's tiles: per channel group (one when the

@@ -541,17 +541,33 @@ def compute(
 
 
 def accumulate(op: nn.GlobalAveragePoolOp, band: np.ndarray, acc: np.ndarray) -> None:
-    """Add a band's sums over its positions to the float32 accumulator `acc`
-    (shape of the result's band: (N, 1[, 1], C or a channel group))."""
+    """Add a band's sums over its positions to the accumulator `acc` (shape of
+    the result's band: (N, 1[, 1], C or a channel group)), in acc's dtype.
+
+    Why the dtype matters. The untiled reference sums the dequantized float32
+    values in float64 and rounds the mean once. An int8 value dequantizes to
+    x = fl32((q - zp) * s) with 1 <= |q - zp| <= 255 (or 0): |x| >= s, so x
+    is a multiple of u = ulp(s), and |x| < 256 s < 2^32 u. Any sum of n such
+    values is thus an integer multiple of u below n * 2^32 u, which float64
+    holds exactly while n <= 2^21 positions per channel. So a float64
+    accumulator holds every partial sum exactly, whatever the bands, and so
+    does the reference's own pairwise float64 sum: the means are the same
+    double, rounded the same way. A float32 accumulator (what `loop.accumulate`
+    declares) keeps 24 bits: it rounds the running sum after every band, and
+    where the quantized mean falls on a rounding tie the tiled result can be
+    one step off the reference (tests pin such a case). Float32 inputs are
+    summed in float64 either way, in another order than the reference's.
+    """
     x = nn.dequantize_array(np.asarray(band), nn.quant_of(op.input))
     axes = tuple(range(1, x.ndim - 1))
     part = x.sum(axis=axes, keepdims=True, dtype=np.float64)
-    acc[...] = (acc.astype(np.float64) + part).astype(np.float32)
+    acc[...] = (acc.astype(np.float64) + part).astype(acc.dtype)
 
 
 def finish(op: nn.GlobalAveragePoolOp, acc: np.ndarray) -> np.ndarray:
-    """The pool's result from the accumulated sums: the mean, rounded once to
-    float32, then quantized like the reference's result."""
+    """The pool's result from the accumulated sums: the sum over the count in
+    float64, rounded once to float32 (as the reference's mean), then
+    quantized like the reference's result."""
     shape = nn.shape_of(op.input)
     count = math.prod(shape[1:-1])
     mean = (acc.astype(np.float64) / count).astype(np.float32)

@@ -53,12 +53,15 @@ from tigris_ir.plan_graph import PlanGraph
 from tigris_ir.plan_ir import main_func
 from tigris_ir.planner import ChainPlan, Plan, StagePlan, TileRows, plan
 from tigris_ir.tiling import (
+    ACC_DTYPE,
     IDENT,
     IDENT_MAP,
     WHOLE,
     GraphTables,
+    LbOp,
+    LineBufferGapError,
     RowMap,
-    map_range,
+    line_buffer_run,
 )
 from tigris_ir.tiling_class import TilingClass
 
@@ -402,7 +405,12 @@ def _tiled_unit(
     outputs: Sequence[str],
     planned_peak: int,
     tile_hw: tuple[int, int],
+    shared: Mapping[str, str] | None = None,
 ) -> TiledUnit:
+    """A tiled stage or chain: its buffers (one per tensor, except that a
+    tensor an in-place activation overwrites is held in that activation's
+    buffer: `shared`, and `buffers` maps it to that Buffer) and its tiles."""
+    shared = shared or {}
     nodes = tuple(range(start, stop))
     axes = _axes(graph, tables, nodes)
     produced = {o for k in nodes for o in graph.nodes[k].outputs}
@@ -410,22 +418,32 @@ def _tiled_unit(
     grid = bool(tiles) and tiles[0].cols is not None
     buffers: dict[str, Buffer] = {}
     offset = 0
+    extent: dict[str, list[int]] = {}
     for t, rows in band_rows.items():
+        owner = shared.get(t, t)
+        if dt[t] != dt[owner] or graph.tensors[t].shape != graph.tensors[owner].shape:
+            raise PlanDiscrepancy(f"{name}: '{t}' cannot share the buffer of '{owner}'")
         info = graph.tensors[t]
         shape = list(info.shape)
         shape[axes[t]] = rows
         if grid and info.rank == 4 and axes[t] == 1 and t in band_cols:
             shape[2] = band_cols[t]
-        buf = Buffer(t, tuple(shape), dt[t], offset)
-        buffers[t] = buf
-        offset += buf.size
+        old = extent.get(owner)
+        extent[owner] = shape if old is None else [max(a, b) for a, b in zip(old, shape)]
+    for t in band_rows:
+        owner = shared.get(t, t)
+        if owner not in buffers:
+            buffers[owner] = Buffer(owner, tuple(extent[owner]), dt[owner], offset)
+            offset += buffers[owner].size
+    for t in band_rows:
+        buffers[t] = buffers[shared.get(t, t)]
     if gap is not None:
         out = graph.nodes[gap].outputs[0]
         shape = graph.tensors[out].shape
         buffers[out] = Buffer(out, shape, dt[out], offset)
         offset += buffers[out].size
         acc = out + ".acc"
-        buffers[acc] = Buffer(acc, shape, np.dtype(np.float32), offset)
+        buffers[acc] = Buffer(acc, shape, ACC_DTYPE, offset)
         offset += buffers[acc].size
     loaded = [t for t in band_rows if t not in produced]
     spilled = [t for t in outputs if t in band_rows and t in produced]
@@ -446,19 +464,11 @@ def _tiled_unit(
             recompute,
             gap,
             tile_hw,
+            shared,
         )
     except PlanDiscrepancy as e:
         raise type(e)(f"{name}: {e}") from None
-    try:
-        _check_capacity(name, steps, buffers)
-    except PlanDiscrepancy as e:
-        if line_buffered and not all(_monotone(tiles, t) for t in band_rows):
-            back = [t for t in band_rows if not _monotone(tiles, t)]
-            raise LineBufferGap(
-                f"{e}: the tile ranges of {', '.join(repr(t) for t in back)} go back, so a "
-                "row a later tile reads again must stay in its line buffer"
-            ) from None
-        raise
+    _check_capacity(name, steps, buffers)
     return TiledUnit(
         index,
         name,
@@ -477,34 +487,6 @@ def _tiled_unit(
     )
 
 
-def _uncovered(done: list[Range], x: int, y: int) -> int | None:
-    """The first row of [x, y) not in the sorted, disjoint ranges `done`."""
-    row = x
-    for a, b in done:
-        if a > row:
-            break
-        row = max(row, b)
-    return row if row < y else None
-
-
-def _add_range(done: list[Range], r: Range) -> None:
-    if r[1] <= r[0]:
-        return
-    done.append(r)
-    done.sort()
-    merged: list[Range] = []
-    for a, b in done:
-        if merged and a <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
-        else:
-            merged.append((a, b))
-    done[:] = merged
-
-
-def _starts(tiles: Sequence[TileRows], t: str, upto: int) -> str:
-    return ", ".join(f"[{a}, {b})" for a, b in (tr.rows[t] for tr in tiles[: upto + 1]))
-
-
 def _lb_rows(
     graph: PlanGraph,
     tables: GraphTables,
@@ -512,68 +494,51 @@ def _lb_rows(
     axes: Mapping[str, int],
     tiles: Sequence[TileRows],
     recompute: frozenset[int],
-) -> tuple[list[dict[str, Range]], list[dict[str, int]]]:
-    """Per tile of a line-buffered chain: the new rows of every tensor (those
-    of its range from the previous tile's end on; the whole range for ops
-    that recompute) and the first row a reader of this tile's new rows needs
-    (`BandModel.line_buffer`). A read of a row no tile has computed or
-    loaded so far (the ranges went back, or skipped rows) is a
-    `LineBufferGap`."""
+    shared: Mapping[str, str],
+) -> tuple[list[dict[str, Range]], list[dict[str, Range]]]:
+    """Per tile of a line-buffered chain: the new rows of every tensor and the
+    rows its buffer holds, by `line_buffer_run`, the run the planner sized
+    the buffers with. A read of a row no tile has computed or loaded so far
+    is a `LineBufferGap`."""
     names = list(tiles[0].rows)
+    ids = {t: i for i, t in enumerate(names)}
     produced = {o for k in nodes for o in graph.nodes[k].outputs}
     stop = nodes[-1] + 1
-    roots = [t for t in names if t in produced and tables.is_root(t, stop)]
-    prev = {t: -1 for t in names}
-    done: dict[str, list[Range]] = {t: [] for t in names}
-    outputs_of = {o: k for k in nodes for o in graph.nodes[k].outputs}
-    news: list[dict[str, Range]] = []
-    lows: list[dict[str, int]] = []
-    for tile in tiles:
-        rng = tile.rows
-        new: dict[str, Range] = {}
-        for t in names:
-            x, y = rng[t]
-            nx = x if prev[t] < 0 else max(prev[t], x)
-            new[t] = (nx, max(nx, y))
-            _add_range(done[t], rng[t] if outputs_of.get(t) in recompute else new[t])
-        low = {t: new[t][0] for t in names}
-        for t in roots:
-            low[t] = min(low[t], rng[t][0])
-        for k in nodes:
-            outs = [o for o in graph.nodes[k].outputs if o in rng]
-            if not outs:
-                continue
-            if k in recompute:
-                src = (min(rng[o][0] for o in outs), max(rng[o][1] for o in outs))
-                for o in outs:
-                    low[o] = min(low[o], rng[o][0])
-            else:
-                src = (min(new[o][0] for o in outs), max(new[o][1] for o in outs))
-            if src[1] <= src[0]:
-                continue
-            for t, (m, _) in _maps(tables, k).items():
-                x, y = map_range(m, src[0], src[1], graph.tensors[t].shape[axes[t]])
-                missing = _uncovered(done[t], x, y) if y > x else None
-                if missing is not None:
-                    raise LineBufferGap(
-                        f"line-buffered tile {tile.index}: '{graph.nodes[k].name}' reads "
-                        f"rows [{x}, {y}) of '{t}', but row {missing} is never computed or "
-                        f"loaded (the ranges of '{t}' in tiles 0..{tile.index} are "
-                        f"{_starts(tiles, t, tile.index)}: a tile computes only from the "
-                        "previous tile's end on)"
-                    )
-                if y > x and x < low[t]:
-                    low[t] = x
-        news.append(new)
-        lows.append(low)
-        for t in names:
-            prev[t] = max(prev[t], rng[t][1])
-    return news, lows
+    roots = [ids[t] for t in names if t in produced and tables.is_root(t, stop)]
+    ops: list[LbOp] = []
+    for k in nodes:
+        outs = tuple(ids[o] for o in graph.nodes[k].outputs if o in ids)
+        ins = tuple((ids[t], m) for t, (m, _) in _maps(tables, k).items())
+        ops.append((k, outs, ins))
+    heights = [graph.tensors[t].shape[axes[t]] for t in names]
+    ranges = [[tile.rows[t] for t in names] for tile in tiles]
+    try:
+        share = [ids[shared.get(t, t)] for t in names] if shared else []
+        run = line_buffer_run(heights, roots, ops, ranges, recompute, share)
+    except LineBufferGapError as e:
+        t = names[e.tensor]
+        seen = ", ".join(f"[{a}, {b})" for a, b in (tr.rows[t] for tr in tiles[: e.tile + 1]))
+        raise LineBufferGap(
+            f"line-buffered tile {e.tile}: '{graph.nodes[e.node].name}' reads rows "
+            f"[{e.rows[0]}, {e.rows[1]}) of '{t}', but row {e.missing} is never computed or "
+            f"loaded (the ranges of '{t}' in tiles 0..{e.tile} are {seen}: a tile computes "
+            "only from the previous tile's end on)"
+        ) from None
+    news = [dict(zip(names, new)) for new in run.new]
+    helds = [dict(zip(names, held)) for held in run.held]
+    return news, helds
 
 
-def _monotone(tiles: Sequence[TileRows], t: str) -> bool:
-    rs = [tr.rows[t] for tr in tiles]
-    return all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(rs, rs[1:]))
+def _shared_hull(rows: Mapping[str, Range], shared: Mapping[str, str]) -> dict[str, Range]:
+    """Per tensor the rows its buffer holds: tensors sharing one hold the hull."""
+    if not shared:
+        return dict(rows)
+    hull: dict[str, Range] = {}
+    for t, (a, b) in rows.items():
+        o = shared.get(t, t)
+        h = hull.get(o)
+        hull[o] = (a, b) if h is None else (min(h[0], a), max(h[1], b))
+    return {t: hull[shared.get(t, t)] for t in rows}
 
 
 def _tile_bounds(
@@ -622,6 +587,7 @@ def _tile_steps(
     recompute: frozenset[int],
     gap: int | None,
     tile_hw: tuple[int, int] = (0, 0),
+    shared: Mapping[str, str] | None = None,
 ) -> list[Tile]:
     """Per tile: held bands, kept rows, loads, op bands and spills, as the
     planner's cost model runs them. A line buffer evicts a row only when no
@@ -631,22 +597,15 @@ def _tile_steps(
     names = list(tiles[0].rows) if tiles else []
     shapes = {t: graph.tensors[t].shape for t in names}
     gap_in = graph.nodes[gap].inputs[0] if gap is not None else None
+    shared = shared or {}
     if line_buffered:
-        news, lows = _lb_rows(graph, tables, nodes, axes, tiles, recompute)
-        first = {t: min(n[t][0] for n in news if n[t][1] > n[t][0]) for t in names}
-        for i in range(len(lows) - 2, -1, -1):
-            for t in names:
-                lows[i][t] = min(lows[i][t], lows[i + 1][t])
-        for low in lows:
-            for t in names:
-                low[t] = max(low[t], first[t])
+        news, helds = _lb_rows(graph, tables, nodes, axes, tiles, recompute, shared)
     else:
         news = [dict(tile.rows) for tile in tiles]
-        lows = [{t: tile.rows[t][0] for t in names} for tile in tiles]
+        helds = [_shared_hull(tile.rows, shared) for tile in tiles]
     out_rows, out_cols = _tile_bounds(tiles, tile_hw)
     out: list[Tile] = []
-    prev_held: dict[str, Range] = {}
-    for tile, new, low in zip(tiles, news, lows):
+    for i, (tile, new, hold) in enumerate(zip(tiles, news, helds)):
         rng = tile.rows
         cols = tile.col_ranges
 
@@ -655,15 +614,15 @@ def _tile_steps(
 
         held: dict[str, Band] = {}
         keep: dict[str, Range] = {}
+        held_cols = _shared_hull(cols, shared) if cols is not None else None
         for t in names:
-            y = rng[t][1]
-            if line_buffered and t in prev_held:
-                y = max(y, prev_held[t][1])
-            lo = min(low[t], y)
-            if line_buffered and t in prev_held and new[t][0] > lo:
-                keep[t] = (lo, new[t][0])
-            held[t] = band(t, (lo, y))
-            prev_held[t] = (lo, y)
+            lo, y = hold[t]
+            held[t] = band(t, (lo, y), held_cols)
+            if t in shared:
+                continue  # its buffer's owner keeps the rows
+            fresh = min(new[m][0] for m in names if shared.get(m, m) == t)
+            if line_buffered and i > 0 and fresh > lo:
+                keep[t] = (lo, fresh)
         loads = tuple((t, band(t, new[t])) for t in loaded if _nonempty(band(t, new[t])))
         ops: list[OpStep] = []
         for k in nodes:
@@ -836,7 +795,7 @@ def _stage_unit(
         oshape[-1] = max(b - a for a, b in groups)
         buffers[out] = Buffer(out, tuple(oshape), dt[out], offset)
         offset += buffers[out].size
-        buffers[out + ".acc"] = Buffer(out + ".acc", tuple(oshape), np.dtype(np.float32), offset)
+        buffers[out + ".acc"] = Buffer(out + ".acc", tuple(oshape), ACC_DTYPE, offset)
         return TiledUnit(
             index,
             name,
@@ -885,6 +844,7 @@ def _stage_unit(
         st.outputs,
         st.peak,
         (st.tile_h, st.tile_w),
+        st.shared,
     )
 
 
@@ -919,6 +879,7 @@ def _chain_unit(
         c.outputs,
         c.peak,
         (c.tile_h, 0),
+        c.shared,
     )
 
 
@@ -1119,7 +1080,13 @@ class _Runner:
 
     def _tiled(self, u: TiledUnit) -> None:
         graph = self.graph
-        views = {key: self.arena.alloc(buf, u.name) for key, buf in u.buffers.items()}
+        views: dict[str, np.ndarray] = {}
+        for key, buf in u.buffers.items():
+            if buf.key == key:
+                views[key] = self.arena.alloc(buf, u.name)
+        for key, buf in u.buffers.items():
+            if buf.key != key:  # held in the buffer an in-place activation writes
+                views[key] = views[buf.key]
         for t in u.once:
             views[t][...] = self.slow.load(t, {})
         base: dict[str, Band] = {}

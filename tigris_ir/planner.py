@@ -21,10 +21,13 @@ exactly this and measures the same numbers):
     back-propagated rows, allocated once at the largest tile). Each tile
     loads its whole input range, halo included, from slow memory (a grid
     tile its rows x columns) and computes every row of every op's range.
+    In every band but an accumulation or one holding a channel Concat, an
+    activation that is the only reader of a tensor computed in the band
+    writes its result over it: the two share one buffer (`shared`).
   * accumulated stage below one row (a GlobalAveragePool ending the stage,
     `_SubRow`; no per-tile ranges are recorded, `tiles` is empty): with
     `channel_group` 0, runs of `tile_w` positions of one row with every
-    channel, rows outermost; the output and one int32 partial sum per
+    channel, rows outermost; the output and one partial sum (`ACC_DTYPE`) per
     channel stay whole. With `channel_group` g, the channels go in groups of
     g, outermost; each group runs over bands of `tile_h` rows x `tile_w`
     positions (rows, then runs within a row; `tile_w` is the whole width
@@ -36,8 +39,12 @@ exactly this and measures the same numbers):
   * line-buffered chain (a member has a window wider than one row): tile i
     computes, for every tensor, only the rows of its range not computed by
     tile i-1 (the chain's inputs: loads only those, so they are read once).
-    Each buffer holds, from the first row a reader of this tile's new rows
-    needs up to the end of the range: the new rows plus (kernel - stride)
+    The ranges are made monotone first (`BandModel.lb_tile_ranges`): a row
+    a later tile reads is computed by the first tile reaching past it and
+    held until the last tile reading it. If no line buffers fit, the chain
+    runs plainly (every tile computes its whole ranges, recomputing halos).
+    Each buffer holds, from the first row a reader of this (or a later)
+    tile's new rows needs up to the end of the range: the new rows plus (kernel - stride)
     history rows per window, and on the first tile the whole range (the
     pipeline fills). A buffer is allocated once, at the most it holds
     (`BandModel.line_buffer`). Ops of a member stage holding a channel
@@ -59,9 +66,11 @@ from dataclasses import dataclass, field
 from tigris_ir.memory import align, format_bytes
 from tigris_ir.plan_graph import PlanGraph
 from tigris_ir.tiling import (
+    ACC_DTYPE,
     BandBuilder,
     BandModel,
     GraphTables,
+    LineBufferGapError,
     even_tile_h,
     largest_fitting,
     num_tiles,
@@ -118,8 +127,10 @@ class StagePlan:
     """One stage: ops [start, stop) of the topological order and how they run.
 
     For a tiled stage `band_rows` gives every tensor's allocated rows (the
-    height back-propagation) and `op_rows` every op's output rows. Members of
-    a chain carry `chain`; their band figures are the chain's.
+    height back-propagation) and `op_rows` every op's output rows; `shared`
+    names the tensors an in-place activation overwrites, each with the
+    tensor whose buffer holds it (`tiling.in_place_source`). Members of a
+    chain carry `chain`; their band figures are the chain's.
     """
 
     index: int
@@ -146,6 +157,7 @@ class StagePlan:
     slow_writes: int = 0
     recomputed_macs: int = 0
     error: str | None = None
+    shared: Mapping[str, str] = field(default_factory=dict[str, str])
 
     @property
     def tiled(self) -> bool:
@@ -167,7 +179,8 @@ class StagePlan:
 class ChainPlan:
     """Consecutive stages with one fused tile loop; intermediates stay in the
     arena. `history_rows` is, per tensor, the rows a line buffer keeps from
-    one tile to the next (the longest overlap of consecutive ranges)."""
+    one tile to the next (the longest overlap of consecutive ranges);
+    `shared` as `StagePlan.shared`."""
 
     index: int
     stages: tuple[int, ...]
@@ -189,6 +202,7 @@ class ChainPlan:
     slow_reads: int
     slow_writes: int
     recomputed_macs: int
+    shared: Mapping[str, str] = field(default_factory=dict[str, str])
 
     def describe(self) -> str:
         lb = ", line-buffered" if self.line_buffered else ""
@@ -599,7 +613,7 @@ class _SubRow:
     band, with pointwise ops before it), in bytes.
 
     `whole`: the buffers read whole (loaded once). `out_ch`, `acc_ch`: the
-    output and its partial sums (int32) per channel. `per_pos`: per banded
+    output and its partial sums (`ACC_DTYPE`) per channel. `per_pos`: per banded
     buffer, the bytes of one position (every channel); `per_cell`: of one
     position and one channel, or None when the ops mix channels (a channel
     Concat) or the buffers differ in channels. `height` rows of `positions`
@@ -690,8 +704,8 @@ def _subrow_units(model: BandModel) -> _SubRow | None:
     out = graph.tensors[gap.outputs[0]]
     chans = out.shape[-1]
     out_ch = out.nbytes // chans
-    acc_ch = math.prod(out.shape) // chans * 4
-    if model.extra != align(out.nbytes) + align(math.prod(out.shape) * 4):
+    acc_ch = math.prod(out.shape) // chans * ACC_DTYPE.itemsize
+    if model.extra != align(out.nbytes) + align(math.prod(out.shape) * ACC_DTYPE.itemsize):
         raise ValueError(f"'{gap.name}': an accumulation holds one output and its partial sums")
     per_pos = tuple(model.row_bytes[t] // p_all for t in banded)
     concat = any(graph.nodes[k].is_channel_concat for k, _, _ in model.ops)
@@ -736,6 +750,15 @@ class _Chain:
     ranges: _Ranges | None = None
     reads: int = 0
     history: list[int] = field(default_factory=list[int])
+
+    def extra_cost(self, once: int, mac_weight: int) -> int:
+        """What the chain costs beyond reading its inputs `once` (raw bytes)
+        and writing its outputs: its recomputed MACs and, in a plain chain,
+        the halo rows its tiles load again."""
+        extra = mac_weight * self.recomputed
+        if not self.line_buffered:
+            extra += max(0, self.reads - once)
+        return extra
 
 
 @dataclass
@@ -814,6 +837,14 @@ class _Ctx:
         model = self.band(start, stop)
         return not isinstance(model, str) and model.kind in CHAIN_KINDS
 
+    def rule_out_chain(self, members: Sequence[tuple[int, int]]) -> None:
+        """Stage formation no longer offers this chain (its exact run does not fit)."""
+        self._chains[(tuple(members), False)] = None
+
+    def rule_out_tiling(self, start: int, stop: int) -> None:
+        """Stage formation no longer offers ops [start, stop) as a tiled stage."""
+        self._tilings[(start, stop, False)] = None
+
     def chain(self, members: Sequence[tuple[int, int]], exact: bool = True) -> _Chain | None:
         """The chain of these consecutive stages if it keeps every rule and
         fits the budget (split chains are tried by the callers)."""
@@ -834,14 +865,20 @@ class _Ctx:
             if any(graph.nodes[q].is_channel_concat for q in range(a, b)):
                 concat.update(range(a, b))
         if _has_halo(model):
-            return _line_buffered(model, members, frozenset(concat), self.budget, exact)
-        found = _strip_search(model, self.budget, exact)
-        if found is None:
+            found = _line_buffered(model, members, frozenset(concat), self.budget, exact)
+            if found is not None:
+                return found
+        # no halo, or no line buffers fit: every tile computes its whole range
+        plain = _strip_search(model, self.budget, exact)
+        if plain is None:
             return None
-        tile_h, rows, stats, ranges = found
+        tile_h, rows, stats, ranges = plain
         reads = sum(stats[t][0] * model.row_bytes[t] for t in model.inputs)
         history = [0] * len(rows)
-        return _Chain(members, model, False, frozenset(), tile_h, rows, 0, ranges, reads, history)
+        recomputed = _recomputed(model, stats)
+        return _Chain(
+            members, model, False, frozenset(), tile_h, rows, recomputed, ranges, reads, history
+        )
 
 
 def _line_buffered(
@@ -853,7 +890,9 @@ def _line_buffered(
 ) -> _Chain | None:
     """A line-buffered chain: the largest tile height whose line buffers fit
     (binary search on the `lb_capacity` estimates, then the exact run of the
-    tiles, `BandModel.line_buffer`; a smaller tile if that breaks the budget)."""
+    monotone tile ranges, `BandModel.line_buffer`; a smaller tile if that
+    breaks the budget). None if none fits or the run reads a row no tile
+    computed before."""
 
     def cost(tile: int) -> int:
         rows = model.lb_rows(tile, recompute)
@@ -875,8 +914,11 @@ def _line_buffered(
                 assert stats is not None
                 recomputed = _recomputed(model, stats, recompute, True)
             return _Chain(members, model, True, recompute, tile_h, rows, recomputed)
-        ranges = model.tile_ranges(tile_h)
-        held, done, history = model.line_buffer(ranges, recompute)
+        ranges = model.lb_tile_ranges(tile_h)
+        try:
+            held, done, history = model.line_buffer(ranges, recompute)
+        except LineBufferGapError:
+            return None  # not line-buffered: the caller runs the chain plainly
         if model.bytes_of_rows(held) <= budget:
             reads = sum(done[t] * model.row_bytes[t] for t in model.inputs)
             recomputed = _recomputed(model, _exact_stats(ranges), recompute, True)
@@ -968,18 +1010,19 @@ def chain_members(ctx: _Ctx, start: int, stop: int) -> tuple[tuple[int, int], ..
 
 
 def _feasible_band(b: BandBuilder, budget: int) -> bool:
-    """Some band of the builder's ops fits: one row, a 1 x 1 tile, or a
-    sub-row band of an accumulation."""
+    """Some band of the builder's ops, or of ops from further upstream, may
+    fit: one row, a 1 x 1 tile, or a sub-row band of an accumulation (the
+    floors count buffers that in-place activations may come to share)."""
     if b.error is not None:
         return False
-    if b.bytes1 <= budget or b.lb_ok and b.lb1 <= budget and b.kind in CHAIN_KINDS:
+    if b.floor1 <= budget or b.lb_ok and b.floor_lb1 <= budget and b.kind in CHAIN_KINDS:
         return True
     if (
         b.grid
         and b.kind == "strips"
         and b.root_width >= 2
         and b.windows <= GRID_MAX_WINDOWS
-        and b.bytes11 <= budget
+        and b.floor11 <= budget
     ):
         return True
     if b.kind != "accumulate":
@@ -1015,7 +1058,7 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
         normal = _NormalScan(graph, tables, j)
         band = BandBuilder(tables, j)
         band_ok = True
-        tiled: list[tuple[int, int, bool]] = []  # (bound, i, a chain may fit)
+        tiled: list[tuple[int, int, bool, int]] = []  # (bound, i, a chain may fit, reads)
         for i in range(j - 1, -1, -1):
             normal.prepend()
             fits = normal.peak <= budget
@@ -1035,17 +1078,18 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
                 chainable = band.error is None and (
                     band.bytes1 <= budget or band.lb_ok and band.lb1 <= budget
                 )
-                tiled.append((best[i][0] + lb, i, chainable))
-        for bound, i, chainable in sorted(tiled):
+                tiled.append((best[i][0] + lb, i, chainable, normal.reads))
+        for bound, i, chainable, once in sorted(tiled):
             if (bound, best[i][1] + 1) >= best[j]:
                 break
             members = chain_members(ctx, i, j) if chainable else None
             chain = None if members is None else ctx.chain(members, exact=False)
             if members is not None and chain is not None:
-                cand = (bound + ctx.mac_weight * chain.recomputed, best[i][1] + len(members))
+                cost = bound + chain.extra_cost(once, ctx.mac_weight)
+                cand = (cost, best[i][1] + len(members))
                 if cand < best[j]:
                     best[j], back[j] = cand, members
-                if not chain.recomputed:
+                if cost == bound:  # nothing beyond reading once: no tiled stage is cheaper
                     continue
             cost = ctx.tiled_cost(i, j)
             if cost >= _INF:
@@ -1119,6 +1163,7 @@ def _find_chains(ctx: _Ctx, stages: Sequence[tuple[int, int]]) -> tuple[tuple[in
 
 def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tuple[int, ...]]:
     """The least-traffic split of a run into chains and lone stages."""
+    graph = ctx.graph
     n = len(run)
     best = [0] + [_INF] * n
     back = list(range(-1, n))  # a lone stage by default
@@ -1130,8 +1175,8 @@ def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tup
                 pass
             if (
                 builder.error is not None
-                or builder.bytes1 > ctx.budget
-                and not (builder.lb_ok and builder.lb1 <= ctx.budget)
+                or builder.floor1 > ctx.budget
+                and not (builder.lb_ok and builder.floor_lb1 <= ctx.budget)
             ):
                 break
             cost = ctx.traffic(run[a][0], run[b - 1][1])
@@ -1139,7 +1184,9 @@ def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tup
                 continue
             chain = ctx.chain(run[a:b], exact=False)
             if chain is not None:
-                cost += ctx.mac_weight * chain.recomputed
+                ins, _ = ctx.io(run[a][0], run[b - 1][1])
+                once = sum(graph.tensors[x].nbytes for x in ins)
+                cost += chain.extra_cost(once, ctx.mac_weight)
                 if best[a] + cost < best[b]:
                     best[b], back[b] = best[a] + cost, a
     pieces: list[tuple[int, ...]] = []
@@ -1282,7 +1329,14 @@ def _stage_plan(ctx: _Ctx, index: int, start: int, stop: int, single: bool) -> S
         slow_reads=t.reads,
         slow_writes=writes,
         recomputed_macs=t.recomputed,
+        shared=_shared_names(model),
     )
+
+
+def _shared_names(model: BandModel) -> dict[str, str]:
+    """Tensor -> the tensor whose buffer holds it, for the shared ones."""
+    names = model.names
+    return {names[t]: names[o] for t, o in enumerate(model.share) if o != t}
 
 
 def _chain_plan(
@@ -1328,6 +1382,7 @@ def _chain_plan(
         found.reads,
         writes,
         found.recomputed,
+        _shared_names(model),
     )
 
 
@@ -1342,13 +1397,11 @@ def plan(graph: PlanGraph, budget: int, *, chain_1d: bool = False, mac_weight: i
     if budget <= 0:
         raise ValueError(f"budget must be positive, got {budget}")
     ctx = _Ctx(graph, GraphTables(graph), budget, (3, 4) if chain_1d else (4,), mac_weight)
-    cuts, _ = _form(ctx)
+    cuts, chosen = _verified_cuts(ctx)
     single = len(cuts) == 1
     stages = [_stage_plan(ctx, i, a, b, single) for i, (a, b) in enumerate(cuts)]
     chains: list[ChainPlan] = []
-    for members in _find_chains(ctx, cuts):
-        found = ctx.chain([cuts[s] for s in members])
-        assert found is not None
+    for members, found in chosen:
         c = _chain_plan(ctx, len(chains), members, found, stages)
         chains.append(c)
         for pos, s in enumerate(members):
@@ -1374,9 +1427,44 @@ def plan(graph: PlanGraph, budget: int, *, chain_1d: bool = False, mac_weight: i
                 slow_reads=c.slow_reads if pos == 0 else 0,
                 slow_writes=c.slow_writes if pos == len(members) - 1 else 0,
                 recomputed_macs=_stage_share(graph, c, st),
+                shared={x: o for x, o in c.shared.items() if x in touched},
             )
     in_place = single and stages[0].strategy == "inplace"
     return _figures(ctx, tuple(stages), tuple(chains), in_place)
+
+
+def _verified_cuts(
+    ctx: _Ctx,
+) -> tuple[tuple[tuple[int, int], ...], list[tuple[tuple[int, ...], _Chain]]]:
+    """The cuts and chains of the plan, each checked on its exact tiles.
+
+    Stage formation and chain finding compare estimates (affine ranges, line
+    buffers from offsets). Where the exact run of a chosen chain or tiled
+    stage does not fit after all (dilated windows clipped by the padding
+    hold more rows than the offsets say), its estimate is ruled out and the
+    cuts are searched again; each round rules out one more, so it ends."""
+    while True:
+        cuts, _ = _form(ctx)
+        chains = _find_chains(ctx, cuts)
+        chosen: list[tuple[tuple[int, ...], _Chain]] = []
+        retry = False
+        for members in chains:
+            key = [cuts[s] for s in members]
+            found = ctx.chain(key)
+            if found is None:
+                ctx.rule_out_chain(key)
+                retry = True
+            else:
+                chosen.append((members, found))
+        in_chain = {s for members in chains for s in members}
+        for s, (a, b) in enumerate(cuts):
+            if s in in_chain or normal_peak(ctx.graph, a, b, ctx.tables) <= ctx.budget:
+                continue
+            if ctx.tiling(a, b) is None and ctx.tiling(a, b, exact=False) is not None:
+                ctx.rule_out_tiling(a, b)
+                retry = True
+        if not retry:
+            return cuts, chosen
 
 
 def _touched(graph: PlanGraph, start: int, stop: int) -> set[str]:
@@ -1388,11 +1476,13 @@ def _touched(graph: PlanGraph, start: int, stop: int) -> set[str]:
 
 
 def _stage_share(graph: PlanGraph, c: ChainPlan, st: StagePlan) -> int:
-    """A member's part of the chain's recomputed MACs: only a member holding
-    a channel Concat recomputes (its ops compute their whole range)."""
+    """A member's part of the chain's recomputed MACs: in a line-buffered
+    chain only a member holding a channel Concat recomputes (its ops compute
+    their whole range); in a plain chain every op computes its whole range."""
     if not c.recomputed_macs:
         return 0
-    if not any(graph.nodes[k].is_channel_concat for k in range(st.start, st.stop)):
+    concat = any(graph.nodes[k].is_channel_concat for k in range(st.start, st.stop))
+    if c.line_buffered and not concat:
         return 0
     total = 0
     for k in range(st.start, st.stop):

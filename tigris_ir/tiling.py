@@ -10,7 +10,13 @@ tensor in every tile, and the line buffers of a line-buffered chain.
 Band accounting, exactly (a loop-level interpreter reproduces it):
   * A band holds every non-constant tensor the ops touch: each stage input
     over the rows the band reads, each op output over its rows; nothing is
-    freed within a tile. Each buffer is `align(rows * row_bytes)`.
+    freed within a tile. Each buffer is `align(rows * row_bytes)`. One
+    exception: an activation that is the only reader of a tensor computed
+    in the band overwrites it in place (`in_place_source`; not in an
+    accumulation or a band holding a channel Concat), so the two share one
+    buffer of the larger extent (`BandModel.share`).
+  * A pointwise op on a row vector (1, K) cuts K, its last axis (`_lane_op`):
+    one row would be the whole tensor.
   * `rows` of a tensor is the spec's back-propagation: a window op maps
     `r` output rows to `input_rows(r, kernel, stride, dilation)`, a pointwise
     op to `r`, a resize to the most source rows any `r` consecutive output
@@ -19,12 +25,15 @@ Band accounting, exactly (a loop-level interpreter reproduces it):
     takes the largest; every value is capped at the tensor's height.
   * A tile's exact range of a tensor (`ranges`) is the hull of the rows its
     readers need, clipped to the tensor: the first and last row some output
-    row of the tile really reads. The planner allocates a buffer with the
+    row of the tile really reads (a reader with no rows, or reading only
+    padding, needs none). The planner allocates a buffer with the
     larger of its back-propagated rows and the longest range any tile reads
     (longer only for branches whose paddings disagree), so every tile fits.
-  * Line buffers (`line_buffer`): each tile computes only the rows not
-    computed by an earlier tile and keeps the history rows its readers need
-    again (module doc of tigris_ir.planner).
+  * Line buffers (`line_buffer`, `line_buffer_run`): each tile computes only
+    the rows not computed by an earlier tile and keeps the history rows its
+    readers need again (module doc of tigris_ir.planner). They run over
+    monotone ranges (`lb_tile_ranges`): dilated windows clipped by the
+    padding read ranges that start lower on a later tile or go back.
 """
 
 from __future__ import annotations
@@ -216,6 +225,11 @@ def choose_tile_h(
 # Part 2: row maps and the band model
 # ---------------------------------------------------------------------------
 
+ACC_DTYPE = np.dtype(np.float32)
+"""The element of a GlobalAveragePool's accumulator (one per channel), as
+`loop.accumulate` declares it; `band_exec.accumulate` says why float64 would
+make the tiled mean of int8 inputs exact."""
+
 IDENT, WINDOW, WHOLE, RATIO, BYTES, TRANSPOSED, RESAMPLE = range(7)
 RowMap = tuple[int, int, int, int, int]
 """(code, a, b, c, d): how an op's output band maps to one input's band.
@@ -401,6 +415,9 @@ def node_band(graph: PlanGraph, k: int) -> NodeBand:
     if cls is TilingClass.WHOLE or out is None:
         return NodeBand(0, (), f"'{node.name}' ({node.op}) has no tiling contract")
     out_axis = out.rows_axis if out.rows_axis is not None else 0
+    lane = _lane_op(graph, k)
+    if lane:
+        out_axis = out.rank - 1
     if cls is TilingClass.INDEPENDENT_AXIS:
         axis = node.attrs.get(BAND_AXIS)
         if not isinstance(axis, int) or not 0 <= axis < out.rank:
@@ -430,6 +447,9 @@ def node_band(graph: PlanGraph, k: int) -> NodeBand:
         elif cls in (TilingClass.POINTWISE, TilingClass.WHOLE_ROWS, TilingClass.ACCUMULATE):
             if cls is TilingClass.ACCUMULATE:
                 m, col = IDENT_MAP, IDENT_MAP
+            elif lane:
+                same = t.shape == out.shape
+                m, axis = (IDENT_MAP, out_axis) if same else (WHOLE_MAP, axis)
             elif t.rank == out.rank and t.height == out_h:
                 m = IDENT_MAP  # the same rows; columns too, or broadcast ones
                 col = IDENT_MAP if t.width == out.width else WHOLE_MAP if t.width == 1 else None
@@ -460,6 +480,26 @@ def node_band(graph: PlanGraph, k: int) -> NodeBand:
                 m = WHOLE_MAP
         ins.append((name, m, axis, col))
     return NodeBand(out_axis, tuple(ins))
+
+
+def _lane_op(graph: PlanGraph, k: int) -> bool:
+    """A pointwise op on a row vector (1, K) bands along K, its last axis: a
+    band of its one row would hold all of it. Every operand must match the
+    result or broadcast along K (length 1 there), so that each output element
+    reads the same element of every operand (no concatenation)."""
+    node = graph.nodes[k]
+    if node.tiling is not TilingClass.POINTWISE or len(node.outputs) != 1:
+        return False
+    out = graph.tensors[node.outputs[0]]
+    if out.rank != 2 or out.shape[0] != 1 or out.shape[1] < 2:
+        return False
+    for name in node.inputs:
+        t = graph.tensors[name]
+        if t.rank > 2 or (t.rank and t.shape[-1] not in (1, out.shape[-1])):
+            return False
+        if t.rank == 2 and t.shape[0] != 1:
+            return False
+    return True
 
 
 def _resize_map(attrs: Mapping[str, Any], n_in: int, n_out: int) -> RowMap:
@@ -517,6 +557,49 @@ def _band_kind(present: frozenset[TilingClass]) -> str | None:
     return "strips" if c is TilingClass.HALO else KIND_OF_CLASS[c]
 
 
+IN_PLACE_OPS = frozenset(
+    {
+        "nn.relu",
+        "nn.clip",
+        "nn.sigmoid",
+        "nn.tanh",
+        "nn.hard_swish",
+        "nn.hard_sigmoid",
+        "nn.leaky_relu",
+        "nn.elu",
+        "nn.gelu",
+        "nn.exp",
+        "nn.log",
+        "nn.sqrt",
+        "nn.abs",
+        "nn.floor",
+        "nn.identity",
+    }
+)
+"""The `nn` dialect's unary activations: each result element is a function of
+the same element of the one input, so the result may overwrite the input."""
+
+
+def in_place_source(graph: PlanGraph, k: int) -> str | None:
+    """The tensor node k may overwrite with its result, inside a band: its one
+    input, when an activation of `IN_PLACE_OPS` is that tensor's only reader
+    and the tensor is computed (not a model input or output), float32 on
+    both sides (a 4-byte operand of these ops is float32; a 1-byte one may
+    change signedness) and of the result's shape. None otherwise."""
+    node = graph.nodes[k]
+    if node.op not in IN_PLACE_OPS or len(node.outputs) != 1:
+        return None
+    ins = [x for x in node.inputs if not graph.tensors[x].is_const]
+    if len(ins) != 1:
+        return None
+    t, o = graph.tensors[ins[0]], graph.tensors[node.outputs[0]]
+    if t.shape != o.shape or t.elem_bytes != 4 or o.elem_bytes != 4:
+        return None
+    if graph.producer(t.name) is None or t.name in graph.outputs:
+        return None
+    return t.name if graph.consumers(t.name) == (k,) else None
+
+
 class GraphTables:
     """Per-graph tables the band builder reads (node maps, roots)."""
 
@@ -524,6 +607,8 @@ class GraphTables:
         self.graph = graph
         self.node_bands = tuple(node_band(graph, k) for k in range(len(graph.nodes)))
         self.last_use = {name: graph.last_use(name) for name in graph.tensors}
+        self.in_place = tuple(in_place_source(graph, k) for k in range(len(graph.nodes)))
+        self.in_place_reader = {t: k for k, t in enumerate(self.in_place) if t is not None}
         self._geometry: dict[tuple[str, int], tuple[int, int, int, int]] = {}
 
     def geometry(self, name: str, axis: int) -> tuple[int, int, int, int]:
@@ -590,6 +675,31 @@ class BandBuilder:
     root_width: int = -1
     counts: dict[TilingClass, int] = field(default_factory=dict[TilingClass, int])
     t: dict[str, _TState] = field(default_factory=dict[str, _TState])
+    concat: bool = False
+    shared: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
+    saved: list[int] = field(default_factory=lambda: [0, 0, 0])
+    pending: dict[str, tuple[int, int, int]] = field(
+        default_factory=dict[str, tuple[int, int, int]]
+    )
+    pending_sum: list[int] = field(default_factory=lambda: [0, 0, 0])
+
+    @property
+    def floor1(self) -> int:
+        """A lower bound of `bytes1` over every start upstream: a stage input
+        an in-place activation of the band reads may come to share its
+        buffer once its producer joins (`in_place_source`); nothing else
+        shrinks as the band grows."""
+        return self.bytes1 - self.pending_sum[0]
+
+    @property
+    def floor11(self) -> int:
+        """`floor1` for `bytes11`."""
+        return self.bytes11 - self.pending_sum[1]
+
+    @property
+    def floor_lb1(self) -> int:
+        """`floor1` for `lb1`."""
+        return self.lb1 - self.pending_sum[2]
 
     def __post_init__(self) -> None:
         self.start = self.stop
@@ -680,6 +790,8 @@ class BandBuilder:
             return self._fail(nb.error)
         cls = node.tiling
         self.counts[cls] = self.counts.get(cls, 0) + 1
+        if node.is_channel_concat and not self.concat:
+            self._unshare()
         if band_kind(self.counts) is None or (cls in _SINGLE and self.counts[cls] > 1):
             return self._fail(
                 f"'{node.name}' ({cls.value}) does not tile together with "
@@ -693,7 +805,7 @@ class BandBuilder:
                 return self._fail(f"'{node.name}' must end its stage to accumulate bands")
             for name in node.outputs:
                 info = graph.tensors[name]
-                extra = align(info.nbytes) + align(math.prod(info.shape) * 4)
+                extra = align(info.nbytes) + align(math.prod(info.shape) * ACC_DTYPE.itemsize)
                 self.extra += extra
                 self.bytes1 += extra
                 self.bytes11 += extra
@@ -715,6 +827,8 @@ class BandBuilder:
             if st.axis != nb.out_axis:
                 return self._fail(f"'{name}' is cut along two axes")
             st.produced = True
+            if name in self.pending:
+                self._settle(name)
             if out_scale is not None and st.scale != out_scale:
                 return self._fail(f"'{node.name}' hands out results at different row rates")
             out_scale = st.scale
@@ -774,7 +888,71 @@ class BandBuilder:
                 self._merge_off(name, st, (0, 0, 0))
             else:
                 self.lb_ok = False
+        if self.error is None and not self.concat and TilingClass.ACCUMULATE not in self.counts:
+            for name in node.outputs:
+                k2 = self.tables.in_place_reader.get(name)
+                if k2 is not None and k2 < self.stop:
+                    self._share(name, graph.nodes[k2].outputs[0])
+            x = self.tables.in_place[k]
+            if x is not None and not self.t[x].produced:
+                self._expect(x)
         return self.error is None
+
+    def _contribution(self, name: str) -> tuple[int, int, int]:
+        st = self.t[name]
+        _, rb, _, cell = self.tables.geometry(name, st.axis)
+        return align(st.rows1 * rb), align(st.rows1 * st.cols1 * cell), align(st.cap1 * rb)
+
+    def _expect(self, x: str) -> None:
+        """`x`, a stage input its in-place activation reads, may share that
+        buffer once its producer joins: count it toward the floors."""
+        c = self._contribution(x)
+        self.pending[x] = c
+        self.pending_sum = [a + b for a, b in zip(self.pending_sum, c)]
+
+    def _settle(self, x: str) -> None:
+        c = self.pending.pop(x)
+        self.pending_sum = [a - b for a, b in zip(self.pending_sum, c)]
+
+    def _group_saving(self, members: Sequence[str]) -> tuple[int, int, int]:
+        """Bytes the members of one in-place group save (one-row band, 1 x 1
+        tile, line buffers) by sharing a buffer instead of one each."""
+        sts = [self.t[m] for m in members]
+        _, rb, _, cell = self.tables.geometry(members[0], sts[0].axis)
+        r = max(st.rows1 for st in sts)
+        c = max(st.cols1 for st in sts)
+        cap = max(st.cap1 for st in sts)
+        s1 = sum(align(st.rows1 * rb) for st in sts) - align(r * rb)
+        s11 = sum(align(st.rows1 * st.cols1 * cell) for st in sts) - align(r * c * cell)
+        slb = sum(align(st.cap1 * rb) for st in sts) - align(cap * rb)
+        return s1, s11, slb
+
+    def _share(self, t: str, o: str) -> None:
+        """`t`, now produced in the band, shares the buffer of `o`, which an
+        in-place activation computes from it (`in_place_source`). Both are
+        final: every reader and the producer of each is in the band."""
+        members = self.shared.pop(o, None) or [o]
+        old = self._group_saving(members) if len(members) > 1 else (0, 0, 0)
+        members.append(t)
+        self.shared[t] = members
+        new = self._group_saving(members)
+        d = [n - o_ for n, o_ in zip(new, old)]
+        self.bytes1 -= d[0]
+        self.bytes11 -= d[1]
+        self.lb1 -= d[2]
+        self.saved = [a + b for a, b in zip(self.saved, d)]
+
+    def _unshare(self) -> None:
+        """A channel Concat joins: it may recompute its rows, so no buffer is
+        shared in this band (its figures count every buffer again)."""
+        self.bytes1 += self.saved[0]
+        self.bytes11 += self.saved[1]
+        self.lb1 += self.saved[2]
+        self.saved = [0, 0, 0]
+        self.shared.clear()
+        self.pending.clear()
+        self.pending_sum = [0, 0, 0]
+        self.concat = True
 
     def model(self) -> BandModel:
         """A frozen snapshot of the band of ops [start, stop)."""
@@ -811,6 +989,9 @@ class BandModel:
     height: int
     granule: int
     grid_ok: bool
+    share: tuple[int, ...] = ()
+    """Per tensor the tensor whose buffer it is held in: itself, or the first
+    of a run of in-place activations (`in_place_source`); empty: none shared."""
     _memo: dict[tuple[str, int], Any] = field(
         default_factory=dict[tuple[str, int], Any], repr=False, compare=False
     )
@@ -856,6 +1037,10 @@ class BandModel:
         inputs = tuple(i for i, n in enumerate(names) if not b.t[n].produced)
         if grid_ok and len({widths[r] for r in roots}) != 1:
             grid_ok = False
+        share = list(range(len(names)))
+        for members in b.shared.values():
+            for m in members:
+                share[ids[m]] = ids[members[-1]]
         return BandModel(
             graph,
             b.start,
@@ -876,6 +1061,7 @@ class BandModel:
             b.root_height,
             granule,
             grid_ok,
+            tuple(share) if b.shared else (),
         )
 
     @property
@@ -898,8 +1084,22 @@ class BandModel:
         return _back_propagate(self.heights, self.roots, self.ops, 1, tile_h, self.whole)
 
     def bytes_of_rows(self, rows: Sequence[int]) -> int:
+        """Bytes of buffers of `rows` rows per tensor; tensors sharing a
+        buffer count once, at the most rows any of them holds."""
         a = ALIGN
+        if self.share:
+            rows = self.shared_extents(rows)
         return sum(-(-r * b // a) * a for r, b in zip(rows, self.row_bytes)) + self.extra
+
+    def shared_extents(self, ext: Sequence[int]) -> list[int]:
+        """Per tensor its buffer's extent: a buffer's owner takes the largest
+        of the tensors it holds, the others 0 (they add no bytes)."""
+        out = [0] * len(ext)
+        for t, r in enumerate(ext):
+            o = self.share[t]
+            if r > out[o]:
+                out[o] = r
+        return out
 
     def band_bytes(self, tile_h: int) -> int:
         """The spec's band_bytes(rows): every buffer of a `tile_h`-row band."""
@@ -920,6 +1120,8 @@ class BandModel:
 
     def bytes_of_cells(self, rows: Sequence[int], cols: Sequence[int]) -> int:
         a = ALIGN
+        if self.share:
+            rows, cols = self.shared_extents(rows), self.shared_extents(cols)
         return sum(-(-r * c * b // a) * a for r, c, b in zip(rows, cols, self.cells)) + self.extra
 
     def grid_bytes(self, tile_h: int, tile_w: int) -> int:
@@ -931,51 +1133,56 @@ class BandModel:
     def ranges(self, lo: int, hi: int, clip: bool = True) -> list[tuple[int, int]]:
         """Exact row range of every tensor for output rows [lo, hi): each op's
         input range from its output range, the hull over readers."""
-        h = self.heights
-        n = len(h)
-        a = [0] * n
-        b = [0] * n
-        seen = [False] * n
-        for t in self.roots:
-            a[t], b[t] = (lo, min(hi, h[t])) if clip else (lo, hi)
-            seen[t] = True
-        for _, outs, ins in reversed(self.ops):
-            oa = min(a[o] for o in outs if seen[o])
-            ob = max(b[o] for o in outs if seen[o])
-            for t, m, _ in ins:
-                x, y = map_range(m, oa, ob, h[t], clip)
-                if not seen[t]:
-                    a[t], b[t], seen[t] = x, y, True
-                else:
-                    a[t] = x if x < a[t] else a[t]
-                    b[t] = y if y > b[t] else b[t]
-        return list(zip(a, b))
+        return _hull_ranges(self.heights, self.roots, self.ops, 1, lo, hi, clip)
 
     def col_ranges(self, lo: int, hi: int, clip: bool = True) -> list[tuple[int, int]]:
         """Exact column range of every tensor for output columns [lo, hi)."""
-        w = self.widths
-        n = len(w)
-        a = [0] * n
-        b = [0] * n
-        seen = [False] * n
-        for t in self.roots:
-            a[t], b[t] = (lo, min(hi, w[t])) if clip else (lo, hi)
-            seen[t] = True
-        for _, outs, ins in reversed(self.ops):
-            oa = min(a[o] for o in outs if seen[o])
-            ob = max(b[o] for o in outs if seen[o])
-            for t, _, col in ins:
-                x, y = map_range(col, oa, ob, w[t], clip)
-                if not seen[t]:
-                    a[t], b[t], seen[t] = x, y, True
-                else:
-                    a[t] = min(a[t], x)
-                    b[t] = max(b[t], y)
-        return list(zip(a, b))
+        return _hull_ranges(self.widths, self.roots, self.ops, 2, lo, hi, clip)
 
     def tile_ranges(self, tile_h: int) -> list[list[tuple[int, int]]]:
         """Per tile (output rows [i * tile_h, ...) clipped), every tensor's range."""
         return [self.ranges(a, b) for a, b in tile_bounds(self.height, tile_h)]
+
+    def lb_tile_ranges(self, tile_h: int) -> list[list[tuple[int, int]]]:
+        """Per tile the ranges a line-buffered chain runs: `tile_ranges` made
+        monotone tensor by tensor (`monotone_ranges`), from the outputs up, so
+        that each op's input ranges follow its widened output ranges.
+
+        A dilated window clipped by the image padding reads ranges that can
+        start lower on a later tile ([1, 2) then [0, 3)) or go back
+        ([1, 6) then [0, 5)). A line buffer computes every row once, in
+        order, and keeps what a later tile reads again: so a row a later
+        tile reads is computed by the first tile whose range reaches past it
+        and held from then on."""
+        bounds = tile_bounds(self.height, tile_h)
+        h = self.heights
+        n = len(h)
+        per: list[list[tuple[int, int]]] = [[(0, 0)] * len(bounds) for _ in range(n)]
+        seen = [[False] * len(bounds) for _ in range(n)]
+        empty = [[False] * len(bounds) for _ in range(n)]
+        for t in self.roots:
+            for i, (a, b) in enumerate(bounds):
+                per[t][i] = (a, min(b, h[t]))
+                seen[t][i] = True
+        done = [False] * n
+        for _, outs, ins in reversed(self.ops):
+            for o in outs:
+                if not done[o]:
+                    per[o] = monotone_ranges(per[o])
+                    done[o] = True
+            for i in range(len(bounds)):
+                live = [per[o][i] for o in outs if seen[o][i]]
+                if not live:
+                    continue
+                oa = min(r[0] for r in live)
+                ob = max(r[1] for r in live)
+                for t, m, _ in ins:
+                    x, y = map_range(m, oa, ob, h[t])
+                    _merge_range(per[t], seen[t], empty[t], i, x, y, ob > oa)
+        for t in range(n):
+            if not done[t]:
+                per[t] = monotone_ranges(per[t])
+        return [[per[t][i] for t in range(n)] for i in range(len(bounds))]
 
     def tile_col_ranges(self, tile_w: int) -> list[list[tuple[int, int]]]:
         return [self.col_ranges(a, b) for a, b in tile_bounds(self.width, tile_w)]
@@ -1089,49 +1296,29 @@ class BandModel:
         ranges: Sequence[Sequence[tuple[int, int]]],
         recompute: frozenset[int] = frozenset(),
     ) -> tuple[list[int], list[int], list[int]]:
-        """The exact line-buffered run of the tiles: per tensor (rows held at
-        most, rows computed or loaded over all tiles, history rows at most).
-
-        Tile i computes (or, for an input, loads) the rows of each tensor's
-        range not computed by an earlier tile, from the previous tile's end
-        on; ops in `recompute` compute their whole range. A buffer holds, from
-        the lowest row a reader of this tile's new rows needs (or this tile's
-        output rows, for an output) up to the end of the tensor's range.
-        """
+        """The exact line-buffered run of the tiles (`line_buffer_run` over
+        `ranges`, normally `lb_tile_ranges`): per tensor (rows held at most,
+        rows computed or loaded over all tiles, history rows at most: rows
+        held beyond those the tile computes). `LineBufferGapError` when an op
+        would read a row no tile computed before."""
+        run = line_buffer_run(self.heights, self.roots, self.lb_ops, ranges, recompute, self.share)
         n = len(self.names)
-        prev = [-1] * n
         held = [0] * n
         done = [0] * n
         hist = [0] * n
-        for rng in ranges:
-            new = []
-            for t, (x, y) in enumerate(rng):
-                nx = x if prev[t] < 0 else max(prev[t], x)
-                new.append((nx, max(nx, y)))
-            low = [a for a, _ in new]
-            for t in self.roots:
-                low[t] = min(low[t], rng[t][0])
-            for k, outs, ins in self.ops:
-                if k in recompute:
-                    src = (min(rng[o][0] for o in outs), max(rng[o][1] for o in outs))
-                    for o in outs:
-                        low[o] = min(low[o], rng[o][0])
-                else:
-                    src = (min(new[o][0] for o in outs), max(new[o][1] for o in outs))
-                if src[1] <= src[0]:
-                    continue
-                for t, m, _ in ins:
-                    x, y = map_range(m, src[0], src[1], self.heights[t])
-                    if y > x and x < low[t]:
-                        low[t] = x
-            for t, (_, y) in enumerate(rng):
-                hold = max(y - low[t], 0)
+        for new, hold in zip(run.new, run.held):
+            for t in range(n):
+                rows = hold[t][1] - hold[t][0]
                 fresh = new[t][1] - new[t][0]
-                held[t] = max(held[t], hold)
-                hist[t] = max(hist[t], hold - fresh)
+                held[t] = max(held[t], rows)
+                hist[t] = max(hist[t], rows - fresh)
                 done[t] += fresh
-                prev[t] = max(prev[t], y)
         return held, done, hist
+
+    @cached_property
+    def lb_ops(self) -> tuple[LbOp, ...]:
+        """The ops with their row maps only, as `line_buffer_run` takes them."""
+        return tuple((k, outs, tuple((t, m) for t, m, _ in ins)) for k, outs, ins in self.ops)
 
     # ---- halo ------------------------------------------------------------
 
@@ -1168,6 +1355,225 @@ class BandModel:
                 left = max(left, -x)
                 right = max(right, y - math.ceil(s * tile_w))
         return (top, bottom, left, right)
+
+
+def _merge_range(
+    r: list[tuple[int, int]],
+    seen: list[bool],
+    empty: list[bool],
+    i: int,
+    x: int,
+    y: int,
+    live: bool,
+) -> None:
+    """Widen slot `i` to the hull with [x, y). A reader with no output rows
+    (`live` false), or whose rows read only padding (y <= x), reads nothing:
+    it only places an empty range where no reader needs a row."""
+    if not live or y <= x:
+        if not seen[i]:
+            r[i], seen[i], empty[i] = (x, x), True, True
+        return
+    if not seen[i] or empty[i]:
+        r[i], seen[i], empty[i] = (x, y), True, False
+        return
+    a, b = r[i]
+    r[i] = (x if x < a else a, y if y > b else b)
+
+
+def _hull_ranges(
+    sizes: Sequence[int],
+    roots: Sequence[int],
+    ops: Sequence[tuple[int, tuple[int, ...], tuple[tuple[int, RowMap, RowMap], ...]]],
+    which: int,
+    lo: int,
+    hi: int,
+    clip: bool,
+) -> list[tuple[int, int]]:
+    """Every tensor's exact range (rows with `which` 1, columns with 2) for
+    output [lo, hi): each op's input range from its output range, the hull
+    over the readers that read something."""
+    n = len(sizes)
+    r = [(0, 0)] * n
+    seen = [False] * n
+    empty = [False] * n
+    for t in roots:
+        b = min(hi, sizes[t]) if clip else hi
+        r[t], seen[t], empty[t] = (lo, b), True, b <= lo
+    for _, outs, ins in reversed(ops):
+        live = [r[o] for o in outs if seen[o]]
+        if not live:
+            continue
+        oa = min(a for a, _ in live)
+        ob = max(b for _, b in live)
+        for t, row, col in ins:
+            x, y = map_range(row if which == 1 else col, oa, ob, sizes[t], clip)
+            _merge_range(r, seen, empty, t, x, y, ob > oa)
+    return r
+
+
+def monotone_ranges(seq: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The per-tile ranges of one tensor made monotone for a line buffer: a
+    tile's range starts at the lowest row it or any later tile reads and
+    ends at the highest row it or any earlier tile read. Empty ranges need
+    nothing: one stays empty (at the rows computed so far) unless rows
+    computed before are read again after it, which it then holds."""
+    n = len(seq)
+    big = 1 << 62
+    suffix = [big] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        a, b = seq[i]
+        suffix[i] = min(suffix[i + 1], a) if b > a else suffix[i + 1]
+    out: list[tuple[int, int]] = []
+    end = -1  # highest row read so far, exclusive; -1: none yet
+    for i, (a, b) in enumerate(seq):
+        if b > a and b > end:
+            end = b
+        s = suffix[i]
+        if end < 0:
+            p = min(a, s)
+            out.append((p, p))
+        else:
+            out.append((min(s, end), end))
+    return out
+
+
+def uncovered(done: Sequence[tuple[int, int]], x: int, y: int) -> int | None:
+    """The first row of [x, y) not in the sorted, disjoint ranges `done`."""
+    row = x
+    for a, b in done:
+        if a > row:
+            break
+        row = max(row, b)
+    return row if row < y else None
+
+
+def add_range(done: list[tuple[int, int]], r: tuple[int, int]) -> None:
+    """Add [r0, r1) to the sorted, disjoint ranges `done`, merging."""
+    if r[1] <= r[0]:
+        return
+    done.append(r)
+    done.sort()
+    merged: list[tuple[int, int]] = []
+    for a, b in done:
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    done[:] = merged
+
+
+class LineBufferGapError(ValueError):
+    """A line-buffered run whose op reads a row no tile has computed (or
+    loaded) so far: its ranges skip or go back, so it cannot be line-buffered."""
+
+    def __init__(self, tile: int, node: int, tensor: int, rows: tuple[int, int], missing: int):
+        super().__init__(
+            f"tile {tile}: node {node} reads rows [{rows[0]}, {rows[1]}) of tensor {tensor}, "
+            f"but row {missing} is never computed or loaded before"
+        )
+        self.tile = tile
+        self.node = node
+        self.tensor = tensor
+        self.rows = rows
+        self.missing = missing
+
+
+LbOp = tuple[int, tuple[int, ...], tuple[tuple[int, RowMap], ...]]
+"""(node, output ids, ((input id, row map), ...)) of an op of a line-buffered band."""
+
+
+@dataclass(frozen=True)
+class LineBufferRun:
+    """The line-buffered run of a band's tiles, per tile and tensor: `new`,
+    the rows computed (an input's: loaded) by the tile, and `held`, the rows
+    its buffer holds once the tile has run (the buffer's first row is the
+    held range's first row; the rows kept from the previous tile move there)."""
+
+    new: tuple[tuple[tuple[int, int], ...], ...]
+    held: tuple[tuple[tuple[int, int], ...], ...]
+
+
+def line_buffer_run(
+    heights: Sequence[int],
+    roots: Sequence[int],
+    ops: Sequence[LbOp],
+    ranges: Sequence[Sequence[tuple[int, int]]],
+    recompute: frozenset[int] = frozenset(),
+    share: Sequence[int] = (),
+) -> LineBufferRun:
+    """Run the tiles of a line-buffered band (the planner sizes its buffers
+    with this and the loop level schedules it, so both agree row for row).
+
+    Tile i computes the rows of each tensor's range from the previous
+    tiles' end on (ops in `recompute`, by node index, their whole range).
+    Every row an op reads must have been computed by then, else
+    `LineBufferGapError`. A buffer holds from the lowest row a reader of
+    this or any later tile's new rows needs (or a band output's tile rows)
+    up to the highest row computed so far: a row leaves a line buffer only
+    once no later tile reads it. Tensors sharing a buffer (`share`, as
+    `BandModel.share`) hold the hull of their rows.
+    """
+    n = len(heights)
+    rec_out = {o for k, outs, _ in ops if k in recompute for o in outs}
+    prev = [-1] * n
+    done: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    news: list[tuple[tuple[int, int], ...]] = []
+    lows: list[list[int]] = []
+    for i, rng in enumerate(ranges):
+        new: list[tuple[int, int]] = []
+        for t in range(n):
+            x, y = rng[t]
+            nx = x if prev[t] < 0 else max(prev[t], x)
+            new.append((nx, max(nx, y)))
+            add_range(done[t], rng[t] if t in rec_out else new[t])
+        low = [a for a, _ in new]
+        for t in roots:
+            low[t] = min(low[t], rng[t][0])
+        for k, outs, ins in ops:
+            if not outs:
+                continue
+            if k in recompute:
+                src = (min(rng[o][0] for o in outs), max(rng[o][1] for o in outs))
+                for o in outs:
+                    low[o] = min(low[o], rng[o][0])
+            else:
+                src = (min(new[o][0] for o in outs), max(new[o][1] for o in outs))
+            if src[1] <= src[0]:
+                continue
+            for t, m in ins:
+                x, y = map_range(m, src[0], src[1], heights[t])
+                if y <= x:
+                    continue
+                missing = uncovered(done[t], x, y)
+                if missing is not None:
+                    raise LineBufferGapError(i, k, t, (x, y), missing)
+                if x < low[t]:
+                    low[t] = x
+        news.append(tuple(new))
+        lows.append(low)
+        for t in range(n):
+            prev[t] = max(prev[t], rng[t][1])
+    for i in range(len(lows) - 2, -1, -1):
+        for t in range(n):
+            lows[i][t] = min(lows[i][t], lows[i + 1][t])
+    first = [min((nw[t][0] for nw in news if nw[t][1] > nw[t][0]), default=0) for t in range(n)]
+    held: list[tuple[tuple[int, int], ...]] = []
+    top = [-1] * n
+    for rng, low in zip(ranges, lows):
+        row: list[tuple[int, int]] = []
+        for t in range(n):
+            y = max(rng[t][1], top[t])
+            row.append((min(max(low[t], first[t]), y), y))
+            top[t] = y
+        if share:
+            hull: dict[int, tuple[int, int]] = {}
+            for t, (a, b) in enumerate(row):
+                o = share[t]
+                h = hull.get(o)
+                hull[o] = (a, b) if h is None else (min(h[0], a), max(h[1], b))
+            row = [hull[share[t]] for t in range(n)]
+        held.append(tuple(row))
+    return LineBufferRun(tuple(news), tuple(held))
 
 
 def _back_propagate(

@@ -2,8 +2,8 @@
 // planner's figures (tigris-analyze --json) and the run's (--stats) are
 // matched by FileCheck variables. --check compares with the untiled reference.
 
-// RUN: tigris-analyze %S/../Inputs/conv_relu.onnx -m 512 --json > %t.grid
-// RUN: tigris-run %S/../Inputs/conv_relu.onnx -m 512 --random-input 1 --stats --check >> %t.grid
+// RUN: tigris-analyze %S/../Inputs/conv_relu.onnx -m 384 --json > %t.grid
+// RUN: tigris-run %S/../Inputs/conv_relu.onnx -m 384 --random-input 1 --stats --check >> %t.grid
 // RUN: filecheck %s --check-prefixes=EQ,GRID < %t.grid
 // RUN: tigris-analyze %S/../Inputs/conv_relu.onnx -m 1K --json > %t.chain
 // RUN: tigris-run %S/../Inputs/conv_relu.onnx -m 1K --random-input 1 --stats --check >> %t.chain
@@ -40,7 +40,7 @@
 // A plan printed by tigris-opt runs the same.
 // RUN: tigris-opt %S/../Inputs/conv_relu.onnx --tile-stages=budget=1K --fuse-chains --backprop-heights --lower-to-loops --plan-arena -o %t.plan.mlir
 // RUN: tigris-run %t.plan.mlir --random-input 1 --stats --check | filecheck %s --check-prefix=PLAN
-// PLAN:      fast peak: 896
+// PLAN:      fast peak: 864
 // PLAN:      output 'output': equals the untiled reference
 
 // Nothing runs on a plan that fails verification: two live buffers moved
@@ -49,13 +49,13 @@
 // RUN: sed -e 's/loop.tensor = "conv_0", loop.offset = [0-9]*/loop.tensor = "conv_0", loop.offset = 0/' %t.plan.mlir > %t.overlap.mlir
 // RUN: not tigris-run %t.overlap.mlir --random-input 1 2>&1 | filecheck %s --check-prefix=OVERLAP
 // OVERLAP:   tigris-run: error: the plan does not verify, nothing runs:
-// OVERLAP:   fast buffers 'conv_0' [0, 256) and 'input' [0, 384) overlap while both are live
-// RUN: sed -e 's/sym_name = "chain0_load_input", type = memref<4x2xindex>, initial_value = dense<\[\[0, 3\]/sym_name = "chain0_load_input", type = memref<4x2xindex>, initial_value = dense<[[0, 2]/' %t.plan.mlir > %t.short.mlir
+// OVERLAP:   fast buffers 'conv_0' [0, 384) and 'input' [0, 480) overlap while both are live
+// RUN: sed -e 's/sym_name = "chain0_load_input", type = memref<3x2xindex>, initial_value = dense<\[\[0, 4\]/sym_name = "chain0_load_input", type = memref<3x2xindex>, initial_value = dense<[[0, 3]/' %t.plan.mlir > %t.short.mlir
 // RUN: not tigris-run %t.short.mlir --random-input 1 2>&1 | filecheck %s --check-prefix=SHORT
 // SHORT:     tigris-run: error: the plan does not verify, nothing runs:
-// SHORT:     chain 0 tile 0: loop.band of nn.conv operand #0 reads 'input' at (0, 2, 0, 0) of its band {1: (0, 3)}, which was never loaded or computed
+// SHORT:     chain 0 tile 0: loop.band of nn.conv operand #0 reads 'input' at (0, 3, 0, 0) of its band {1: (0, 4)}, which was never loaded or computed
 // RUN: not tigris-run %t.plan.mlir -m 512 --random-input 1 2>&1 | filecheck %s --check-prefix=BUDGET
-// BUDGET:    the fast arena of 896 bytes exceeds the budget of 512
+// BUDGET:    the fast arena of 864 bytes exceeds the budget of 512
 
 // A wrong input is refused before anything runs.
 // RUN: %python -c "import numpy as np; np.save('%t.bad.npy', np.zeros((1, 3, 9, 9), np.float32))"

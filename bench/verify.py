@@ -6,15 +6,18 @@ plan is lowered to loop IR (`lower-to-loops`), its arena placed and verified
 the output equals the untiled reference (int8 bit-exact, float32 to a
 relative 1e-5), the planned against the measured fast peak, slow peak, slow
 reads and writes, and the tiles run. `--direct` runs the plan interpreter
-(`run_program`) instead of the loop IR.
+(`run_program`) instead of the loop IR; `--backend c` prints the loop IR as C,
+builds it with its statistics on (`-DTIGRIS_STATS`) and runs that: output and
+figures are then the C program's.
 
-    python bench/verify.py [--models a,b] [--budgets 32K,64K] [--direct]
+    python bench/verify.py [--models a,b] [--budgets 32K,64K] [--direct | --backend c]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 
 import numpy as np
 from rich.console import Console
@@ -24,6 +27,7 @@ from tigris_ir.passes.plan_arena import PlanArenaPass
 from xdsl.context import Context
 
 from tigris_ir import zoo
+from tigris_ir.c_build import run_c
 from tigris_ir.loop_run import run_loop_module, run_program, schedule
 from tigris_ir.memory import format_bytes, parse_budget
 from tigris_ir.nn_graph import build_view
@@ -55,9 +59,11 @@ def main() -> None:
     ap.add_argument("--budgets", default="32K,64K,128K,256K,512K")
     ap.add_argument("--size", choices=["full", "small"], default="full")
     ap.add_argument("--direct", action="store_true", help="run the plan, not its loop IR")
+    ap.add_argument("--backend", choices=["interp", "c"], default="interp")
     args = ap.parse_args()
     budgets = [parse_budget(b) for b in args.budgets.split(",")]
     how = "plan interpreter" if args.direct else "loop IR"
+    how = "generated C" if args.backend == "c" else how
     table = Table(title=f"plans run as planned ({args.size} zoo, {how}), bytes")
     cols = ["model", "dtype", "budget", "equal", "worst"]
     for fig in ("fast peak", "slow peak", "slow reads", "slow writes"):
@@ -102,6 +108,15 @@ def main() -> None:
                         PlanArenaPass().apply(Context(), m)
                         t = time.perf_counter()
                         res = run_loop_module(m, imp.weights, args_in)
+                        if args.backend == "c":
+                            outs, stats = run_c(m, imp.weights, [x], variant="stats")
+                            assert stats is not None
+                            layouts = module_layouts(fn)[1]
+                            res = replace(
+                                res,
+                                outputs=[to_internal(y, lay) for y, lay in zip(outs, layouts)],
+                                stats=stats,
+                            )
                     dt = time.perf_counter() - t
                 except Exception as e:  # a row, not a crash
                     table.add_row(*row, "ERROR", f"{type(e).__name__}: {str(e)[:60]}", *[""] * 10)

@@ -29,9 +29,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
+import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
+    Float64Type,
     IndexType,
     IntegerType,
     MemRefType,
@@ -185,12 +187,19 @@ def _check_band_type(name: str, v: SSAValue, t: Attribute, axes: Sequence[int]) 
     for a, (d, m) in enumerate(zip(shape, mshape)):
         if a not in axes and d != m:
             raise VerifyException(f"{name}: memref {mt} must hold the whole of axis {a} of {t}")
-    from tigris_ir.dialects import nn
 
-    want = nn.element_dtype(t.element_type)
-    got = nn.element_dtype(mt.element_type) if not isinstance(mt.element_type, IndexType) else None
+    want = element_dtype(t.element_type)
+    got = element_dtype(mt.element_type) if not isinstance(mt.element_type, IndexType) else None
     if got != want:
         raise VerifyException(f"{name}: memref {mt} holds {got}, the body's tensor {want}")
+
+
+def element_dtype(t: Attribute) -> np.dtype:
+    """The numpy dtype of an element type: the `nn` ones and the float64 of
+    accumulators."""
+    from tigris_ir.dialects import nn
+
+    return np.dtype(np.float64) if isinstance(t, Float64Type) else nn.element_dtype(t)
 
 
 @irdl_op_definition
@@ -203,7 +212,9 @@ class BandOp(BandComputeOp):
 @irdl_op_definition
 class AccumulateOp(BandComputeOp):
     """Add the sums of a band of the body's GlobalAveragePool input to the
-    float32 accumulator `outs` (the pool's result shape, or a channel group)."""
+    float64 accumulator `outs` (the pool's result shape, or a channel group):
+    float64 keeps the sums of int8 bands exact, so the tiled mean equals the
+    untiled one (`band_exec.accumulate`)."""
 
     name = "loop.accumulate"
 
@@ -214,7 +225,7 @@ class AccumulateOp(BandComputeOp):
         from tigris_ir.dialects import nn
 
         r = self.nn_op.results[0].type
-        return [nn.tensor_type(nn.shape_of(r), nn.np.float32)]
+        return [TensorType(Float64Type(), nn.shape_of(r))]
 
 
 @irdl_op_definition

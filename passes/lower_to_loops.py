@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
+    Float64Type,
     FloatAttr,
     FunctionType,
     IndexType,
@@ -46,7 +47,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
-    f32,
+    f64,
     i64,
 )
 from xdsl.dialects.linalg.ops import FillOp
@@ -76,7 +77,11 @@ PLAN_ATTR = "loop.plan"
 
 
 def memref_of(shape: Sequence[int], dtype: np.dtype, space: StringAttr | None) -> MemRefType:
-    elem = nn.tensor_type((1,), dtype).element_type
+    elem = (
+        Float64Type()  # GlobalAveragePool accumulators
+        if np.dtype(dtype) == np.float64
+        else nn.tensor_type((1,), dtype).element_type
+    )
     return MemRefType(elem, list(shape), NoneAttr(), space if space is not None else NoneAttr())
 
 
@@ -354,7 +359,7 @@ class _Lowering:
         last = graph.tensors[out].rank - 1
         per = len(u.tiles) // len(u.acc_groups)
         whole = len(u.acc_groups) == 1 and u.acc_groups[0] == (0, graph.tensors[out].shape[-1])
-        zero = arith.ConstantOp(FloatAttr(0.0, f32))
+        zero = arith.ConstantOp(FloatAttr(0.0, f64))
         self.add(zero)
         if whole:
             self.add(FillOp([zero.result], [acc], res=[]))

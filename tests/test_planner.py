@@ -32,6 +32,7 @@ from tigris_ir.planner import (
     tile_band,
 )
 from tigris_ir.tiling import (
+    ACC_DTYPE,
     GraphTables,
     build_band,
     input_rows,
@@ -253,8 +254,8 @@ def test_accumulated_global_average_pool_bands():
     check_plan(g, p)
     (s,) = p.stages
     assert s.strategy == "accumulate" and s.tile_h >= 1
-    # one partial sum per channel (int32) and the output stay whole
-    assert s.peak == 2 * align(s.tile_h * 16 * 64) + align(64) + align(64 * 4)
+    # one partial sum per channel (float64) and the output stay whole
+    assert s.peak == 2 * align(s.tile_h * 16 * 64) + align(64) + align(64 * ACC_DTYPE.itemsize)
     # below one row: runs of positions, then groups of channels
     p = plan(g, 1000)
     assert p.fits and p.stages[-1].strategy == "accumulate" and p.stages[-1].tile_w < 16
@@ -262,7 +263,7 @@ def test_accumulated_global_average_pool_bands():
     assert p.fits and p.stages[-1].channel_group
     assert "channels" in p.stages[-1].describe()
     # the smallest band: one position of one channel, its output and partial sum
-    least = align(1) + align(4) + 2 * align(1)
+    least = align(1) + align(ACC_DTYPE.itemsize) + 2 * align(1)
     assert min_budget(g) == least
     assert plan(g, least).fits and not plan(g, least - 1).fits
 
@@ -277,15 +278,16 @@ def run_channel_groups(x: np.ndarray, s: StagePlan) -> tuple[np.ndarray, int, in
     out = np.zeros(c)
     loaded = tiles = held = 0
     for c0 in range(0, c, g):
-        acc = np.zeros(min(g, c - c0), np.int32)  # g partial sums
+        acc = np.zeros(min(g, c - c0), np.int64)  # g partial sums
         for r0 in range(0, h, th):
             for p0 in range(0, w, tw):
                 block = x[0, r0 : r0 + th, p0 : p0 + tw, c0 : c0 + g]
                 loaded += block.nbytes
                 tiles += 1
                 relu = np.maximum(block, 0)
-                acc += relu.sum(axis=(0, 1), dtype=np.int32)
-                held = max(held, align(g) + align(4 * g) + 2 * align(block.nbytes))
+                acc += relu.sum(axis=(0, 1), dtype=np.int64)
+                acc_bytes = align(ACC_DTYPE.itemsize * g)
+                held = max(held, align(g) + acc_bytes + 2 * align(block.nbytes))
         out[c0 : c0 + g] = acc / (h * w)
     return out, loaded, tiles, held
 
@@ -301,7 +303,7 @@ def test_global_average_pool_in_channel_groups_below_one_position():
     y = b.global_avg_pool(b.relu(x))
     b.output(y)
     g = b.build()
-    one_position = 2 * align(c) + align(c) + align(4 * c)  # every channel
+    one_position = 2 * align(c) + align(c) + align(ACC_DTYPE.itemsize * c)  # every channel
     for budget in (one_position - 1, 400, 250, 100):
         p = plan(g, budget)
         check_plan(g, p)
@@ -309,7 +311,8 @@ def test_global_average_pool_in_channel_groups_below_one_position():
         assert p.fits and s.strategy == "accumulate" and s.channel_group
         grp, th, tw = s.channel_group, s.tile_h, s.tile_w
         assert th == 1 or tw == w  # runs within a row, or bands of whole rows
-        assert s.peak == align(grp) + align(4 * grp) + 2 * align(th * tw * grp) <= budget
+        acc = align(ACC_DTYPE.itemsize * grp)
+        assert s.peak == align(grp) + acc + 2 * align(th * tw * grp) <= budget
         assert s.num_tiles == num_tiles(c, grp) * num_tiles(h, th) * num_tiles(w, tw)
         assert s.slow_reads == p.slow_reads == h * w * c and p.slow_writes == c
         assert s.band_rows == {x: th, "relu0": th} and s.band_cols == {x: tw, "relu0": tw}
@@ -322,7 +325,7 @@ def test_global_average_pool_in_channel_groups_below_one_position():
             for gg in range(1, c + 1)
             for rr in range(1, h + 1)
             for ww in ([w] if rr > 1 else range(1, w + 1))
-            if align(gg) + align(4 * gg) + 2 * align(rr * ww * gg) <= budget
+            if align(gg) + align(ACC_DTYPE.itemsize * gg) + 2 * align(rr * ww * gg) <= budget
         )
         assert s.num_tiles == fewest
     assert "x 5 positions x" in plan(g, 400).stages[0].describe()

@@ -211,13 +211,6 @@ def test_a_float64_accumulator_matches_the_reference_at_ties():
         np.testing.assert_array_equal(band_exec.finish(op, acc), op.reference([a])[0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="loop.accumulate declares a float32 accumulator: it rounds the running sum "
-    "after each band, and at a rounding tie of the quantized mean the tiled result is one "
-    "step off; exact needs the float64 accumulator of band_exec.accumulate's docstring",
-)
 def test_an_accumulated_int8_mean_at_ties_equals_the_reference():
     rng = np.random.default_rng(1)
     for _ in range(20):

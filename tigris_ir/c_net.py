@@ -287,7 +287,7 @@ def _what(where: Operation | str) -> str:
 def _elem_dtype(t: MemRefType) -> np.dtype:
     if isinstance(t.element_type, IndexType):
         return np.dtype(np.int64)
-    return nn.element_dtype(t.element_type)
+    return loop.element_dtype(t.element_type)
 
 
 def _static_strides(t: MemRefType, where: Operation | str) -> tuple[int, ...]:

@@ -1359,7 +1359,7 @@ def _memref_bytes(t: Attribute) -> int:
 def _numpy_dtype(elt: Attribute) -> np.dtype:
     if isinstance(elt, IndexType):
         return np.dtype(np.int64)
-    return nn.element_dtype(elt)
+    return loop.element_dtype(elt)
 
 
 def lifetimes(fn: func.FuncOp) -> list[Lifetime]:

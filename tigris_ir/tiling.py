@@ -225,10 +225,10 @@ def choose_tile_h(
 # Part 2: row maps and the band model
 # ---------------------------------------------------------------------------
 
-ACC_DTYPE = np.dtype(np.float32)
+ACC_DTYPE = np.dtype(np.float64)
 """The element of a GlobalAveragePool's accumulator (one per channel), as
-`loop.accumulate` declares it; `band_exec.accumulate` says why float64 would
-make the tiled mean of int8 inputs exact."""
+`loop.accumulate` declares it; `band_exec.accumulate` says why float64 makes
+the tiled mean of int8 inputs exact."""
 
 IDENT, WINDOW, WHOLE, RATIO, BYTES, TRANSPOSED, RESAMPLE = range(7)
 RowMap = tuple[int, int, int, int, int]

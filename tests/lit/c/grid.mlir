@@ -34,9 +34,9 @@ builtin.module attributes {nn.weights = "WEIGHTS"} {
 // CHECK:        /* loop.band nn.conv -> 'a' */
 // CHECK-NEXT:   if (out_conv0_hi > out_conv0_lo && out_conv0_hi_ax2 > out_conv0_lo_ax2) {
 // CHECK:          TIGRIS_STAT_WRITE(
-// CHECK:        float *g_acc = (float *)(void *)(tigris_fast_arena + {{[0-9]+}});
+// CHECK:        double *g_acc = (double *)(void *)(tigris_fast_arena + {{[0-9]+}});
 // CHECK:          for (ptrdiff_t [[K:i3[_0-9]*]] = 0; [[K]] < 8; ++[[K]]) {
-// CHECK-NEXT:       g_acc[[[K]]] = (float)0.0f;
+// CHECK-NEXT:       g_acc[[[K]]] = (double)0.0f;
 // CHECK:      /* stage 1: accumulate, tiles */
 // CHECK:        /* loop.accumulate nn.global_average_pool -> 'g' */
 // CHECK:      /* loop.finish nn.global_average_pool -> 'g' */

@@ -44,14 +44,14 @@ func.func @main(%x: tensor<1x16x16x8xf32>) -> tensor<1x4xf32> {
 // CHECK:        } {loop.unit = "chain 0", loop.kind = "chain, line-buffered"}
 // The accumulation: the sums start at zero, each band adds to them, the mean
 // is taken once.
-// CHECK:        %p_acc = memref.alloc() {loop.tensor = "p", loop.offset = {{[0-9]+}} : i64} : memref<1x1x1x8xf32, "fast">
-// CHECK:        linalg.fill ins(%{{.*}} : f32) outs(%p_acc : memref<1x1x1x8xf32, "fast">)
+// CHECK:        %p_acc = memref.alloc() {loop.tensor = "p", loop.offset = {{[0-9]+}} : i64} : memref<1x1x1x8xf64, "fast">
+// CHECK:        linalg.fill ins(%{{.*}} : f64) outs(%p_acc : memref<1x1x1x8xf64, "fast">)
 // CHECK:        scf.for %tile_1 = %c0 to %c3 step %c1 {
-// CHECK:          loop.accumulate ins(%{{.*}} : memref<1x?x16x8xf32, {{.*}}) outs(%p_acc : memref<1x1x1x8xf32, "fast">) bounds(%acc_lo, %acc_hi) cuts [array<i64: 1>, array<i64>] {
+// CHECK:          loop.accumulate ins(%{{.*}} : memref<1x?x16x8xf32, {{.*}}) outs(%p_acc : memref<1x1x1x8xf64, "fast">) bounds(%acc_lo, %acc_hi) cuts [array<i64: 1>, array<i64>] {
 // CHECK-NEXT:     ^bb0(%{{.*}}: tensor<1x16x16x8xf32>):
 // CHECK-NEXT:       nn.global_average_pool
 // CHECK:        } {loop.unit = "stage 2", loop.kind = "accumulate"}
-// CHECK-NEXT:   loop.finish ins(%p_acc : memref<1x1x1x8xf32, "fast">) outs(%p : memref<1x1x1x8xf32, "fast">) bounds() cuts [array<i64>, array<i64>]
+// CHECK-NEXT:   loop.finish ins(%p_acc : memref<1x1x1x8xf64, "fast">) outs(%p : memref<1x1x1x8xf32, "fast">) bounds() cuts [array<i64>, array<i64>]
 // CHECK:        "memref.copy"(%p, %s_p)
 // The normal stage: whole tensors, freed after their last use.
 // CHECK:        %[[P:.*]] = memref.alloc() {loop.tensor = "p", {{.*}}} : memref<1x1x1x8xf32, "fast">
@@ -70,5 +70,5 @@ func.func @main(%x: tensor<1x16x16x8xf32>) -> tensor<1x4xf32> {
 // SUBROW:       } {loop.unit = "stage 0", loop.kind = "grid"}
 // SUBROW:       %r = memref.alloc() {loop.tensor = "r", {{.*}}} : memref<1x1x8x8xf32, "fast">
 // SUBROW:       scf.for %tile_1 = %c0 to %c32 step %c1 {
-// SUBROW:         loop.accumulate ins(%{{.*}} : memref<1x?x?x8xf32, {{.*}}) outs(%p_acc : memref<1x1x1x8xf32, "fast">) bounds(%acc_lo, %acc_hi, %acc_lo_ax2, %acc_hi_ax2) cuts [array<i64: 1, 2>, array<i64>]
+// SUBROW:         loop.accumulate ins(%{{.*}} : memref<1x?x?x8xf32, {{.*}}) outs(%p_acc : memref<1x1x1x8xf64, "fast">) bounds(%acc_lo, %acc_hi, %acc_lo_ax2, %acc_hi_ax2) cuts [array<i64: 1, 2>, array<i64>]
 // SUBROW:       } {loop.unit = "stage 1", loop.kind = "accumulate"}

@@ -838,6 +838,31 @@ def _conv_params(xt: str, yt: str, mid: Sequence[str]) -> list[str]:
     ]
 
 
+def _direct_head(
+    name: str, xv: _View, yv: _View, types: tuple[str, str, str, str], acc: str, co: int
+) -> list[str]:
+    """The head of a plain-C direct convolution: its signature, the band
+    bounds, the batch loop and the loop over output pixels, opened with the
+    pixel's accumulators `acc[co]` and its output pointer `yp`. `types`:
+    the C types of x, y, the weights and the bias."""
+    xt, yt, wt, bt = types
+    params = _conv_params(
+        xt,
+        yt,
+        [f"const {wt} *restrict w", f"const {bt} *restrict bias", "const float *restrict ws"],
+    )
+    out = _header(name, params)
+    out.append(_voids("x", "xb", "w", "bias", "ws", "y", "yb"))
+    out += _unpack("xb", "x", 4) + _unpack("yb", "y", 4)
+    out += _batch_loop(xv, yv, xt, yt)
+    return out + [
+        "    for (int oy = yl1; oy < yl1 + yn1; ++oy)",
+        "    for (int ox = yl2; ox < yl2 + yn2; ++ox) {",
+        f"      {acc} acc[{co}];",
+        f"      {yt} *yp = {_pixel(yv)};",
+    ]
+
+
 def _batch_loop(xv: _View, yv: _View, xt: str, yt: str) -> list[str]:
     return [
         "  for (int n = yl0; n < yl0 + yn0; ++n) {",
@@ -888,24 +913,8 @@ def _emit_generic_conv(
     key += f".{w.ctype}"
 
     def build(name: str) -> str:
-        params = _conv_params(
-            xt,
-            yt,
-            [
-                f"const {w.ctype} *restrict w",
-                f"const {b.ctype} *restrict bias",
-                "const float *restrict ws",
-            ],
-        )
-        out = _header(name, params)
-        out.append(_voids("x", "xb", "w", "bias", "ws", "y", "yb"))
-        out += _unpack("xb", "x", 4) + _unpack("yb", "y", 4)
-        out += _batch_loop(xv, yv, xt, yt)
+        out = _direct_head(name, xv, yv, (xt, yt, w.ctype, b.ctype), acc, g.co)
         out += [
-            "    for (int oy = yl1; oy < yl1 + yn1; ++oy)",
-            "    for (int ox = yl2; ox < yl2 + yn2; ++ox) {",
-            f"      {acc} acc[{g.co}];",
-            f"      {yt} *yp = {_pixel(yv)};",
             "      for (int co = yl3; co < yl3 + yn3; ++co) acc[co - yl3] = bias[co];",
             f"      for (int ky = 0; ky < {g.kh}; ++ky) {{",
             f"        const int iy = oy * {g.sh} - {g.pt} + ky * {g.dh};",
@@ -1394,24 +1403,8 @@ def _conv_transpose(
         ]
 
     def build(name: str) -> str:
-        params = _conv_params(
-            xt,
-            yt,
-            [
-                f"const {w.ctype} *restrict w",
-                f"const {b.ctype} *restrict bias",
-                "const float *restrict ws",
-            ],
-        )
-        out = _header(name, params)
-        out.append(_voids("x", "xb", "w", "bias", "ws", "y", "yb"))
-        out += _unpack("xb", "x", 4) + _unpack("yb", "y", 4)
-        out += _batch_loop(xv, yv, xt, yt)
+        out = _direct_head(name, xv, yv, (xt, yt, w.ctype, b.ctype), acc, g.co)
         out += [
-            "    for (int oy = yl1; oy < yl1 + yn1; ++oy)",
-            "    for (int ox = yl2; ox < yl2 + yn2; ++ox) {",
-            f"      {acc} acc[{g.co}];",
-            f"      {yt} *yp = {_pixel(yv)};",
             f"      for (int co = 0; co < {g.co}; ++co) acc[co] = bias[co];",
         ]
         out += ["      " + s for s in taps("y", "oy", g.pt, g.kh, g.dh, g.sh, g.h, "xl1")]

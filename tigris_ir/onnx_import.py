@@ -157,6 +157,12 @@ def parse_shape_spec(spec: str) -> tuple[str, tuple[int, ...]]:
     return name, tuple(int(d) for d in dims.split("x"))
 
 
+def parse_shape_specs(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """Every --input-shape of a command line, by input name (ValueError names
+    the bad one)."""
+    return dict(parse_shape_spec(s) for s in specs)
+
+
 class _Importer:
     """Imports one graph: the model's, or (with `parent`) an If or Loop body.
 

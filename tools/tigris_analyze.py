@@ -349,7 +349,7 @@ def _body_tables(console: Any, b: dict[str, Any]) -> None:
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from tigris_ir.memory import parse_budget
-    from tigris_ir.onnx_import import parse_shape_spec
+    from tigris_ir.onnx_import import parse_shape_specs
 
     try:
         budget = parse_budget(args.budget)
@@ -358,13 +358,10 @@ def run(argv: Sequence[str] | None = None) -> int:
     path = Path(args.model)
     if not path.exists():
         raise AnalyzeError(f"cannot open '{path}': no such file")
-    shapes: dict[str, tuple[int, ...]] = {}
-    for spec in args.input_shape:
-        try:
-            name, dims = parse_shape_spec(spec)
-        except ValueError as e:
-            raise AnalyzeError(str(e)) from None
-        shapes[name] = dims
+    try:
+        shapes = parse_shape_specs(args.input_shape)
+    except ValueError as e:
+        raise AnalyzeError(str(e)) from None
     report = analyze(path, budget, shapes, args.min_budget)
     if args.json:
         print(json.dumps(report, indent=1))

@@ -30,7 +30,7 @@ from tigris_ir.memory import parse_budget
 from tigris_ir.onnx_import import (
     import_model,
     load_model,
-    parse_shape_spec,
+    parse_shape_specs,
 )
 from tigris_ir.universe import TIGRIS
 
@@ -129,13 +129,10 @@ class TigrisOptMain(xDSLOptMain):
     # -- import --------------------------------------------------------------
     def import_onnx(self, io: IO[bytes]) -> ModuleOp:
         origin = self.get_input_name()
-        shapes: dict[str, tuple[int, ...]] = {}
-        for spec in self.args.input_shape:
-            try:
-                name, dims = parse_shape_spec(spec)
-            except ValueError as e:
-                raise UsageError(str(e)) from None
-            shapes[name] = dims
+        try:
+            shapes = parse_shape_specs(self.args.input_shape)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
         model = load_model(io.read(), origin)
         ref = str(Path(origin).resolve()) if origin != "stdin" else None
         imported = import_model(model, origin=origin, input_shapes=shapes, weights_ref=ref)

@@ -139,19 +139,16 @@ def load_module(path: Path, input_shapes: dict[str, tuple[int, ...]], need_weigh
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from tigris_ir.onnx_import import module_io, parse_shape_spec
+    from tigris_ir.onnx_import import module_io, parse_shape_specs
     from tigris_ir.reference import run_reference
 
     path = Path(args.model)
     if not path.exists():
         raise RunError(f"cannot open '{path}': no such file")
-    shapes: dict[str, tuple[int, ...]] = {}
-    for spec in args.input_shape:
-        try:
-            name, dims = parse_shape_spec(spec)
-        except ValueError as e:
-            raise RunError(str(e)) from None
-        shapes[name] = dims
+    try:
+        shapes = parse_shape_specs(args.input_shape)
+    except ValueError as e:
+        raise RunError(str(e)) from None
     t0 = time.perf_counter()
     module, weights = load_module(path, shapes)
     t_load = time.perf_counter() - t0

@@ -16,6 +16,7 @@ depend on the real band kernels. The zoo tests run the real kernels of
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -685,3 +686,20 @@ def test_zoo_builds_run_clean(zoo_builds, variant: str):
     want, _ = interpret(module, weights, x)
     got, _ = execute(src, exe, [x])
     assert_same(got, want)
+
+
+def test_the_header_bounds_the_kernels_stack_scratch():
+    """The gathered pixel blocks of the vectorised convolutions live on the
+    stack, outside the arenas: the header publishes their bound, which the
+    kernels keep within 16 KiB."""
+    got = zoo_plan("resnet", False, 2048)
+    assert got is not None
+    module, weights = got
+    src = print_network(module, weights=weights)
+    m = re.search(r"#define TIGRIS_STACK_SCRATCH_BYTES (\d+)", src.h)
+    assert m is not None
+    sizes = [
+        int(n) * (4 if t == "float" else 2)
+        for t, n in re.findall(r"(float|int16_t) buf\[(\d+)\] __attribute__", src.c)
+    ]
+    assert sizes and int(m.group(1)) == max(sizes) <= 16384

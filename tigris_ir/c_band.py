@@ -112,6 +112,11 @@ class CUnit(Protocol):
         """A new C identifier starting with `hint`."""
         ...
 
+    def scratch(self, nbytes: int) -> None:
+        """Declare that a kernel keeps `nbytes` of scratch on the stack (outside
+        the arenas); the unit publishes the largest as a bound."""
+        ...
+
 
 Emitter = Callable[[nn.NNOp, Sequence[CTensor], Sequence[CTensor], CUnit], str]
 

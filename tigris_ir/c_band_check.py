@@ -51,10 +51,14 @@ class MiniUnit:
         self.consts: dict[bytes, str] = {}
         self.const_text: list[str] = []
         self.names: set[str] = set()
+        self.scratch_bytes = 0
 
     def helper(self, key: str, code: str) -> None:
         if key not in self.helpers:
             self.helpers[key] = code
+
+    def scratch(self, nbytes: int) -> None:
+        self.scratch_bytes = max(self.scratch_bytes, nbytes)
 
     def fresh(self, hint: str) -> str:
         base = "".join(ch if ch.isalnum() else "_" for ch in hint) or "v"

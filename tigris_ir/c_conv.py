@@ -94,6 +94,17 @@ def _lit(v: int) -> str:
     return f"({v})" if v < 0 else str(v)
 
 
+SCRATCH_BYTES = 16384
+"""What a kernel's gathered block of pixel rows may take on the stack (it takes
+more only when one register tile of rows needs it)."""
+
+
+def _block_rows(rm: int, row_bytes: int) -> int:
+    """Pixel rows per gathered block: a multiple of the register tile's `rm`,
+    at most 64 and within SCRATCH_BYTES (but at least `rm`)."""
+    return max(rm, min(64, SCRATCH_BYTES // row_bytes) // rm * rm)
+
+
 LANES = max(4, host_target().vector_bytes // 4)
 """float32 lanes of the host's vectors, the width of the float kernels."""
 
@@ -728,7 +739,8 @@ def _matrix_rows(unit: CUnit, p: _Panels, q: _Q | None, at: str) -> str:
         return _helper(unit, f"fmat.{p.key()}", f"tg_fmat_{p.k}x{p.n}", build)
 
     _i8_prelude(unit)
-    mc = max(p.rm, min(64, 65536 // (2 * p.kp)) // p.rm * p.rm)
+    mc = _block_rows(p.rm, 2 * p.kp)
+    unit.scratch(mc * p.kp * 2)
 
     def build_i(name: str) -> str:
         blk = _i8_block(unit, p, q)
@@ -1091,12 +1103,13 @@ def _emit_im2col(
     gs = p.size
     if q is None:
         _vec_prelude(unit)
-        mc = max(p.rm, min(64, 65536 // (4 * k)) // p.rm * p.rm)
+        mc = _block_rows(p.rm, 4 * p.kp)
         guard, bt, it, buft = "TG_VECTOR", "float", "float", "float"
     else:
         _i8_prelude(unit)
-        mc = max(p.rm, min(64, 65536 // (2 * p.kp)) // p.rm * p.rm)
+        mc = _block_rows(p.rm, 2 * p.kp)
         guard, bt, it, buft = "TG_AVX2", "int8_t", "int32_t", "int16_t"
+    unit.scratch(mc * p.kp * (4 if q is None else 2))
     mid = [f"const {bt} *restrict bp", f"const {it} *restrict bias"]
     if q is not None:
         mid.append("const float *restrict mult")

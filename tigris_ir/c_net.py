@@ -338,6 +338,7 @@ class _Printer:
         if not isinstance(fast, IntegerAttr) or not isinstance(slow, IntegerAttr):
             raise NetworkError("the loop IR has no arena: run plan-arena first")
         self.fast_bytes = int(fast.value.data)
+        self.scratch_bytes = 0
         self.slow_bytes = int(slow.value.data)
         self.fast_arena = f"{name}_fast_arena"
         self.slow_arena = f"{name}_slow_arena"
@@ -357,6 +358,9 @@ class _Printer:
             name = f"{base}_{n}"
         self.used.add(name)
         return name
+
+    def scratch(self, nbytes: int) -> None:
+        self.scratch_bytes = max(self.scratch_bytes, nbytes)
 
     def helper(self, key: str, code: str) -> None:
         if key not in self.helpers:
@@ -1068,7 +1072,9 @@ def _header(p: _Printer, ins: Sequence[CPort], outs: Sequence[CPort]) -> str:
         " * -DTIGRIS_SLOW_ARENA_EXTERN: then the caller defines `unsigned char",
         f" * {n}_slow_arena[{u}_SLOW_ARENA_BYTES]`, aligned to {u}_ARENA_ALIGN bytes (for",
         " * instance in external RAM). Weights are static const arrays; define",
-        " * TIGRIS_FLASH to place them in a section.",
+        " * TIGRIS_FLASH to place them in a section. Besides the arenas, a kernel may",
+        f" * keep up to {u}_STACK_SCRATCH_BYTES on the stack (gathered pixel blocks of",
+        " * the vectorised convolutions; none with -DTIGRIS_PORTABLE).",
         " *",
         " * Build flags: -std=c99 -ffp-contract=off (int8 requantization is bit-exact",
         " * only without contraction), -lm. -DTIGRIS_PORTABLE: plain C loops, no vector",
@@ -1082,6 +1088,7 @@ def _header(p: _Printer, ins: Sequence[CPort], outs: Sequence[CPort]) -> str:
         f"#define {u}_FAST_ARENA_BYTES {p.fast_bytes}",
         f"#define {u}_SLOW_ARENA_BYTES {p.slow_bytes}",
         f"#define {u}_ARENA_ALIGN {ARENA_ALIGN}",
+        f"#define {u}_STACK_SCRATCH_BYTES {p.scratch_bytes}",
         f"#define {u}_NUM_INPUTS {len(ins)}",
         f"#define {u}_NUM_OUTPUTS {len(outs)}",
     ]

@@ -875,6 +875,32 @@ def _direct_head(
     ]
 
 
+def _direct_call(
+    unit: CUnit,
+    name: str,
+    operands: tuple[CTensor, CTensor, CTensor, CTensor | None, CTensor],
+    views: tuple[_View, _View],
+    q: _Q | None,
+    mult_const: bool,
+    co: int,
+) -> str:
+    """The call of a plain-C direct convolution printed by `_direct_head`:
+    weights, bias and (int8) multipliers as constants where they are."""
+    x, w, b, ws, y = operands
+    xv, yv = views
+    wn = _const_or_ptr(unit, w, "w")
+    bn = _const_or_ptr(unit, b, "b")
+    if q is None:
+        wsn = "(const float *)0"
+    elif mult_const:
+        assert ws is not None and ws.value is not None
+        wsn = unit.const("m", _multipliers(q, ws.value, co))
+    else:
+        assert ws is not None
+        wsn = ws.name
+    return f"  {name}({x.name}, {xv.bounds()}, {wn}, {bn}, {wsn}, {y.name}, {yv.bounds()});"
+
+
 def _batch_loop(xv: _View, yv: _View, xt: str, yt: str) -> list[str]:
     return [
         "  for (int n = yl0; n < yl0 + yn0; ++n) {",
@@ -958,17 +984,7 @@ def _emit_generic_conv(
         return "\n".join(out)
 
     name = _helper(unit, key, f"tg_conv_{g.kh}x{g.kw}_{g.c}_{g.co}", build)
-    wn = _const_or_ptr(unit, w, "w")
-    bn = _const_or_ptr(unit, b, "b")
-    if q is None:
-        wsn = "(const float *)0"
-    elif mult_const:
-        assert ws is not None and ws.value is not None
-        wsn = unit.const("m", _multipliers(q, ws.value, g.co))
-    else:
-        assert ws is not None
-        wsn = ws.name
-    return f"  {name}({x.name}, {xv.bounds()}, {wn}, {bn}, {wsn}, {y.name}, {yv.bounds()});"
+    return _direct_call(unit, name, (x, w, b, ws, y), (xv, yv), q, mult_const, g.co)
 
 
 def _consts_ready(ins: Sequence[CTensor], q: _Q | None) -> bool:
@@ -1443,17 +1459,7 @@ def _conv_transpose(
         return "\n".join(out)
 
     name = _helper(unit, key, f"tg_convT_{g.kh}x{g.kw}s{g.sh}x{g.sw}_{g.c}_{g.co}", build)
-    wn = _const_or_ptr(unit, w, "w")
-    bn = _const_or_ptr(unit, b, "b")
-    if q is None:
-        wsn = "(const float *)0"
-    elif mult_const:
-        assert ws is not None and ws.value is not None
-        wsn = unit.const("m", _multipliers(q, ws.value, g.co))
-    else:
-        assert ws is not None
-        wsn = ws.name
-    return f"  {name}({x.name}, {xv.bounds()}, {wn}, {bn}, {wsn}, {y.name}, {yv.bounds()});"
+    return _direct_call(unit, name, (x, w, b, ws, y), (xv, yv), q, mult_const, g.co)
 
 
 # ---------------------------------------------------------------------------

@@ -901,6 +901,23 @@ def _direct_call(
     return f"  {name}({x.name}, {xv.bounds()}, {wn}, {bn}, {wsn}, {y.name}, {yv.bounds()});"
 
 
+def _tap_loops(g: _Conv, xv: _View, xt: str) -> list[str]:
+    """Open the loops over a window's taps (ky, kx) of output pixel (oy, ox),
+    skipping taps in the image padding, with `xp` at the tapped input pixel."""
+    return [
+        f"      for (int ky = 0; ky < {g.kh}; ++ky) {{",
+        f"        const int iy = oy * {g.sh} - {g.pt} + ky * {g.dh};",
+        f"        if (iy < 0 || iy >= {g.h}) continue;",
+        "        TIGRIS_BOUND(iy >= xl1 && iy < xl1 + xn1);",
+        f"        for (int kx = 0; kx < {g.kw}; ++kx) {{",
+        f"          const int ix = ox * {g.sw} - {g.pl} + kx * {g.dw};",
+        f"          if (ix < 0 || ix >= {g.w}) continue;",
+        "          TIGRIS_BOUND(ix >= xl2 && ix < xl2 + xn2);",
+        f"          const {xt} *xp = xn + (long)(iy - xl1) * {xv.strides[1]}"
+        f" + (long)(ix - xl2) * {xv.strides[2]};",
+    ]
+
+
 def _batch_loop(xv: _View, yv: _View, xt: str, yt: str) -> list[str]:
     return [
         "  for (int n = yl0; n < yl0 + yn0; ++n) {",
@@ -954,16 +971,7 @@ def _emit_generic_conv(
         out = _direct_head(name, xv, yv, (xt, yt, w.ctype, b.ctype), acc, g.co)
         out += [
             "      for (int co = yl3; co < yl3 + yn3; ++co) acc[co - yl3] = bias[co];",
-            f"      for (int ky = 0; ky < {g.kh}; ++ky) {{",
-            f"        const int iy = oy * {g.sh} - {g.pt} + ky * {g.dh};",
-            f"        if (iy < 0 || iy >= {g.h}) continue;",
-            "        TIGRIS_BOUND(iy >= xl1 && iy < xl1 + xn1);",
-            f"        for (int kx = 0; kx < {g.kw}; ++kx) {{",
-            f"          const int ix = ox * {g.sw} - {g.pl} + kx * {g.dw};",
-            f"          if (ix < 0 || ix >= {g.w}) continue;",
-            "          TIGRIS_BOUND(ix >= xl2 && ix < xl2 + xn2);",
-            f"          const {xt} *xp = xn + (long)(iy - xl1) * {xv.strides[1]}"
-            f" + (long)(ix - xl2) * {xv.strides[2]};",
+            *_tap_loops(g, xv, xt),
             "          for (int co = yl3; co < yl3 + yn3; ++co) {",
             f"            const int c0 = (co / {g.cog}) * {g.cg};",
             f"            const {w.ctype} *wp = w"
@@ -1192,16 +1200,7 @@ def _emit_im2col(
             f"      {acc} acc[{g.groups * p.npad}];",
             f"      {yt} *yp = {_pixel(yv)};",
             f"      for (int j = 0; j < {g.groups * p.npad}; ++j) acc[j] = bias[j];",
-            f"      for (int ky = 0; ky < {g.kh}; ++ky) {{",
-            f"        const int iy = oy * {g.sh} - {g.pt} + ky * {g.dh};",
-            f"        if (iy < 0 || iy >= {g.h}) continue;",
-            "        TIGRIS_BOUND(iy >= xl1 && iy < xl1 + xn1);",
-            f"        for (int kx = 0; kx < {g.kw}; ++kx) {{",
-            f"          const int ix = ox * {g.sw} - {g.pl} + kx * {g.dw};",
-            f"          if (ix < 0 || ix >= {g.w}) continue;",
-            "          TIGRIS_BOUND(ix >= xl2 && ix < xl2 + xn2);",
-            f"          const {xt} *xp = xn + (long)(iy - xl1) * {xv.strides[1]}"
-            f" + (long)(ix - xl2) * {xv.strides[2]};",
+            *_tap_loops(g, xv, xt),
             f"          for (int gi = 0; gi < {g.groups}; ++gi)",
             f"          for (int ci = 0; ci < {g.cg}; ++ci) {{",
             f"            const int k = (ky * {g.kw} + kx) * {g.cg} + ci;",

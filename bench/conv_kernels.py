@@ -22,6 +22,7 @@ import argparse  # noqa: E402
 import ctypes  # noqa: E402
 import hashlib  # noqa: E402
 import subprocess  # noqa: E402
+import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -31,8 +32,10 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 from tigris_ir.dialects import nn  # noqa: E402
 
-from tigris_ir import band_exec  # noqa: E402
-from tigris_ir.c_band_check import make_op, render  # noqa: E402
+from tigris_ir.interp import band_exec  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test support
+from c_band_check import make_op, render  # noqa: E402
 
 FLAGS = ("-std=c99", "-O3", "-march=native", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror")
 

@@ -33,9 +33,10 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from tigris_ir import gebp_autotune, gebp_c  # noqa: E402
-from tigris_ir import register_tile as rt  # noqa: E402
-from tigris_ir.targets import avx2, avx512, host_target  # noqa: E402
+from tigris_ir.backend.c import gebp as gebp_c  # noqa: E402
+from tigris_ir.rtile import autotune as gebp_autotune  # noqa: E402
+from tigris_ir.rtile import model as rt  # noqa: E402
+from tigris_ir.rtile.targets import avx2, avx512, host_target  # noqa: E402
 
 SHAPES = [
     (64, 64, 64),

@@ -32,13 +32,15 @@ from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass
 from xdsl.context import Context
 
-from tigris_ir import zoo
-from tigris_ir.c_build import build, execute
-from tigris_ir.c_net import print_network
-from tigris_ir.memory import parse_budget
-from tigris_ir.onnx_import import import_model
-from tigris_ir.plan_ir import main_func
-from tigris_ir.reference import module_layouts, run_function, to_boundary, to_internal
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test support: the zoo
+import zoo  # noqa: E402
+
+from tigris_ir.backend.c.build import build, execute
+from tigris_ir.backend.c.network import print_network
+from tigris_ir.frontend.onnx_import import import_model
+from tigris_ir.plan.ir import main_func
+from tigris_ir.plan.memory import parse_budget
+from tigris_ir.reference.executor import module_layouts, run_function, to_boundary, to_internal
 
 _ORT_CHILD = r"""
 import json, sys, time

@@ -13,16 +13,20 @@ many elements differ at all).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from tigris_ir import zoo
-from tigris_ir.onnx_import import import_model
-from tigris_ir.oracle import _session, compare_with_onnxruntime, per_op_lsb
-from tigris_ir.reference import run_reference
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test support: the zoo
+import zoo  # noqa: E402
+
+from tigris_ir.frontend.onnx_import import import_model
+from tigris_ir.reference.executor import run_reference
+from tigris_ir.reference.oracle import _session, compare_with_onnxruntime, per_op_lsb
 
 
 def _best(f, repeat: int = 3) -> float:

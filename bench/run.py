@@ -27,13 +27,15 @@ from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass
 from xdsl.context import Context
 
-from tigris_ir import zoo
-from tigris_ir.loop_run import run_loop_module
-from tigris_ir.memory import parse_budget
-from tigris_ir.onnx_import import import_model
-from tigris_ir.oracle import _session  # pyright: ignore[reportPrivateUsage]
-from tigris_ir.plan_ir import main_func
-from tigris_ir.reference import module_layouts, run_function, to_internal
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test support: the zoo
+import zoo  # noqa: E402
+
+from tigris_ir.frontend.onnx_import import import_model
+from tigris_ir.interp.loop_ir import run_loop_module
+from tigris_ir.plan.ir import main_func
+from tigris_ir.plan.memory import parse_budget
+from tigris_ir.reference.executor import module_layouts, run_function, to_internal
+from tigris_ir.reference.oracle import _session  # pyright: ignore[reportPrivateUsage]
 
 
 def best(f, repeat: int) -> float:

@@ -16,8 +16,10 @@ figures are then the C program's.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 from rich.console import Console
@@ -26,15 +28,19 @@ from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass
 from xdsl.context import Context
 
-from tigris_ir import zoo
-from tigris_ir.c_build import run_c
-from tigris_ir.loop_run import run_loop_module, run_program, schedule
-from tigris_ir.memory import format_bytes, parse_budget
-from tigris_ir.nn_graph import build_view
-from tigris_ir.onnx_import import import_model
-from tigris_ir.plan_ir import main_func
-from tigris_ir.planner import plan
-from tigris_ir.reference import module_layouts, run_function, to_internal
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test support: the zoo
+import zoo  # noqa: E402
+
+from tigris_ir.backend.c.build import run_c
+from tigris_ir.frontend.onnx_import import import_model
+from tigris_ir.interp.loop_ir import run_loop_module
+from tigris_ir.interp.program import run_program
+from tigris_ir.loops.schedule import schedule
+from tigris_ir.plan.ir import main_func
+from tigris_ir.plan.memory import format_bytes, parse_budget
+from tigris_ir.plan.nn_graph import build_view
+from tigris_ir.plan.planner import plan
+from tigris_ir.reference.executor import module_layouts, run_function, to_internal
 
 
 def equal(ref: list[np.ndarray], got: list[np.ndarray]) -> tuple[bool, str]:

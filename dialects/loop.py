@@ -19,7 +19,7 @@ then outputs), the axes its memref is a band of; `bounds` gives, for each of
 those axes in order, the global range [lo, hi) the memref holds (an output:
 the range to compute). Operands with no cut are whole tensors (weights, whole
 reads). Near the image border the op's own padding stands for rows outside
-the image (`tigris_ir.band_exec`). `loop.accumulate` adds a band's sums to a
+the image (`tigris_ir.interp.band_exec`). `loop.accumulate` adds a band's sums to a
 GlobalAveragePool accumulator and `loop.finish` turns the sums into the
 pool's result.
 """
@@ -53,6 +53,12 @@ from xdsl.irdl import (
 )
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
+
+# Attribute names of the loop level: a buffer's static offset in its arena
+# (`plan-arena`), and the function's fast and slow arena sizes in bytes.
+OFFSET_ATTR = "loop.offset"
+ARENA_ATTR = "loop.arena"
+SLOW_ARENA_ATTR = "loop.slow_arena"
 
 FAST = StringAttr("fast")
 SLOW = StringAttr("slow")

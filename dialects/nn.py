@@ -67,8 +67,8 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tigris_ir import kernels as K
-from tigris_ir.tiling_class import TilingClass
+from tigris_ir.plan.tiling_class import TilingClass
+from tigris_ir.reference import kernels as K
 
 # --------------------------------------------------------------------------- types
 
@@ -1900,7 +1900,7 @@ class ControlFlowOp(IRDLOperation):
     Their bodies are graphs of their own: they read values defined above
     (ONNX subgraphs capture outer names) and end in `nn.yield`. To the planner
     the op is one node that runs whole; each body is planned as a model of its
-    own under the same budget (see `tigris_ir.plan_ir.plan_tree`).
+    own under the same budget (see `tigris_ir.plan.ir.plan_tree`).
     """
 
     TILING: ClassVar[TilingClass] = TilingClass.WHOLE

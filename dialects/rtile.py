@@ -39,7 +39,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tigris_ir import register_tile as rt
+from tigris_ir.rtile import model as rt
 
 _GEOM_KEYS = ("rm", "rn", "lanes")
 

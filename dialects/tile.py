@@ -224,7 +224,7 @@ class StageOp(IRDLOperation):
                 f"tile.stage '{self.sym_name.data}': strategy '{self.strategy.data}' "
                 "needs a #tile.band record"
             )
-        from tigris_ir.band_rule import check_stage_band
+        from tigris_ir.plan.band_rule import check_stage_band
 
         check_stage_band(cast(Any, self))
 
@@ -281,7 +281,7 @@ class ChainOp(IRDLOperation):
             raise VerifyException(f"tile.chain '{name}' needs at least two stages")
         if self.tile_h.value.data < 1:
             raise VerifyException(f"tile.chain '{name}': tile_h must be >= 1")
-        from tigris_ir.band_rule import check_chain_band
+        from tigris_ir.plan.band_rule import check_chain_band
 
         check_chain_band(cast(Any, self))
 

@@ -10,7 +10,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from tigris_ir.plan_ir import match_stages, planned_scopes
+from tigris_ir.plan.ir import match_stages, planned_scopes
 
 ROWS_ATTR = "tile.rows"
 

@@ -8,7 +8,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from tigris_ir.plan_ir import form_stage_ops, planned_scopes, stages_in
+from tigris_ir.plan.ir import form_stage_ops, planned_scopes, stages_in
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class FormStagesPass(ModulePass):
 
     An `nn.if` or `nn.loop` is one op of its stage, and each of its bodies is
     cut into stages of its own (`if0/then/s0`, ...) under what the budget
-    leaves it (`tigris_ir.plan_ir.ScopePlan`).
+    leaves it (`tigris_ir.plan.ir.ScopePlan`).
     """
 
     name = "form-stages"

@@ -9,7 +9,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
-from tigris_ir.plan_ir import (
+from tigris_ir.plan.ir import (
     ScopePlan,
     band_record,
     chains_in,
@@ -18,7 +18,7 @@ from tigris_ir.plan_ir import (
     stages_in,
     wrap,
 )
-from tigris_ir.planner import ChainPlan
+from tigris_ir.plan.planner import ChainPlan
 
 
 def _chain_band(c: ChainPlan) -> tile.BandAttr:

@@ -26,9 +26,9 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from tigris_ir import gebp_autotune as tune
-from tigris_ir import register_tile as rt
-from tigris_ir import targets as tg
+from tigris_ir.rtile import autotune as tune
+from tigris_ir.rtile import model as rt
+from tigris_ir.rtile import targets as tg
 
 GEOM = "rtile.geom"
 COVER = "rtile.cover"
@@ -154,7 +154,7 @@ def _requested(op: Operation) -> GeomAttr | None:
 class GebpTilePass(ModulePass):
     """Attach register-tile geometries (#rtile.geom) to gemm, matmul and conv sites.
 
-    Options: `target` (a preset of `tigris_ir.targets` or "host"), `registers`
+    Options: `target` (a preset of `tigris_ir.rtile.targets` or "host"), `registers`
     (override the target's vector register count), `autotune` (time the
     candidates on this machine and keep the fastest), `cache` (the autotune
     cache file), `rm_twin` (also time the two-row twin of a four-row default).

@@ -61,7 +61,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from tigris_ir import register_tile as rt
+from tigris_ir.rtile import model as rt
 
 Dtype = Literal["float32", "int8"]
 

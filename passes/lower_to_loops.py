@@ -1,6 +1,6 @@
 """`lower-to-loops`: the plan as loop-level IR (scf, memref, arith, loop).
 
-The function becomes its schedule (`tigris_ir.loop_run.schedule`, the one
+The function becomes its schedule (`tigris_ir.loops.schedule.schedule`, the one
 the plan interpreter runs): model inputs are `"slow"` memref arguments and
 outputs returned memrefs (`"fast"` ones when the plan runs in place); a
 tensor crossing a unit boundary is a `"slow"` `memref.alloc` from the start
@@ -55,8 +55,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from tigris_ir.band_exec import Band
-from tigris_ir.loop_run import (
+from tigris_ir.loops.schedule import (
     NormalUnit,
     PlanRunError,
     Program,
@@ -66,9 +65,10 @@ from tigris_ir.loop_run import (
     schedule,
     weight_ref,
 )
-from tigris_ir.nn_graph import GraphView
-from tigris_ir.plan_ir import budget_of, main_func, plan_of, require_fit
-from tigris_ir.tiling import GraphTables
+from tigris_ir.plan.band import Band
+from tigris_ir.plan.ir import budget_of, main_func, plan_of, require_fit
+from tigris_ir.plan.nn_graph import GraphView
+from tigris_ir.plan.tiling import GraphTables
 
 TENSOR_ATTR = "loop.tensor"
 """The tensor a buffer holds (a `memref.alloc` attribute), for diagnostics."""

@@ -28,19 +28,19 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from tigris_ir.loop_run import (
+from tigris_ir.interp.loop_ir import dry_run
+from tigris_ir.loops.arena import (
     ARENA_ATTR,
     OFFSET_ATTR,
     SLOW_ARENA_ATTR,
-    PlanRunError,
     arena_problems,
-    dry_run,
     lifetimes,
     place_lifetimes,
     planned,
 )
-from tigris_ir.memory import parse_budget
-from tigris_ir.plan_ir import BUDGET_ATTR, main_func
+from tigris_ir.loops.schedule import PlanRunError
+from tigris_ir.plan.ir import BUDGET_ATTR, main_func
+from tigris_ir.plan.memory import parse_budget
 
 
 def assign_offsets(fn: func.FuncOp) -> None:

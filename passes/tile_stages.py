@@ -8,13 +8,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
-from tigris_ir.plan_ir import (
-    band_record,
-    form_stage_ops,
-    match_stages,
-    planned_scopes,
-    stages_in,
-)
+from tigris_ir.plan.ir import band_record, form_stage_ops, match_stages, planned_scopes, stages_in
 
 
 @dataclass(frozen=True)

@@ -15,16 +15,18 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from c_band_check import BandCase, band_args, make_op, run_band, run_bands
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tigris_ir.dialects import nn
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
 
-from tigris_ir import band_exec, c_band, c_conv
-from tigris_ir.band_exec import Band
-from tigris_ir.c_band_check import BandCase, band_args, make_op, run_band, run_bands
-from tigris_ir.tiling import TRANSPOSED, WINDOW, map_range
+from tigris_ir.backend.c import band as c_band
+from tigris_ir.backend.c import conv as c_conv
+from tigris_ir.interp import band_exec
+from tigris_ir.plan.band import Band
+from tigris_ir.plan.tiling import TRANSPOSED, WINDOW, map_range
 
 PORTABLE = ("-DTIGRIS_PORTABLE",)
 U8 = (np.uint8, 0.05, 128, np.uint8, 0.1, 120)
@@ -486,7 +488,7 @@ def whole_tensor(name: str, a: np.ndarray, *, const: bool) -> c_band.CTensor:
 
 def test_emitted_names_are_shared() -> None:
     """Two ops of the same geometry share one printed kernel."""
-    from tigris_ir.c_band_check import MiniUnit
+    from c_band_check import MiniUnit
 
     unit = MiniUnit()
     calls = []

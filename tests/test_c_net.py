@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import zoo
 from tigris_ir.dialects import nn
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass
@@ -34,14 +35,15 @@ from xdsl.dialects.builtin import Builtin, FloatAttr, IntegerAttr, MemRefType, M
 from xdsl.dialects.func import Func
 from xdsl.parser import Parser
 
-from tigris_ir import c_band, zoo
-from tigris_ir.c_band import CTensor, CUnit
-from tigris_ir.c_build import CRunError, build, execute, find_clang, run_c, stats_of
-from tigris_ir.c_net import CSource, NetworkError, c_double, c_float, print_network
-from tigris_ir.loop_run import RunResult, run_loop_module
-from tigris_ir.onnx_import import import_model
-from tigris_ir.plan_ir import main_func
-from tigris_ir.reference import module_layouts, to_boundary, to_internal
+from tigris_ir.backend.c import band as c_band
+from tigris_ir.backend.c.band import CTensor, CUnit
+from tigris_ir.backend.c.build import CRunError, build, execute, find_clang, run_c, stats_of
+from tigris_ir.backend.c.network import CSource, NetworkError, c_double, c_float, print_network
+from tigris_ir.frontend.onnx_import import import_model
+from tigris_ir.interp.loop_ir import run_loop_module
+from tigris_ir.interp.program import RunResult
+from tigris_ir.plan.ir import main_func
+from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
 
 INPUTS = Path(__file__).parent / "lit" / "Inputs"
 
@@ -297,7 +299,7 @@ def test_the_kinds_of_units_are_all_printed(toy):
 
 @pytest.mark.parametrize("budget", ["1K", "2K"])
 def test_a_model_in_nchw_is_transposed_at_the_boundary(toy, budget: str):
-    from tigris_ir.reference import load_weights
+    from tigris_ir.reference.executor import load_weights
 
     module = _onnx_plan(INPUTS / "conv_relu.onnx", budget)
     weights = load_weights(module)
@@ -309,8 +311,8 @@ def test_a_model_in_nchw_is_transposed_at_the_boundary(toy, budget: str):
 
 
 def _onnx_plan(path: Path, budget: str) -> ModuleOp:
-    from tigris_ir.memory import parse_budget
-    from tigris_ir.onnx_import import import_file
+    from tigris_ir.frontend.onnx_import import import_file
+    from tigris_ir.plan.memory import parse_budget
 
     imported = import_file(path)
     m = lowered(imported.module, parse_budget(budget))
@@ -594,8 +596,8 @@ _ZOO: dict[tuple[str, bool], tuple[ModuleOp, dict[str, np.ndarray]]] = {}
 
 def zoo_plan(name: str, int8: bool, budget: int) -> tuple[ModuleOp, dict[str, np.ndarray]] | None:
     """The lowered plan (None when the model does not fit the budget)."""
-    from tigris_ir.nn_graph import build_view
-    from tigris_ir.planner import plan
+    from tigris_ir.plan.nn_graph import build_view
+    from tigris_ir.plan.planner import plan
 
     if (name, int8) not in _ZOO:
         imported = import_model(zoo.build(name, size="small", int8=int8))

@@ -14,13 +14,15 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
+from c_band_check import BandCase, band_args, make_op, run_band, run_bands
 from tigris_ir.dialects import nn
 from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Attribute
 
-from tigris_ir import band_exec, c_band, c_ops
-from tigris_ir.band_exec import Band
-from tigris_ir.c_band_check import BandCase, band_args, make_op, run_band, run_bands
+from tigris_ir.backend.c import band as c_band
+from tigris_ir.backend.c import ops as c_ops
+from tigris_ir.interp import band_exec
+from tigris_ir.plan.band import Band, band_slices
 
 # ---------------------------------------------------------------------------
 # helpers
@@ -380,7 +382,7 @@ def test_global_average_pool() -> None:
             acc = rng.standard_normal((1, 1, 1, grp[1] - grp[0])).astype(np.float32)
             for held in ({1: (0, 3)}, {1: (3, 4), 2: (0, 2)}, {1: (3, 4), 2: (2, 6)}, {1: (4, 7)}):
                 h = {**held, **chan}
-                band = whole[band_exec.band_slices(h, 4)]
+                band = whole[band_slices(h, 4)]
                 before = acc.copy()
                 band_exec.accumulate(op, band, acc)  # type: ignore[arg-type]
                 b.add(BandCase(op, [band], [h], chan, kind="accumulate", acc=before), [acc.copy()])

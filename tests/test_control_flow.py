@@ -23,10 +23,10 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import PassFailedException
 
-from tigris_ir.memory import align
-from tigris_ir.onnx_import import ImportDiagnostic, Imported, import_file, import_model
-from tigris_ir.plan_ir import main_func, plan_tree, tree_min_budget
-from tigris_ir.reference import run_reference
+from tigris_ir.frontend.onnx_import import ImportDiagnostic, Imported, import_file, import_model
+from tigris_ir.plan.ir import main_func, plan_tree, tree_min_budget
+from tigris_ir.plan.memory import align
+from tigris_ir.reference.executor import run_reference
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -13,10 +13,10 @@ import shutil
 import numpy as np
 import pytest
 
-from tigris_ir import gebp_c as gc
-from tigris_ir import register_tile as rt
-from tigris_ir.register_tile import Geometry as G
-from tigris_ir.targets import (
+from tigris_ir.backend.c import gebp as gc
+from tigris_ir.rtile import model as rt
+from tigris_ir.rtile.model import Geometry as G
+from tigris_ir.rtile.targets import (
     Target,
     avx2,
     avx512,

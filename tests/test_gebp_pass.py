@@ -29,13 +29,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
-from tigris_ir import gebp_autotune as tune
-from tigris_ir import gebp_c
-from tigris_ir import register_tile as rt
-from tigris_ir import targets as tg
-from tigris_ir.c_target import CEmitError, print_c
-from tigris_ir.loop_interp import InterpretError, LoopInterpreter
-from tigris_ir.register_tile import Geometry as G
+from tigris_ir.backend.c import gebp as gebp_c
+from tigris_ir.backend.c.target import CEmitError, print_c
+from tigris_ir.interp.gebp_loops import InterpretError, LoopInterpreter
+from tigris_ir.rtile import autotune as tune
+from tigris_ir.rtile import model as rt
+from tigris_ir.rtile import targets as tg
+from tigris_ir.rtile.model import Geometry as G
 from tigris_ir.universe import TIGRIS
 
 HAS_GCC = shutil.which("gcc") is not None
@@ -634,9 +634,9 @@ def test_the_c_target_names_the_first_op_it_cannot_print(
 
 def test_autotune_also_times_narrower_vectors() -> None:
     """The tuner can find the 8-lane tile the 16-lane default misses (ANCHORS.md)."""
-    from tigris_ir import register_tile as rt
-    from tigris_ir.gebp_autotune import candidates
-    from tigris_ir.targets import get_target
+    from tigris_ir.rtile import model as rt
+    from tigris_ir.rtile.autotune import candidates
+    from tigris_ir.rtile.targets import get_target
 
     avx512 = get_target("avx512")
     found = candidates(avx512, 3136, 24)

@@ -2,7 +2,7 @@
 
 Each test builds a one-node ONNX model, runs it in onnxruntime (CPU, one
 thread) on seeded NCHW data, moves the result to channels-last and compares it
-with `tigris_ir.kernels`. Float32 must agree to 1e-4 relative; integer results
+with `tigris_ir.reference.kernels`. Float32 must agree to 1e-4 relative; integer results
 exactly, and requantized int8 to one step at most.
 """
 
@@ -19,7 +19,7 @@ import pytest
 from onnx import ValueInfoProto, helper, numpy_helper
 from onnx.helper import np_dtype_to_tensor_dtype
 
-from tigris_ir import kernels as K
+from tigris_ir.reference import kernels as K
 
 Array = np.ndarray[Any, Any]
 

@@ -12,6 +12,7 @@ import functools
 
 import numpy as np
 import pytest
+import zoo
 from tigris_ir.dialects import nn
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -20,25 +21,17 @@ from xdsl.dialects.func import Func
 from xdsl.ir import Attribute, Block
 from xdsl.parser import Parser
 
-from tigris_ir import band_exec, zoo
-from tigris_ir.band_exec import BandError
-from tigris_ir.loop_run import (
-    Buffer,
-    FastArena,
-    Interval,
-    LineBufferGap,
-    PlanRunError,
-    live_peak,
-    place,
-    run_program,
-    schedule,
-)
-from tigris_ir.nn_graph import build_view
-from tigris_ir.onnx_import import import_model
-from tigris_ir.plan_ir import main_func
-from tigris_ir.planner import Plan, plan
-from tigris_ir.reference import run_function
-from tigris_ir.tiling import RATIO, TRANSPOSED, WINDOW, map_range
+from tigris_ir.frontend.onnx_import import import_model
+from tigris_ir.interp import band_exec
+from tigris_ir.interp.program import FastArena, run_program
+from tigris_ir.loops.schedule import Buffer, LineBufferGap, PlanRunError, schedule
+from tigris_ir.plan.arena import Interval, live_peak, place
+from tigris_ir.plan.band import BandError, band_slices
+from tigris_ir.plan.ir import main_func
+from tigris_ir.plan.nn_graph import build_view
+from tigris_ir.plan.planner import Plan, plan
+from tigris_ir.plan.tiling import RATIO, TRANSPOSED, WINDOW, map_range
+from tigris_ir.reference.executor import run_function
 
 # ---------------------------------------------------------------------------
 # helpers
@@ -150,9 +143,9 @@ def check_bands(op: nn.NNOp, held_of, cols: bool = False, seed: int = 0) -> int:
             if c is not None:
                 o[2] = c
                 h[2] = held_of(op, c[0], c[1], axis=1)
-            x = args[0][band_exec.band_slices(h, args[0].ndim)]
+            x = args[0][band_slices(h, args[0].ndim)]
             got = band_exec.compute(op, [x, *args[1:]], [h] + [{}] * (len(args) - 1), o)[0]
-            same(got, want[band_exec.band_slices(o, want.ndim)])
+            same(got, want[band_slices(o, want.ndim)])
             checked += 1
     return checked
 
@@ -519,7 +512,7 @@ def test_a_line_buffer_reading_a_row_never_computed_is_refused():
     of p, which no tile computes: the loop level refuses such a schedule."""
     from dataclasses import replace
 
-    from tigris_ir.tiling import build_band
+    from tigris_ir.plan.tiling import build_band
 
     view = _lb_view(LB_GAP)
     p = plan(view.graph, 400)
@@ -556,7 +549,7 @@ def lower(module: ModuleOp, budget: int) -> ModuleOp:
 def test_loop_ir_runs_the_same_schedule(name: str, int8: bool):
     """Lowered to scf/memref/loop IR, placed and run, a plan computes the
     same outputs and measures the same figures as the plan interpreter."""
-    from tigris_ir.loop_run import run_loop_module
+    from tigris_ir.interp.loop_ir import run_loop_module
 
     module, weights, args, _ = zoo_case(name, int8)
     view = build_view(main_func(module))
@@ -601,11 +594,10 @@ def test_loop_ir_prints_and_parses_back():
 
 
 def test_the_arena_verifier_names_the_buffers():
+    from tigris_ir.dialects.loop import OFFSET_ATTR
     from tigris_ir.passes.plan_arena import verify_arena
     from xdsl.dialects import memref
     from xdsl.dialects.builtin import IntegerAttr, i64
-
-    from tigris_ir.loop_run import OFFSET_ATTR
 
     module = zoo_case("vgg", False)[0]
     m = lower(module, 8192)
@@ -633,7 +625,7 @@ def test_the_arena_verifier_names_the_buffers():
 def test_the_dry_run_catches_a_band_reading_rows_never_loaded():
     from xdsl.dialects import memref
 
-    from tigris_ir.loop_run import LoopIRError, dry_run
+    from tigris_ir.interp.loop_ir import LoopIRError, dry_run
 
     module = zoo_case("vgg", False)[0]
     m = lower(module, 8192)
@@ -658,7 +650,7 @@ def test_a_plan_with_no_arena_does_not_run():
     from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
     from xdsl.context import Context
 
-    from tigris_ir.loop_run import LoopIRError, run_loop_module
+    from tigris_ir.interp.loop_ir import LoopIRError, run_loop_module
 
     module, weights, args, _ = zoo_case("ds_cnn", True)
     m = module.clone()
@@ -703,7 +695,7 @@ func.func @main(%a: tensor<1x8x16x4xf32>) -> tensor<1x16x8x4xf32> {
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_matrix_rows_whole_rows_reshape_and_axis_bands(kind: str):
-    from tigris_ir.loop_run import run_loop_module
+    from tigris_ir.interp.loop_ir import run_loop_module
 
     ctx = Context()
     for d in (Builtin, Func, nn.NN):

@@ -22,7 +22,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
 
-from tigris_ir.tiling_class import TilingClass as T
+from tigris_ir.plan.tiling_class import TilingClass as T
 
 LIT = Path(__file__).parent / "lit" / "nn"
 

@@ -30,17 +30,13 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
-from tigris_ir.loop_run import (
-    LineBufferGap,
-    PlanRunError,
-    run_loop_module,
-    run_program,
-    schedule,
-)
-from tigris_ir.memory import align
-from tigris_ir.nn_graph import build_view
-from tigris_ir.planner import Plan, min_budget, plan
-from tigris_ir.reference import run_function
+from tigris_ir.interp.loop_ir import run_loop_module
+from tigris_ir.interp.program import run_program
+from tigris_ir.loops.schedule import LineBufferGap, PlanRunError, schedule
+from tigris_ir.plan.memory import align
+from tigris_ir.plan.nn_graph import build_view
+from tigris_ir.plan.planner import Plan, min_budget, plan
+from tigris_ir.reference.executor import run_function
 
 # ---------------------------------------------------------------------------
 # A small builder of nn graphs

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tigris_ir.memory import align
-from tigris_ir.plan_graph import BAND_AXIS, GraphBuilder, PlanGraph
-from tigris_ir.planner import (
+from tigris_ir.plan.graph import BAND_AXIS, GraphBuilder, PlanGraph
+from tigris_ir.plan.memory import align
+from tigris_ir.plan.planner import (
     _INF,
     ChainPlan,
     Plan,
@@ -31,7 +31,7 @@ from tigris_ir.planner import (
     plan,
     tile_band,
 )
-from tigris_ir.tiling import (
+from tigris_ir.plan.tiling import (
     ACC_DTYPE,
     GraphTables,
     build_band,
@@ -40,7 +40,7 @@ from tigris_ir.tiling import (
     overhead_bytes,
     tile_bounds,
 )
-from tigris_ir.tiling_class import TilingClass
+from tigris_ir.plan.tiling_class import TilingClass
 
 # ---------------------------------------------------------------------------
 # graph helpers
@@ -233,7 +233,7 @@ def test_grid_when_it_loads_fewer_bytes_than_strips():
     g = chain_graph([("conv", 7, 1)], h=64, w=64, c=4)
     model = build_band(g, 0, 1)
     budget = 8000
-    from tigris_ir.planner import _strips
+    from tigris_ir.plan.planner import _strips
 
     strips = _strips(model, budget)
     assert strips is not None  # a strip fits ...
@@ -335,10 +335,11 @@ def test_full_unet_min_budget_with_exact_resize_rows():
     """The zoo U-Net's nearest 2x resize (64 -> 128 rows): a one-row band reads
     one source row, so the model fits one output row plus one input row; the
     conservative map (no resize attrs) needs four source rows."""
-    from tigris_ir import zoo
-    from tigris_ir.nn_graph import build_view
-    from tigris_ir.onnx_import import import_model
-    from tigris_ir.plan_ir import main_func
+    import zoo
+
+    from tigris_ir.frontend.onnx_import import import_model
+    from tigris_ir.plan.ir import main_func
+    from tigris_ir.plan.nn_graph import build_view
 
     g = build_view(main_func(import_model(zoo.build("unet", size="full")).module)).graph
     (k,) = [k for k, n in enumerate(g.nodes) if n.tiling is TilingClass.RESIZE]

@@ -15,15 +15,16 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.ir import Block, Region
 
-from tigris_ir import band_exec
-from tigris_ir.loop_run import run_program, schedule
-from tigris_ir.memory import align
-from tigris_ir.nn_graph import build_view
-from tigris_ir.onnx_import import import_model
-from tigris_ir.plan_ir import main_func
-from tigris_ir.planner import Plan, plan
-from tigris_ir.reference import run_function
-from tigris_ir.tiling import build_band, monotone_ranges
+from tigris_ir.frontend.onnx_import import import_model
+from tigris_ir.interp import band_exec
+from tigris_ir.interp.program import run_program
+from tigris_ir.loops.schedule import schedule
+from tigris_ir.plan.ir import main_func
+from tigris_ir.plan.memory import align
+from tigris_ir.plan.nn_graph import build_view
+from tigris_ir.plan.planner import Plan, plan
+from tigris_ir.plan.tiling import build_band, monotone_ranges
+from tigris_ir.reference.executor import run_function
 
 # ---------------------------------------------------------------------------
 # helpers
@@ -235,7 +236,7 @@ def lowered_run(module: ModuleOp, weights: dict[str, np.ndarray], budget: int, a
     from tigris_ir.passes.plan_arena import PlanArenaPass
     from xdsl.context import Context
 
-    from tigris_ir.loop_run import run_loop_module
+    from tigris_ir.interp.loop_ir import run_loop_module
 
     m = module.clone()
     LowerToLoopsPass(budget=budget).apply(Context(), m)
@@ -268,8 +269,9 @@ def test_the_trailing_dequantize_no_longer_sets_mobilenet_int8_min_budget():
     """MobileNetV2 0.35 int8 ends in a float32 DequantizeLinear of its 1 x 1000
     logits: run whole it needs 1008 + 4000 bytes, banded along the 1000 it
     needs a few rows, and the smallest budget drops below the whole run."""
-    from tigris_ir import zoo
-    from tigris_ir.planner import min_budget
+    import zoo
+
+    from tigris_ir.plan.planner import min_budget
 
     imported = import_model(zoo.build("mobilenet_v2_035", size="full", int8=True))
     g = build_view(main_func(imported.module)).graph
@@ -289,7 +291,7 @@ def test_the_trailing_dequantize_no_longer_sets_mobilenet_int8_min_budget():
 def conv_relu_chain(h: int = 16, w: int = 8, c: int = 4, extra_reader: bool = False):
     """x -> conv 3x3 -> relu -> conv 3x3 -> relu, float32 (1, h, w, c); with
     `extra_reader` the first conv's output is also a second output."""
-    from tigris_ir.plan_graph import GraphBuilder
+    from tigris_ir.plan.graph import GraphBuilder
 
     b = GraphBuilder(elem_bytes=4)
     x = b.input("x", (1, h, w, c))
@@ -329,7 +331,7 @@ def test_no_buffer_is_shared_with_a_tensor_read_elsewhere():
 def test_in_place_activations_run_as_planned(budget: int):
     """conv, relu and Add chains of the zoo's ResNet (small): plans with shared
     buffers run at the plan level and as loop IR with measured == planned."""
-    from tigris_ir import zoo
+    import zoo
 
     imported = import_model(zoo.build("resnet", size="small", int8=False))
     fn = main_func(imported.module)

@@ -1,18 +1,18 @@
 """The reference executor against onnxruntime on every zoo model (small sizes).
 
 float32 within a relative 1e-4; int8 QDQ within 1 quantization step of the
-output against onnxruntime's execution of the QDQ graph (see tigris_ir.oracle).
+output against onnxruntime's execution of the QDQ graph (see tigris_ir.reference.oracle).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import zoo
 
-from tigris_ir import zoo
-from tigris_ir.onnx_import import import_model
-from tigris_ir.oracle import compare_with_onnxruntime, output_scales, per_op_lsb
-from tigris_ir.reference import run_reference
+from tigris_ir.frontend.onnx_import import import_model
+from tigris_ir.reference.executor import run_reference
+from tigris_ir.reference.oracle import compare_with_onnxruntime, output_scales, per_op_lsb
 
 pytest.importorskip("onnxruntime")
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tigris_ir import register_tile as rt
-from tigris_ir.register_tile import Geometry as G
-from tigris_ir.targets import Target, avx2, avx512, detect_target, get_target, neon, sse
+from tigris_ir.rtile import model as rt
+from tigris_ir.rtile.model import Geometry as G
+from tigris_ir.rtile.targets import Target, avx2, avx512, detect_target, get_target, neon, sse
 
 PRESETS = (avx512, avx2, sse, neon)
 few_regs = dataclasses.replace(sse, name="tiny", vector_registers=5)

@@ -24,8 +24,8 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
-from tigris_ir import register_tile as rt
-from tigris_ir.targets import avx2, avx512
+from tigris_ir.rtile import model as rt
+from tigris_ir.rtile.targets import avx2, avx512
 
 LIT = Path(__file__).parent / "lit" / "rtile"
 

@@ -11,16 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tigris_ir import kernels
-from tigris_ir.memory import ALIGN, align, format_bytes, parse_budget, tensor_bytes
-from tigris_ir.plan_graph import (
-    BAND_AXIS,
-    GraphBuilder,
-    NodeInfo,
-    PlanGraph,
-    TensorInfo,
-)
-from tigris_ir.tiling import (
+from tigris_ir.plan.graph import BAND_AXIS, GraphBuilder, NodeInfo, PlanGraph, TensorInfo
+from tigris_ir.plan.memory import ALIGN, align, format_bytes, parse_budget, tensor_bytes
+from tigris_ir.plan.tiling import (
     COORDINATE_MODES,
     IDENT_MAP,
     RATIO,
@@ -51,7 +44,8 @@ from tigris_ir.tiling import (
     union_length,
     window_input_range,
 )
-from tigris_ir.tiling_class import TilingClass
+from tigris_ir.plan.tiling_class import TilingClass
+from tigris_ir.reference import kernels
 
 # ---------------------------------------------------------------------------
 # graph helpers

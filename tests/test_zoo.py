@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from tigris_ir.tools import tigris_zoo
-
-from tigris_ir import zoo
+import zoo
+import zoo_cli as tigris_zoo
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -202,7 +201,7 @@ def test_cli_unknown_model(
         tigris_zoo.main()
     assert exit_info.value.code == 1
     err = capsys.readouterr().err
-    assert err.startswith("tigris-zoo: error: unknown model 'x' (known: ")
+    assert err.startswith("python tests/zoo_cli.py: error: unknown model 'x' (known: ")
     assert "Traceback" not in err
     assert not (tmp_path / "x.onnx").exists()
 

@@ -21,8 +21,8 @@ def run_main(prog: str, body: Callable[[], int]) -> int:
     """Run a command's body and turn every failure into one line and exit 1."""
     from xdsl.utils.exceptions import DiagnosticException, ParseError
 
-    from tigris_ir.onnx_import import ImportDiagnostic
-    from tigris_ir.reference import ReferenceError_
+    from tigris_ir.frontend.onnx_import import ImportDiagnostic
+    from tigris_ir.reference.executor import ReferenceError_
 
     try:
         return body()

@@ -67,7 +67,7 @@ def analyze(
     """
     from tigris_ir.tools.tigris_run import load_module
 
-    from tigris_ir.plan_ir import (
+    from tigris_ir.plan.ir import (
         first_failure,
         layer_by_layer_peak,
         main_func,
@@ -223,7 +223,7 @@ def _body(sc: Any) -> dict[str, Any]:
 def _kib(n: int | None) -> str:
     if n is None:
         return "-"
-    from tigris_ir.memory import format_bytes
+    from tigris_ir.plan.memory import format_bytes
 
     return format_bytes(n)
 
@@ -348,8 +348,8 @@ def _body_tables(console: Any, b: dict[str, Any]) -> None:
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from tigris_ir.memory import parse_budget
-    from tigris_ir.onnx_import import parse_shape_specs
+    from tigris_ir.frontend.onnx_import import parse_shape_specs
+    from tigris_ir.plan.memory import parse_budget
 
     try:
         budget = parse_budget(args.budget)

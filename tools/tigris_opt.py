@@ -26,12 +26,8 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import ArgSpecParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from tigris_ir.memory import parse_budget
-from tigris_ir.onnx_import import (
-    import_model,
-    load_model,
-    parse_shape_specs,
-)
+from tigris_ir.frontend.onnx_import import import_model, load_model, parse_shape_specs
+from tigris_ir.plan.memory import parse_budget
 from tigris_ir.universe import TIGRIS
 
 PROG = "tigris-opt"
@@ -137,7 +133,7 @@ class TigrisOptMain(xDSLOptMain):
         ref = str(Path(origin).resolve()) if origin != "stdin" else None
         imported = import_model(model, origin=origin, input_shapes=shapes, weights_ref=ref)
         if self.args.weights_out:
-            from tigris_ir.reference import save_weights
+            from tigris_ir.reference.executor import save_weights
 
             out = Path(self.args.weights_out)
             save_weights(imported.weights, out)
@@ -149,7 +145,7 @@ class TigrisOptMain(xDSLOptMain):
         """`-t c -o NAME.c` of a plan also writes the header NAME.h beside it."""
         out = self.args.output_file
         if out and out.endswith(".c") and self.args.target.split("{")[0] == "c":
-            from tigris_ir.c_target import holds_plan, network_source
+            from tigris_ir.backend.c.target import holds_plan, network_source
 
             if holds_plan(prog):
                 source = network_source(prog)

@@ -114,8 +114,8 @@ def load_module(path: Path, input_shapes: dict[str, tuple[int, ...]], need_weigh
     from xdsl.parser import Parser
     from xdsl.universe import Universe
 
-    from tigris_ir.onnx_import import import_file
-    from tigris_ir.reference import load_weights
+    from tigris_ir.frontend.onnx_import import import_file
+    from tigris_ir.reference.executor import load_weights
 
     if path.suffix == ".onnx":
         imported = import_file(path, input_shapes=input_shapes)
@@ -139,8 +139,8 @@ def load_module(path: Path, input_shapes: dict[str, tuple[int, ...]], need_weigh
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from tigris_ir.onnx_import import module_io, parse_shape_specs
-    from tigris_ir.reference import run_reference
+    from tigris_ir.frontend.onnx_import import module_io, parse_shape_specs
+    from tigris_ir.reference.executor import run_reference
 
     path = Path(args.model)
     if not path.exists():
@@ -212,7 +212,7 @@ def _inputs(args: argparse.Namespace, fn, names: list[str], layouts: list[str]) 
 def _check(path: Path, shapes, in_names, inputs, outputs, out_names, quiet: bool) -> int:
     if path.suffix != ".onnx":
         raise RunError("--check compares with onnxruntime and needs the .onnx model")
-    from tigris_ir.oracle import compare_with_onnxruntime
+    from tigris_ir.reference.oracle import compare_with_onnxruntime
 
     report = compare_with_onnxruntime(
         path.read_bytes(), dict(zip(in_names, inputs)), outputs, out_names
@@ -226,7 +226,7 @@ def _is_plan(module) -> bool:
     """A module at the loop level, or with tiling passes' stages."""
     from tigris_ir.passes.plan_arena import is_lowered
 
-    from tigris_ir.plan_ir import main_func
+    from tigris_ir.plan.ir import main_func
 
     fn = main_func(module)
     return is_lowered(fn) or any(op.name in ("tile.stage", "tile.chain") for op in fn.walk())
@@ -239,10 +239,11 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
     from xdsl.context import Context
     from xdsl.dialects.builtin import IntegerAttr
 
-    from tigris_ir.loop_run import run_loop_module, untiled_reference
-    from tigris_ir.memory import parse_budget
-    from tigris_ir.plan_ir import BUDGET_ATTR, main_func
-    from tigris_ir.reference import module_layouts, to_boundary, to_internal
+    from tigris_ir.interp.loop_ir import run_loop_module
+    from tigris_ir.interp.program import untiled_reference
+    from tigris_ir.plan.ir import BUDGET_ATTR, main_func
+    from tigris_ir.plan.memory import parse_budget
+    from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
 
     budget: int | None = None
     if args.budget is not None:
@@ -317,8 +318,8 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
 def _run_c(args: argparse.Namespace, module, weights, inputs: list[np.ndarray]):
     """Print, build and run the plan as C: outputs (boundary layout), the
     figures of a stats build (with --stats), run and build seconds."""
-    from tigris_ir.c_build import CBuildError, CRunError, build, execute, stats_of
-    from tigris_ir.c_net import print_network
+    from tigris_ir.backend.c.build import CBuildError, CRunError, build, execute, stats_of
+    from tigris_ir.backend.c.network import print_network
 
     t0 = time.perf_counter()
     # the plan was verified above (plan-arena or verify_arena)
@@ -438,8 +439,8 @@ def main() -> int:
     except Exception as e:
         from xdsl.utils.exceptions import DiagnosticException, ParseError
 
-        from tigris_ir.onnx_import import ImportDiagnostic
-        from tigris_ir.reference import ReferenceError_
+        from tigris_ir.frontend.onnx_import import ImportDiagnostic
+        from tigris_ir.reference.executor import ReferenceError_
 
         if isinstance(e, ImportDiagnostic | ParseError | DiagnosticException):
             print(str(e).rstrip(), file=sys.stderr)

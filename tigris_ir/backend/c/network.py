@@ -54,8 +54,8 @@ from xdsl.dialects.linalg.ops import FillOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
-from tigris_ir import c_band
-from tigris_ir.c_band import CLoweringError, CTensor, Kind
+from tigris_ir.backend.c import band as c_band
+from tigris_ir.backend.c.band import CLoweringError, CTensor, Kind
 from tigris_ir.dialects import loop, nn
 
 ARENA_ALIGN = 64
@@ -313,8 +313,9 @@ class _Printer:
     """Prints one planned function; implements `c_band.CUnit` for the emitters."""
 
     def __init__(self, module: ModuleOp, weights: Mapping[str, np.ndarray], name: str):
-        from tigris_ir.loop_run import ARENA_ATTR, SLOW_ARENA_ATTR, lifetimes
-        from tigris_ir.plan_ir import main_func
+        from tigris_ir.dialects.loop import ARENA_ATTR, SLOW_ARENA_ATTR
+        from tigris_ir.loops.arena import lifetimes
+        from tigris_ir.plan.ir import main_func
 
         self.module = module
         self.fn = main_func(module)
@@ -431,7 +432,7 @@ class _Printer:
     # ---- the function ------------------------------------------------------
 
     def print_body(self) -> None:
-        from tigris_ir.loop_run import OFFSET_ATTR
+        from tigris_ir.dialects.loop import OFFSET_ATTR
 
         block = self.fn.body.block
         self.arg_mems: list[_Mem] = []
@@ -533,7 +534,7 @@ class _Printer:
     # ---- memory ------------------------------------------------------------
 
     def alloc(self, op: mr.AllocOp) -> None:
-        from tigris_ir.loop_run import OFFSET_ATTR
+        from tigris_ir.dialects.loop import OFFSET_ATTR
 
         t = _mem_type(op.memref.type, op)
         space = loop.space_of(t)
@@ -926,10 +927,10 @@ def _prune(lines: list[str | _Decl], keep_text: list[str], consts: list[_Const])
 
 
 def _ports(fn: func.FuncOp, mems: Sequence[_Mem], key: str, layouts: Sequence[str]) -> list[CPort]:
-    from tigris_ir.loop_run import _arg_names  # pyright: ignore[reportPrivateUsage]
+    from tigris_ir.loops.arena import arg_names
 
     if key == "nn.input_names":
-        names = _arg_names(fn)
+        names = arg_names(fn)
     else:
         from xdsl.dialects.builtin import ArrayAttr
 
@@ -1142,8 +1143,8 @@ def print_network(
     Weights come from `weights` or the module's `nn.weights` (relative to
     `base`). The plan is verified first as `plan-arena` does (against
     `budget`, else the module's `tile.budget`, else the plan's)."""
-    from tigris_ir.plan_ir import main_func
-    from tigris_ir.reference import ReferenceError_, load_weights, module_layouts
+    from tigris_ir.plan.ir import main_func
+    from tigris_ir.reference.executor import ReferenceError_, load_weights, module_layouts
 
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise NetworkError(f"'{name}' is not a C identifier")

@@ -46,10 +46,10 @@ from typing import cast
 import numpy as np
 from xdsl.ir import SSAValue
 
-from tigris_ir import register_tile as rt
-from tigris_ir.c_band import CLoweringError, CTensor, CUnit, c_type, register
+from tigris_ir.backend.c.band import CLoweringError, CTensor, CUnit, c_type, register
 from tigris_ir.dialects import nn
-from tigris_ir.targets import avx2, host_target
+from tigris_ir.rtile import model as rt
+from tigris_ir.rtile.targets import avx2, host_target
 
 _NP = {"int8_t": np.int8, "uint8_t": np.uint8}
 

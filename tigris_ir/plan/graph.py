@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal
 
-from tigris_ir.memory import tensor_bytes
-from tigris_ir.tiling_class import TilingClass
+from tigris_ir.plan.memory import tensor_bytes
+from tigris_ir.plan.tiling_class import TilingClass
 
 TensorKind = Literal["input", "output", "activation", "const"]
 TENSOR_KINDS: tuple[str, ...] = ("input", "output", "activation", "const")

@@ -6,7 +6,7 @@ operands hold only the rows the tile loaded or computed, so a window op's
 first and last tiles supply the image's border themselves: rows above row 0
 or below the last row become the op's own padding (zeros, or the lowest
 value for a max pool), and every other row comes from the band. The kernels
-of `tigris_ir.kernels` then run on the band with those pads, so a band is
+of `tigris_ir.reference.kernels` then run on the band with those pads, so a band is
 bit-identical to the same rows of the untiled reference wherever the
 reference is (integer arithmetic, elementwise float operations, depthwise
 taps; float matrix products round once from float64).
@@ -20,38 +20,18 @@ two halves of an accumulated GlobalAveragePool.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
 
-from tigris_ir import kernels as K
 from tigris_ir.dialects import nn
-from tigris_ir.tiling import TRANSPOSED, WINDOW, map_range
-from tigris_ir.tiling_class import TilingClass
-
-Range = tuple[int, int]
-Band = Mapping[int, Range]
-"""Axis -> global range [lo, hi) held along it; axes not named are whole."""
-
-WHOLE: Band = {}
-
-
-class BandError(Exception):
-    """A band that cannot be computed as asked (never a silent wrong result)."""
-
-
-def band_shape(shape: Sequence[int], band: Band) -> tuple[int, ...]:
-    """The shape of a tensor's band."""
-    return tuple(band[a][1] - band[a][0] if a in band else d for a, d in enumerate(shape))
-
-
-def band_slices(band: Band, ndim: int) -> tuple[slice, ...]:
-    """Index of a band inside the whole tensor."""
-    return tuple(slice(*band[a]) if a in band else slice(None) for a in range(ndim))
-
+from tigris_ir.plan.band import WHOLE, Band, BandError, Range, band_shape
+from tigris_ir.plan.tiling import TRANSPOSED, WINDOW, map_range
+from tigris_ir.plan.tiling_class import TilingClass
+from tigris_ir.reference import kernels as K
 
 # ---------------------------------------------------------------------------
 # quantization dispatch, as `NNOp.reference` does it

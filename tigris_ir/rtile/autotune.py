@@ -21,9 +21,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from tigris_ir import gebp_c
-from tigris_ir import register_tile as rt
-from tigris_ir.targets import Target, can_run
+from tigris_ir.backend.c import gebp as gebp_c
+from tigris_ir.rtile import model as rt
+from tigris_ir.rtile.targets import Target, can_run
 
 Dtype = Literal["float32", "int8"]
 

@@ -47,11 +47,11 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
-from tigris_ir import targets as tg
 from tigris_ir.dialects.rtile import DotAccOp
+from tigris_ir.rtile import targets as tg
 
 if TYPE_CHECKING:
-    from tigris_ir.c_net import CSource
+    from tigris_ir.backend.c.network import CSource
 
 
 class CEmitError(DiagnosticException):
@@ -896,6 +896,6 @@ def holds_plan(module: ModuleOp) -> bool:
 
 def network_source(module: ModuleOp, name: str = "tigris") -> CSource:
     """The network's C unit and header (`c_net.print_network`)."""
-    from tigris_ir.c_net import print_network
+    from tigris_ir.backend.c.network import print_network
 
     return print_network(module, name=name)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from tigris_ir.targets import Target
+from tigris_ir.rtile.targets import Target
 
 
 @dataclass(frozen=True, order=True)

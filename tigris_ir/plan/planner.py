@@ -63,9 +63,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from tigris_ir.memory import align, format_bytes
-from tigris_ir.plan_graph import PlanGraph
-from tigris_ir.tiling import (
+from tigris_ir.plan.graph import PlanGraph
+from tigris_ir.plan.memory import align, format_bytes
+from tigris_ir.plan.tiling import (
     ACC_DTYPE,
     BandBuilder,
     BandModel,
@@ -76,7 +76,7 @@ from tigris_ir.tiling import (
     num_tiles,
     union_length,
 )
-from tigris_ir.tiling_class import TilingClass
+from tigris_ir.plan.tiling_class import TilingClass
 
 STRATEGIES = (
     "normal",

@@ -31,7 +31,7 @@ Band accounting, exactly (a loop-level interpreter reproduces it):
     (longer only for branches whose paddings disagree), so every tile fits.
   * Line buffers (`line_buffer`, `line_buffer_run`): each tile computes only
     the rows not computed by an earlier tile and keeps the history rows its
-    readers need again (module doc of tigris_ir.planner). They run over
+    readers need again (module doc of tigris_ir.plan.planner). They run over
     monotone ranges (`lb_tile_ranges`): dilated windows clipped by the
     padding read ranges that start lower on a later tile or go back.
 """
@@ -47,10 +47,10 @@ from typing import Any
 
 import numpy as np
 
-from tigris_ir import kernels
-from tigris_ir.memory import ALIGN, align
-from tigris_ir.plan_graph import BAND_AXIS, INPUT_BAND_AXES, PlanGraph
-from tigris_ir.tiling_class import TilingClass
+from tigris_ir.plan.graph import BAND_AXIS, INPUT_BAND_AXES, PlanGraph
+from tigris_ir.plan.memory import ALIGN, align
+from tigris_ir.plan.tiling_class import TilingClass
+from tigris_ir.reference import kernels
 
 # ---------------------------------------------------------------------------
 # Part 1: the spec's formulas

@@ -41,9 +41,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 from xdsl.ir import Attribute
 
-from tigris_ir import kernels as K
-from tigris_ir.c_band import CLoweringError, CTensor, CUnit, c_type, register
+from tigris_ir.backend.c.band import CLoweringError, CTensor, CUnit, c_type, register
 from tigris_ir.dialects import nn
+from tigris_ir.reference import kernels as K
 
 # ---------------------------------------------------------------------------
 # C expressions

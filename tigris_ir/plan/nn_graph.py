@@ -18,7 +18,7 @@ from xdsl.dialects import func
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from tigris_ir.dialects import nn
-from tigris_ir.plan_graph import (
+from tigris_ir.plan.graph import (
     BAND_AXIS,
     CHANNEL_CONCAT,
     INPUT_BAND_AXES,
@@ -27,8 +27,8 @@ from tigris_ir.plan_graph import (
     TensorInfo,
     TensorKind,
 )
-from tigris_ir.tiling import RESIZE_COORDINATES, RESIZE_MODE, RESIZE_NEAREST
-from tigris_ir.tiling_class import TilingClass
+from tigris_ir.plan.tiling import RESIZE_COORDINATES, RESIZE_MODE, RESIZE_NEAREST
+from tigris_ir.plan.tiling_class import TilingClass
 
 
 @dataclass

@@ -35,8 +35,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from tigris_ir import register_tile as rt
-from tigris_ir.targets import Target, host_target
+from tigris_ir.rtile import model as rt
+from tigris_ir.rtile.targets import Target, host_target
 
 Dtype = Literal["float32", "int8"]
 Mode = Literal["vector", "portable"]

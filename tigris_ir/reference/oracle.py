@@ -138,7 +138,7 @@ def per_op_lsb(model_bytes: bytes, imported, feeds: dict[str, np.ndarray]) -> li
     amplify; this isolates every op, so that each is held to 1 LSB by itself.
     """
     from tigris_ir.dialects import nn
-    from tigris_ir.reference import to_internal
+    from tigris_ir.reference.executor import to_internal
 
     model = onnx.load_model_from_string(model_bytes)
     q_outs = [n.output[0] for n in model.graph.node if n.op_type == "QuantizeLinear"]

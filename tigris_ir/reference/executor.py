@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from tigris_ir.dialects import nn, tile
-from tigris_ir.onnx_import import import_file, module_io
+from tigris_ir.frontend.onnx_import import import_file, module_io
 
 
 class ReferenceError_(Exception):

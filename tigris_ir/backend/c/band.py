@@ -137,7 +137,7 @@ def register(kind: Kind, *ops: type[nn.NNOp]) -> Callable[[Emitter], Emitter]:
 
 def _load() -> None:
     # the emitter modules register themselves on import
-    from tigris_ir import c_conv, c_ops  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    from tigris_ir.backend.c import conv, ops  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
 
 def emitter(kind: Kind, op: nn.NNOp) -> Emitter:

@@ -1,4 +1,5 @@
-"""tigris-zoo: list and write the deterministic test models of `tigris_ir.zoo`."""
+"""The zoo's command line (`python tests/zoo_cli.py`): list and write the
+deterministic test models of `tests/zoo.py`."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from tigris_ir import zoo
+import zoo
 
-PROG = "tigris-zoo"
+PROG = "python tests/zoo_cli.py"
 
 
 class _Parser(argparse.ArgumentParser):

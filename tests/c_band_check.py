@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from tigris_ir.dialects import nn
 from xdsl.ir import Attribute, Block
 
-from tigris_ir import c_band
-from tigris_ir.band_exec import Band
-from tigris_ir.dialects import nn
+from tigris_ir.backend.c import band as c_band
+from tigris_ir.plan.band import Band
 
 _DIR: Path | None = None
 _LIBS: dict[str, ctypes.CDLL] = {}
@@ -377,7 +377,7 @@ def run_bands(cases: Sequence[BandCase], flags: Sequence[str] = ()) -> list[list
 
 def band_args(op: nn.NNOp, whole: Sequence[np.ndarray], held: Sequence[Band]) -> list[np.ndarray]:
     """Cut whole operand arrays down to the bands they hold."""
-    from tigris_ir.band_exec import band_slices
+    from tigris_ir.plan.band import band_slices
 
     return [w[band_slices(h, w.ndim)] for w, h in zip(whole, held)]
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from tigris_ir.tiling_class import TilingClass
+from tigris_ir.plan.tiling_class import TilingClass
 
 if TYPE_CHECKING:
     from tigris_ir.dialects.tile import ChainOp, StageOp

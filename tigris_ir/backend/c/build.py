@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from tigris_ir.c_net import CSource, print_network
-from tigris_ir.loop_run import RunStats
+from tigris_ir.backend.c.network import CSource, print_network
+from tigris_ir.interp.program import RunStats
 
 REQUIRED_FLAGS = ("-std=c99", "-ffp-contract=off")
 DEFAULT_FLAGS = ("-O3", "-march=native")

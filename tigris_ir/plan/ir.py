@@ -20,8 +20,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from tigris_ir.dialects import nn, tile
-from tigris_ir.memory import align, format_bytes, parse_budget
-from tigris_ir.nn_graph import (
+from tigris_ir.plan.memory import align, format_bytes, parse_budget
+from tigris_ir.plan.nn_graph import (
     BodyNeed,
     GraphView,
     build_body_view,
@@ -29,7 +29,7 @@ from tigris_ir.nn_graph import (
     control_flow_ops,
     scope_ops,
 )
-from tigris_ir.planner import Plan, StagePlan, min_budget, normal_peak, plan
+from tigris_ir.plan.planner import Plan, StagePlan, min_budget, normal_peak, plan
 
 DEFAULT_BUDGET = 256 * 1024
 BUDGET_ATTR = "tile.budget"

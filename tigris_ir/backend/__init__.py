@@ -1,0 +1,2 @@
+"""Backends: what the loop level is printed as.
+"""

@@ -1,0 +1,122 @@
+"""Static placement of buffers in an arena: intervals of steps, first fit,
+then a bounded search when first fit exceeds the capacity (shared by the
+schedule, `plan-arena` and the interpreters)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tigris_ir.plan.memory import ALIGN
+
+# ---------------------------------------------------------------------------
+# Static placement (shared with plan-arena)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A buffer to place: `size` aligned bytes, live over steps [first, last]."""
+
+    key: str
+    size: int
+    first: int
+    last: int
+
+
+def _greedy(items: Sequence[Interval]) -> tuple[dict[str, int], int]:
+    """Each buffer at the lowest offset free over its whole lifetime."""
+    placed: list[tuple[Interval, int]] = []
+    offsets: dict[str, int] = {}
+    top = 0
+    for it in items:
+        busy = sorted(
+            (off, off + p.size) for p, off in placed if p.first <= it.last and it.first <= p.last
+        )
+        off = 0
+        for lo, hi in busy:
+            if off + it.size <= lo:
+                break
+            off = max(off, hi)
+        placed.append((it, off))
+        offsets[it.key] = off
+        top = max(top, off + it.size)
+    return offsets, top
+
+
+def live_peak(items: Sequence[Interval]) -> int:
+    """The largest sum of sizes live at one step: no placement needs less."""
+    steps = sorted({i.first for i in items})
+    return max((sum(i.size for i in items if i.first <= s <= i.last) for s in steps), default=0)
+
+
+def place(items: Sequence[Interval], capacity: int) -> tuple[dict[str, int], int]:
+    """Static offsets (multiples of ALIGN) for buffers with lifetimes, within
+    `capacity` bytes when the search finds them.
+
+    The sum of live sizes is a lower bound that fragmentation can make
+    unreachable, so this is a search: buffers in order of birth, each tried
+    at the top of the highest free gap, at the bottom of the lowest and at
+    both ends of the tightest (alternating ends is how a chain of tensors
+    reaches the bound), with backtracking under a node limit; then greedy
+    lowest-fit orders. Returns the offsets and the highest byte used (the
+    best found, above `capacity` when nothing fits)."""
+    if any(i.size % ALIGN for i in items):
+        raise ValueError("place: sizes must be multiples of ALIGN")
+    found = _search(items, capacity)
+    if found is not None:
+        return found, max((found[i.key] + i.size for i in items), default=0)
+    orders = (
+        sorted(items, key=lambda i: (-i.size, i.first, i.key)),
+        sorted(items, key=lambda i: (i.first, -i.size, i.key)),
+        sorted(items, key=lambda i: (-(i.last - i.first), -i.size, i.key)),
+    )
+    return min((_greedy(o) for o in orders), key=lambda r: r[1])
+
+
+def _free_gaps(busy: list[tuple[int, int]], capacity: int) -> list[tuple[int, int]]:
+    out = []
+    pos = 0
+    for lo, hi in sorted(busy):
+        if lo > pos:
+            out.append((pos, lo))
+        pos = max(pos, hi)
+    if capacity > pos:
+        out.append((pos, capacity))
+    return out
+
+
+def _search(items: Sequence[Interval], capacity: int, limit: int = 20000) -> dict[str, int] | None:
+    """Depth-first placement within `capacity` (None past `limit` nodes)."""
+    order = sorted(items, key=lambda i: (i.first, -i.size, i.key))
+    placed: list[tuple[Interval, int]] = []
+    offsets: dict[str, int] = {}
+    nodes = 0
+
+    def rec(i: int) -> bool:
+        nonlocal nodes
+        if i == len(order):
+            return True
+        nodes += 1
+        if nodes > limit:
+            return False
+        it = order[i]
+        busy = [(o, o + q.size) for q, o in placed if q.first <= it.last and it.first <= q.last]
+        fits = [g for g in _free_gaps(busy, capacity) if g[1] - g[0] >= it.size]
+        if not fits:
+            return False
+        tight = min(fits, key=lambda g: g[1] - g[0])
+        cands: list[int] = []
+        for c in (fits[-1][1] - it.size, fits[0][0], tight[0], tight[1] - it.size):
+            if c not in cands:
+                cands.append(c)
+        for c in cands:
+            placed.append((it, c))
+            offsets[it.key] = c
+            if rec(i + 1):
+                return True
+            placed.pop()
+        return False
+
+    return dict(offsets) if rec(0) else None
+
+

@@ -30,8 +30,8 @@ from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-from tigris_ir.dialects import nn  # noqa: E402
 
+from tigris_ir.dialects import nn  # noqa: E402
 from tigris_ir.interp import band_exec  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test support

@@ -24,9 +24,10 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+from xdsl.context import Context
+
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass
-from xdsl.context import Context
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test support: the zoo
 import zoo  # noqa: E402

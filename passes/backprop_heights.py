@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tigris_ir.dialects import nn
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from tigris_ir.dialects import nn
 from tigris_ir.plan.ir import match_stages, planned_scopes
 
 ROWS_ATTR = "tile.rows"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tigris_ir.dialects import tile
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
+from tigris_ir.dialects import tile
 from tigris_ir.plan.ir import (
     ScopePlan,
     band_record,

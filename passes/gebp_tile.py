@@ -17,8 +17,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from tigris_ir.dialects import nn
-from tigris_ir.dialects.rtile import CoverAttr, GeomAttr
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, NameLoc, StringAttr
@@ -26,6 +24,8 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from tigris_ir.dialects import nn
+from tigris_ir.dialects.rtile import CoverAttr, GeomAttr
 from tigris_ir.rtile import autotune as tune
 from tigris_ir.rtile import model as rt
 from tigris_ir.rtile import targets as tg

@@ -34,9 +34,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from tigris_ir.dialects import nn
-from tigris_ir.dialects.rtile import CoverAttr, DotAccOp, GebpOp, GeomAttr
-from tigris_ir.passes.gebp_tile import COVER, GEOM, TARGET, describe, warn
 from xdsl.context import Context
 from xdsl.dialects import arith, bufferization, func, memref, scf, vector
 from xdsl.dialects.builtin import (
@@ -61,6 +58,9 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from tigris_ir.dialects import nn
+from tigris_ir.dialects.rtile import CoverAttr, DotAccOp, GebpOp, GeomAttr
+from tigris_ir.passes.gebp_tile import COVER, GEOM, TARGET, describe, warn
 from tigris_ir.rtile import model as rt
 
 Dtype = Literal["float32", "int8"]

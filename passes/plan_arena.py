@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tigris_ir.dialects import loop
 from xdsl.context import Context
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, i64
@@ -28,6 +27,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from tigris_ir.dialects import loop
 from tigris_ir.interp.loop_ir import dry_run
 from tigris_ir.loops.arena import (
     ARENA_ATTR,

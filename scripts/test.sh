@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Every test: pytest (unit, property-based, differential) and the lit/FileCheck suite.
+# Every test: ruff (lint), pyright (types), pytest (unit, property-based,
+# differential) and the lit/FileCheck suite; the rule sets are in pyproject.toml.
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+echo "== ruff"
+ruff check .
+echo "== pyright"
+pyright
 echo "== pytest"
 python -m pytest -q -p no:cacheprovider tests
 echo "== lit"

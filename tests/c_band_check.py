@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from tigris_ir.dialects import nn
 from xdsl.ir import Attribute, Block
 
 from tigris_ir.backend.c import band as c_band
+from tigris_ir.dialects import nn
 from tigris_ir.plan.band import Band
 
 _DIR: Path | None = None

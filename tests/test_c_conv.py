@@ -18,12 +18,12 @@ import pytest
 from c_band_check import BandCase, band_args, make_op, run_band, run_bands
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tigris_ir.dialects import nn
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
 
 from tigris_ir.backend.c import band as c_band
 from tigris_ir.backend.c import conv as c_conv
+from tigris_ir.dialects import nn
 from tigris_ir.interp import band_exec
 from tigris_ir.plan.band import Band
 from tigris_ir.plan.tiling import TRANSPOSED, WINDOW, map_range

@@ -26,9 +26,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zoo
-from tigris_ir.dialects import nn
-from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
-from tigris_ir.passes.plan_arena import PlanArenaPass
 from xdsl.context import Context
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import Builtin, FloatAttr, IntegerAttr, MemRefType, ModuleOp, f32, i64
@@ -39,9 +36,12 @@ from tigris_ir.backend.c import band as c_band
 from tigris_ir.backend.c.band import CTensor, CUnit
 from tigris_ir.backend.c.build import CRunError, build, execute, find_clang, run_c, stats_of
 from tigris_ir.backend.c.network import CSource, NetworkError, c_double, c_float, print_network
+from tigris_ir.dialects import nn
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.interp.loop_ir import run_loop_module
 from tigris_ir.interp.program import RunResult
+from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+from tigris_ir.passes.plan_arena import PlanArenaPass
 from tigris_ir.plan.ir import main_func
 from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
 
@@ -411,9 +411,10 @@ def test_overlapping_copies_within_a_buffer_move_as_numpy_does():
     """Sub-rectangles of one buffer moved onto themselves shifted forward, then
     backward: row by row, in the order that reads every row before it is
     overwritten (numpy's assignment semantics, which the interpreter uses)."""
-    from tigris_ir.dialects.loop import Loop
     from xdsl.dialects.arith import Arith
     from xdsl.dialects.memref import MemRef
+
+    from tigris_ir.dialects.loop import Loop
 
     ctx = Context()
     for d in (Builtin, Func, MemRef, Arith, Loop):

@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 from c_band_check import BandCase, band_args, make_op, run_band, run_bands
-from tigris_ir.dialects import nn
 from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Attribute
 
 from tigris_ir.backend.c import band as c_band
 from tigris_ir.backend.c import ops as c_ops
+from tigris_ir.dialects import nn
 from tigris_ir.interp import band_exec
 from tigris_ir.plan.band import Band, band_slices
 

@@ -13,20 +13,20 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from tigris_ir.dialects import nn, tile
-from tigris_ir.passes.backprop_heights import ROWS_ATTR, BackpropHeightsPass
-from tigris_ir.passes.form_stages import FormStagesPass
-from tigris_ir.passes.fuse_chains import FuseChainsPass
-from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
-from tigris_ir.tools.tigris_analyze import analyze
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import PassFailedException
 
+from tigris_ir.dialects import nn, tile
 from tigris_ir.frontend.onnx_import import ImportDiagnostic, Imported, import_file, import_model
+from tigris_ir.passes.backprop_heights import ROWS_ATTR, BackpropHeightsPass
+from tigris_ir.passes.form_stages import FormStagesPass
+from tigris_ir.passes.fuse_chains import FuseChainsPass
+from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.plan.ir import main_func, plan_tree, tree_min_budget
 from tigris_ir.plan.memory import align
 from tigris_ir.reference.executor import run_reference
+from tigris_ir.tools.tigris_analyze import analyze
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -19,10 +19,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tigris_ir.dialects.rtile import CoverAttr, DotAccOp, GeomAttr
-from tigris_ir.passes.gebp_tile import GebpTilePass, gemm_site
-from tigris_ir.passes.lower_gebp import KernelSpec, LowerGebpPass, build_kernel
-from tigris_ir.tools.tigris_opt import main as tigris_opt
 from xdsl.context import Context
 from xdsl.dialects import func, get_all_dialects, memref, scf, vector
 from xdsl.dialects.builtin import ModuleOp
@@ -31,11 +27,15 @@ from xdsl.utils.exceptions import PassFailedException
 
 from tigris_ir.backend.c import gebp as gebp_c
 from tigris_ir.backend.c.target import CEmitError, print_c
+from tigris_ir.dialects.rtile import CoverAttr, DotAccOp, GeomAttr
 from tigris_ir.interp.gebp_loops import InterpretError, LoopInterpreter
+from tigris_ir.passes.gebp_tile import GebpTilePass, gemm_site
+from tigris_ir.passes.lower_gebp import KernelSpec, LowerGebpPass, build_kernel
 from tigris_ir.rtile import autotune as tune
 from tigris_ir.rtile import model as rt
 from tigris_ir.rtile import targets as tg
 from tigris_ir.rtile.model import Geometry as G
+from tigris_ir.tools.tigris_opt import main as tigris_opt
 from tigris_ir.universe import TIGRIS
 
 HAS_GCC = shutil.which("gcc") is not None

@@ -13,7 +13,6 @@ import functools
 import numpy as np
 import pytest
 import zoo
-from tigris_ir.dialects import nn
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import Builtin, ModuleOp, TensorType
@@ -21,6 +20,7 @@ from xdsl.dialects.func import Func
 from xdsl.ir import Attribute, Block
 from xdsl.parser import Parser
 
+from tigris_ir.dialects import nn
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.interp import band_exec
 from tigris_ir.interp.program import FastArena, run_program
@@ -533,9 +533,10 @@ def test_a_line_buffer_reading_a_row_never_computed_is_refused():
 
 
 def lower(module: ModuleOp, budget: int) -> ModuleOp:
+    from xdsl.context import Context
+
     from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
     from tigris_ir.passes.plan_arena import PlanArenaPass
-    from xdsl.context import Context
 
     m = module.clone()
     LowerToLoopsPass(budget=budget).apply(Context(), m)
@@ -571,11 +572,12 @@ def test_loop_ir_runs_the_same_schedule(name: str, int8: bool):
 
 
 def _loop_context() -> Context:
-    from tigris_ir.dialects.loop import Loop
     from xdsl.dialects.arith import Arith
     from xdsl.dialects.linalg import Linalg
     from xdsl.dialects.memref import MemRef
     from xdsl.dialects.scf import Scf
+
+    from tigris_ir.dialects.loop import Loop
 
     ctx = Context()
     for d in (Builtin, Func, nn.NN, Loop, MemRef, Scf, Arith, Linalg):
@@ -594,10 +596,11 @@ def test_loop_ir_prints_and_parses_back():
 
 
 def test_the_arena_verifier_names_the_buffers():
-    from tigris_ir.dialects.loop import OFFSET_ATTR
-    from tigris_ir.passes.plan_arena import verify_arena
     from xdsl.dialects import memref
     from xdsl.dialects.builtin import IntegerAttr, i64
+
+    from tigris_ir.dialects.loop import OFFSET_ATTR
+    from tigris_ir.passes.plan_arena import verify_arena
 
     module = zoo_case("vgg", False)[0]
     m = lower(module, 8192)
@@ -647,10 +650,10 @@ def test_the_dry_run_catches_a_band_reading_rows_never_loaded():
 
 
 def test_a_plan_with_no_arena_does_not_run():
-    from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
     from xdsl.context import Context
 
     from tigris_ir.interp.loop_ir import LoopIRError, run_loop_module
+    from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 
     module, weights, args, _ = zoo_case("ds_cnn", True)
     m = module.clone()

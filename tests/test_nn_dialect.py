@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tigris_ir.dialects import nn
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import Func, FuncOp, ReturnOp
@@ -22,6 +21,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
 
+from tigris_ir.dialects import nn
 from tigris_ir.plan.tiling_class import TilingClass as T
 
 LIT = Path(__file__).parent / "lit" / "nn"

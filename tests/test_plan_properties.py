@@ -22,17 +22,17 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from tigris_ir.dialects import nn
-from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
-from tigris_ir.passes.plan_arena import PlanArenaPass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
+from tigris_ir.dialects import nn
 from tigris_ir.interp.loop_ir import run_loop_module
 from tigris_ir.interp.program import run_program
 from tigris_ir.loops.schedule import LineBufferGap, PlanRunError, schedule
+from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+from tigris_ir.passes.plan_arena import PlanArenaPass
 from tigris_ir.plan.memory import align
 from tigris_ir.plan.nn_graph import build_view
 from tigris_ir.plan.planner import Plan, min_budget, plan

@@ -10,11 +10,11 @@ import math
 import numpy as np
 import pytest
 from onnx import ModelProto, TensorProto, helper, numpy_helper
-from tigris_ir.dialects import nn
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.ir import Block, Region
 
+from tigris_ir.dialects import nn
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.interp import band_exec
 from tigris_ir.interp.program import run_program
@@ -232,11 +232,11 @@ def test_an_accumulated_int8_mean_at_ties_equals_the_reference():
 
 def lowered_run(module: ModuleOp, weights: dict[str, np.ndarray], budget: int, args):
     """The loop IR of the plan at `budget`, placed and run."""
-    from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
-    from tigris_ir.passes.plan_arena import PlanArenaPass
     from xdsl.context import Context
 
     from tigris_ir.interp.loop_ir import run_loop_module
+    from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+    from tigris_ir.passes.plan_arena import PlanArenaPass
 
     m = module.clone()
     LowerToLoopsPass(budget=budget).apply(Context(), m)

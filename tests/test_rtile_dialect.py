@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-from tigris_ir.dialects.rtile import CoverAttr, GebpOp, GeomAttr, RTile
 from xdsl.context import Context
 from xdsl.dialects import test as xdsl_test
 from xdsl.dialects.arith import Arith
@@ -24,6 +23,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
+from tigris_ir.dialects.rtile import CoverAttr, GebpOp, GeomAttr, RTile
 from tigris_ir.rtile import model as rt
 from tigris_ir.rtile.targets import avx2, avx512
 

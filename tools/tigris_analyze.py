@@ -65,8 +65,6 @@ def analyze(
     largest body's to the enclosing graph's, an upper bound), and `bodies`
     lists each body's own plan, nested as the bodies are.
     """
-    from tigris_ir.tools.tigris_run import load_module
-
     from tigris_ir.plan.ir import (
         first_failure,
         layer_by_layer_peak,
@@ -75,6 +73,7 @@ def analyze(
         scope_need,
         tree_min_budget,
     )
+    from tigris_ir.tools.tigris_run import load_module
 
     t0 = time.perf_counter()
     module, _ = load_module(path, shapes, need_weights=False)

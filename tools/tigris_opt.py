@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
-from tigris_ir.tools.cli import UserError, run_main
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import ArgSpecParseError
@@ -28,6 +27,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tigris_ir.frontend.onnx_import import import_model, load_model, parse_shape_specs
 from tigris_ir.plan.memory import parse_budget
+from tigris_ir.tools.cli import UserError, run_main
 from tigris_ir.universe import TIGRIS
 
 PROG = "tigris-opt"

@@ -225,7 +225,6 @@ def _check(path: Path, shapes, in_names, inputs, outputs, out_names, quiet: bool
 def _is_plan(module) -> bool:
     """A module at the loop level, or with tiling passes' stages."""
     from tigris_ir.passes.plan_arena import is_lowered
-
     from tigris_ir.plan.ir import main_func
 
     fn = main_func(module)
@@ -234,13 +233,13 @@ def _is_plan(module) -> bool:
 
 def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
     """Lower (if needed), verify and run a plan at the loop level."""
-    from tigris_ir.passes.lower_to_loops import LowerToLoopsPass, untiled_func
-    from tigris_ir.passes.plan_arena import PlanArenaPass, is_lowered, verify_arena
     from xdsl.context import Context
     from xdsl.dialects.builtin import IntegerAttr
 
     from tigris_ir.interp.loop_ir import run_loop_module
     from tigris_ir.interp.program import untiled_reference
+    from tigris_ir.passes.lower_to_loops import LowerToLoopsPass, untiled_func
+    from tigris_ir.passes.plan_arena import PlanArenaPass, is_lowered, verify_arena
     from tigris_ir.plan.ir import BUDGET_ATTR, main_func
     from tigris_ir.plan.memory import parse_budget
     from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
@@ -358,8 +357,9 @@ def _plan_inputs(
     args: argparse.Namespace, fn, names: list[str], layouts: list[str]
 ) -> list[np.ndarray]:
     """The inputs in the model's layout, checked against the plan's arguments."""
-    from tigris_ir.dialects import nn
     from xdsl.dialects.builtin import MemRefType
+
+    from tigris_ir.dialects import nn
 
     want: list[tuple[tuple[int, ...], np.dtype]] = []
     for a, lay in zip(fn.body.block.args, layouts):

@@ -10,8 +10,14 @@ peak memory growth during one inference (the process's peak resident set,
 reset just before the run, minus its resident set then), measured in a child
 process per model. The target: float32 at 256K within 2x of onnxruntime.
 
+`--profile` also builds each row with `-DTIGRIS_PROFILE` and prints where its
+time goes: per op kind and kernel family (`nn.conv tg_dw` is a depthwise
+kernel, `tg_pw` a pointwise GEBP, `tg_conv` an im2col or direct one), per copy
+direction (slow -> fast loads, fast -> slow spills, fast -> fast line-buffer
+shifts) and the boundary transposes, as shares of the run's time-stamp ticks.
+
     python bench/network.py [--models mobilenet_v2,resnet,ds_cnn] [--budgets 256K,64K]
-                            [--dtypes f32,int8] [--repeat 20]
+                            [--dtypes f32,int8] [--repeat 20] [--profile]
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from tigris_ir.passes.plan_arena import PlanArenaPass
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test support: the zoo
 import zoo  # noqa: E402
 
-from tigris_ir.backend.c.build import build, execute
+from tigris_ir.backend.c.build import build, execute, profile_of
 from tigris_ir.backend.c.network import print_network
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.plan.ir import main_func
@@ -116,7 +122,9 @@ def main() -> None:
     ap.add_argument("--budgets", default="256K,64K")
     ap.add_argument("--dtypes", default="f32,int8")
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--profile", action="store_true", help="time per op kind, copy, boundary")
     args = ap.parse_args()
+    profiles: list[tuple[str, dict[str, tuple[float, int]]]] = []
     table = Table(
         title="Generated C (one thread, -O3 -march=native) against onnxruntime "
         "(ORT_ENABLE_ALL, one intra-op thread), full-size models"
@@ -162,6 +170,10 @@ def main() -> None:
                 outs, fig = execute(source, exe, [x], repeat=args.repeat)
                 _, fig2 = execute(source, exe, [x], repeat=args.repeat)
                 t_c = min(fig["time"], fig2["time"])
+                if args.profile:
+                    pexe = build(source, variant="profile")
+                    _, pfig = execute(source, pexe, [x], repeat=args.repeat)
+                    profiles.append((f"{name} {dtype} {budget}", profile_of(pfig)))
                 table.add_row(
                     name,
                     dtype,
@@ -176,7 +188,30 @@ def main() -> None:
                     f"{t_build:.1f}",
                 )
     os.environ.setdefault("COLUMNS", "160")
-    Console(width=160).print(table)
+    console = Console(width=160)
+    console.print(table)
+    if profiles:
+        console.print(profile_table(profiles, args.repeat + 1))
+
+
+def profile_table(profiles: list[tuple[str, dict[str, tuple[float, int]]]], runs: int) -> Table:
+    """Per row, the share of the run's ticks of each label (op kind and kernel
+    family, copy direction, boundary), largest first, with its calls per run."""
+    table = Table(title="Where the time goes (-DTIGRIS_PROFILE, time-stamp ticks)")
+    for col in ("row", "label", "share", "calls / run"):
+        table.add_column(col, justify="left" if col in ("row", "label") else "right")
+    for row, prof in profiles:
+        total = prof["total"][0] or 1.0
+        items = sorted(
+            ((k, v) for k, v in prof.items() if k != "total"), key=lambda kv: -kv[1][0]
+        )
+        for i, (label, (ticks, calls)) in enumerate(items):
+            if ticks / total < 0.005:
+                continue
+            table.add_row(
+                row if i == 0 else "", label, f"{100 * ticks / total:.1f}%", f"{calls / runs:.0f}"
+            )
+    return table
 
 
 if __name__ == "__main__":

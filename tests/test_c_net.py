@@ -34,9 +34,17 @@ from xdsl.parser import Parser
 
 from tigris_ir.backend.c import band as c_band
 from tigris_ir.backend.c.band import CTensor, CUnit
-from tigris_ir.backend.c.build import CRunError, build, execute, find_clang, run_c, stats_of
+from tigris_ir.backend.c.build import (
+    CRunError,
+    build,
+    execute,
+    find_clang,
+    profile_of,
+    run_c,
+    stats_of,
+)
 from tigris_ir.backend.c.network import CSource, NetworkError, c_double, c_float, print_network
-from tigris_ir.dialects import nn
+from tigris_ir.dialects import loop, nn
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.interp.loop_ir import run_loop_module
 from tigris_ir.interp.program import RunResult
@@ -331,6 +339,28 @@ def test_the_build_variants_run_clean(toy, variant):
     flags = "-O1 -march=native" if "sanitize" in variant else None  # quicker, as thorough
     got, _ = run_c(module, _GRAPH_WEIGHTS, [x], variant=variant, flags=flags, strict=True)
     assert_same(got, want)
+
+
+def test_the_profile_build_times_every_kind_and_computes_the_same(toy):
+    module = graph_plan(2048)
+    x = boundary_input(module)
+    want, _ = interpret(module, _GRAPH_WEIGHTS, x)
+    src = print_network(module, weights=_GRAPH_WEIGHTS)
+    exe = build(src, variant="profile", strict=True)
+    got, figures = execute(src, exe, [x], repeat=3)
+    assert_same(got, want)
+    prof = profile_of(figures)
+    bands = {
+        op.nn_op.name
+        for op in main_func(module).walk()
+        if isinstance(op, loop.BandOp)
+    }
+    assert bands and bands <= {label.split(" ")[0] for label in prof}
+    assert "input nchw" in prof or "input plain" in prof
+    assert prof["total"][1] == 4  # one run, then three timed ones
+    assert sum(t for label, (t, _) in prof.items() if label != "total") <= prof["total"][0]
+    with pytest.raises(CRunError, match="no profile"):
+        profile_of(execute(src, build(src), [x])[1])
 
 
 def test_clang_compiles_it_warning_free(toy):

@@ -11,6 +11,8 @@ arrays. Variants (combinable):
 * "sanitize": `-fsanitize=address,undefined -fno-sanitize-recover=all`;
 * "bounds": `-DTIGRIS_BOUNDS_CHECK`;
 * "stats": `-DTIGRIS_STATS` (the run reports its measured figures);
+* "profile": `-DTIGRIS_PROFILE` (time per op kind, copy and boundary, in
+  time-stamp counter ticks: `profile_of` reads them);
 * "extern": `-DTIGRIS_SLOW_ARENA_EXTERN` (the harness defines the slow arena).
 
 `-std=c99 -ffp-contract=off` are always passed: int8 requantization is
@@ -44,6 +46,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "sanitize": ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"),
     "bounds": ("-DTIGRIS_BOUNDS_CHECK",),
     "stats": ("-DTIGRIS_STATS",),
+    "profile": ("-DTIGRIS_PROFILE",),
     "extern": ("-DTIGRIS_SLOW_ARENA_EXTERN",),
 }
 _TARGET_FLAGS = ("-march", "-mcpu", "-mtune", "-mavx", "-msse", "-mfma", "-mneon")
@@ -216,6 +219,9 @@ int main(int argc, char **argv)
                st.slow_writes, st.tiles);
     }}
 #endif
+#ifdef TIGRIS_PROFILE
+    {n}_profile();
+#endif
     for (i = 0; i < {ni}; ++i)
         free((void *)ins[i]);
     for (i = 0; i < {no}; ++i)
@@ -318,13 +324,31 @@ def execute(
         ]
     figures: dict[str, float] = {}
     for line in res.stdout.splitlines():
-        key, sep, val = line.partition(":")
-        if sep:
+        key, sep, val = line.rpartition(":")
+        if sep and key.startswith("profile "):
+            ticks, calls = val.split()
+            figures[key] = float(ticks)
+            figures["calls " + key.removeprefix("profile ")] = float(calls)
+        elif sep:
             try:
                 figures[key.strip()] = float(val)
             except ValueError:
                 pass
     return outputs, figures
+
+
+def profile_of(figures: Mapping[str, float]) -> dict[str, tuple[float, int]]:
+    """The figures a profile build printed: per label (op kind and kernel
+    family, copy direction, boundary, "total") its time-stamp ticks and calls,
+    summed over the runs."""
+    out = {}
+    for key, ticks in figures.items():
+        if key.startswith("profile "):
+            label = key.removeprefix("profile ")
+            out[label] = (ticks, int(figures["calls " + label]))
+    if "total" not in out:
+        raise CRunError("the build printed no profile (build the 'profile' variant)")
+    return out
 
 
 def stats_of(source: CSource, figures: Mapping[str, float]) -> RunStats:
@@ -377,6 +401,7 @@ __all__ = [
     "compile_flags",
     "execute",
     "harness",
+    "profile_of",
     "run_c",
     "stats_of",
 ]

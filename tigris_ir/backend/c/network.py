@@ -330,6 +330,8 @@ class _Printer:
         self.const_keys: dict[tuple[str, tuple[int, ...], bytes], str] = {}
         self.helpers: dict[str, str] = {}
         self.lines: list[str | _Decl] = []
+        self.prof: dict[str, int] = {}
+        """Profile labels (`TIGRIS_PROFILE`): one per op kind, copy and boundary."""
         self.depth = 1
         self.vals: dict[SSAValue, _Val] = {}
         self.globals = {op.sym_name.data: op for op in module.ops if isinstance(op, mr.GlobalOp)}
@@ -397,6 +399,11 @@ class _Printer:
     def close(self, tail: str = "") -> None:
         self.depth -= 1
         self.emit("}" + tail)
+
+    def prof_label(self, label: str) -> int:
+        """The profile counter of `label` (a `TIGRIS_PROFILE` build times
+        every band, copy and boundary transpose into its label's counter)."""
+        return self.prof.setdefault(label, len(self.prof))
 
     def _array_text(self, name: str, ctype: str, flat: np.ndarray, aligned: bool = True) -> str:
         if ctype == "float":
@@ -670,6 +677,9 @@ class _Printer:
         for m in (src, dst):
             self._inside(m, sizes)
         nbytes = c_mul(self._count(sizes), f"sizeof({src.ctype})")
+        where = {"slow": "slow", "fast": "fast", "": "flash"}
+        k = self.prof_label(f"copy {where[src.space]} -> {where[dst.space]}")
+        self.emit(f"TIGRIS_PROF_BEGIN({k});")
         if src.space == "slow" and dst.space == "fast":
             self.emit(f"TIGRIS_STAT_READ({nbytes});")
         elif src.space == "fast" and dst.space == "slow":
@@ -683,6 +693,7 @@ class _Printer:
             self.close()
         else:
             self._copy_loops(src, dst, sizes, backward=False)
+        self.emit(f"TIGRIS_PROF_END({k});")
         self.close()
 
     def _count(self, sizes: Sequence[str]) -> str:
@@ -862,7 +873,10 @@ class _Printer:
             self._inside(m)
         for c in checks:
             self.emit(f"TIGRIS_BOUND({c});")
+        k = self.prof_label(_prof_label(kind, nn_op, code))
+        self.emit(f"TIGRIS_PROF_BEGIN({k});")
         self.emit(textwrap.dedent(code).strip("\n"))
+        self.emit(f"TIGRIS_PROF_END({k});")
         self.close()
 
     def _band_target(self, op: loop.BandComputeOp) -> str:
@@ -875,6 +889,17 @@ class _Printer:
             tensor = owner.attributes.get("loop.tensor") if isinstance(owner, Operation) else None
             names.append(f"'{tensor.data}'" if isinstance(tensor, StringAttr) else "a buffer")
         return ", ".join(names)
+
+
+_KERNEL = re.compile(r"\b(tg_[a-z]+)")
+
+
+def _prof_label(kind: Kind, op: nn.NNOp, code: str) -> str:
+    """A band's profile label: its op, its kind and the family of the kernel
+    it calls (`tg_dw`, `tg_pw`, ...), so that the paths of one op part."""
+    fam = _KERNEL.search(code)
+    label = op.name if kind == "band" else f"{op.name} ({kind})"
+    return f"{label} {fam.group(1)}" if fam else label
 
 
 def _owner(v: SSAValue) -> Operation | str:
@@ -960,11 +985,13 @@ def _boundary_copy(p: _Printer, m: _Mem, port: CPort, ext: str, into_arena: bool
         raise NetworkError(f"{what} '{port.name}' is not a dense buffer")
     t = m.ctype
     x = p.fresh(f"{what}{'s' if into_arena else 's'}_{_sanitize(port.name)}")
+    k = p.prof_label(f"{what} {port.layout}")
     lines = [
         f"/* {what} '{port.name}': {t} {'x'.join(map(str, port.shape))}, {port.layout} */",
         "{",
         f"    {'const ' if into_arena else ''}{t} *{x} = ({'const ' if into_arena else ''}"
         f"{t} *){ext};",
+        f"    TIGRIS_PROF_BEGIN({k});",
     ]
     if port.layout in ("nchw", "ncw"):
         n, c = port.shape[0], port.shape[1]
@@ -983,7 +1010,7 @@ def _boundary_copy(p: _Printer, m: _Mem, port: CPort, ext: str, into_arena: bool
         lines.append(f"    memcpy({m.ptr}, {x}, {port.nbytes});")
     else:
         lines.append(f"    memcpy({x}, {m.ptr}, {port.nbytes});")
-    lines.append("}")
+    lines += [f"    TIGRIS_PROF_END({k});", "}"]
     return lines
 
 
@@ -1054,6 +1081,24 @@ static void {name}_alloc_(int fast, unsigned long long size, unsigned long long 
 #define TIGRIS_STAT_WRITE(bytes) ((void)0)
 #define TIGRIS_STAT_TILE() ((void)0)
 #endif
+
+#ifdef TIGRIS_PROFILE
+#include <stdio.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#define TIGRIS_TICKS() ((unsigned long long)__builtin_ia32_rdtsc())
+#else
+#define TIGRIS_TICKS() ((unsigned long long)clock())
+#endif
+static unsigned long long {name}_prof_ticks_[{nprof}], {name}_prof_calls_[{nprof}];
+static unsigned long long {name}_prof_t0_[{nprof}];
+#define TIGRIS_PROF_BEGIN(k) ({name}_prof_t0_[k] = TIGRIS_TICKS())
+#define TIGRIS_PROF_END(k) \\
+    ({name}_prof_ticks_[k] += TIGRIS_TICKS() - {name}_prof_t0_[k], {name}_prof_calls_[k] += 1)
+#else
+#define TIGRIS_PROF_BEGIN(k) ((void)0)
+#define TIGRIS_PROF_END(k) ((void)0)
+#endif
 """
 
 
@@ -1117,6 +1162,11 @@ def _header(p: _Printer, ins: Sequence[CPort], outs: Sequence[CPort]) -> str:
     lines += [
         "/* The last run's figures: 0 in a -DTIGRIS_STATS build after a run, else -1. */",
         f"int {n}_stats({n}_stats_t *out);",
+        "#ifdef TIGRIS_PROFILE",
+        "/* Prints 'profile LABEL: TICKS CALLS' per op kind, copy and boundary, and",
+        " * the total, summed over the runs so far. */",
+        f"void {n}_profile(void);",
+        "#endif",
     ]
     if p.slow_bytes:
         lines += [
@@ -1187,10 +1237,13 @@ def print_network(
     outputs_text: list[str] = []
     for i, (m, port) in enumerate(zip(p.returned, outs)):
         outputs_text += _boundary_copy(p, m, port, f"outputs[{i}]", False)
+    total = len(p.prof)
+    pre.append(f"TIGRIS_PROF_BEGIN({total});")
     pad = "    "
     body_lines[at:at] = [pad + ln if ln else "" for ln in inputs_text]
     body_lines += [pad + ln if ln else "" for ln in outputs_text]
     body_lines += ["#ifdef TIGRIS_STATS", pad + f"{name}_counted_ = 1;", "#endif"]
+    body_lines.append(pad + f"TIGRIS_PROF_END({total});")
     body_lines.append(pad + "return 0;")
     helpers = list(p.helpers.values())
     body = _prune(body_lines, helpers, p.consts)
@@ -1216,6 +1269,7 @@ def print_network(
             align=ARENA_ALIGN,
             fast_arena=p.fast_arena,
             slow_arena=p.slow_arena,
+            nprof=len(p.prof) + 1,
         ),
     ]
     out.append("/* ---- arenas ---- */")
@@ -1269,6 +1323,21 @@ def print_network(
         "    return -1;",
         "#endif",
         "}",
+        "",
+    ]
+    labels = [*p.prof, "total"]
+    out += [
+        "#ifdef TIGRIS_PROFILE",
+        f"void {name}_profile(void)",
+        "{",
+        f"    static const char *const labels[{len(labels)}] = {{",
+        *(f'        "{lb}",' for lb in labels),
+        "    };",
+        f"    for (int k = 0; k < {len(labels)}; ++k)",
+        f'        printf("profile %s: %llu %llu\\n", labels[k], {name}_prof_ticks_[k],',
+        f"               {name}_prof_calls_[k]);",
+        "}",
+        "#endif",
         "",
     ]
     return CSource(

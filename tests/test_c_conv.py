@@ -27,6 +27,7 @@ from tigris_ir.dialects import nn
 from tigris_ir.interp import band_exec
 from tigris_ir.plan.band import Band
 from tigris_ir.plan.tiling import TRANSPOSED, WINDOW, map_range
+from tigris_ir.rtile.targets import host_target
 
 PORTABLE = ("-DTIGRIS_PORTABLE",)
 U8 = (np.uint8, 0.05, 128, np.uint8, 0.1, 120)
@@ -234,6 +235,22 @@ def test_depthwise(quant: Quant | None) -> None:
     b.add(op, row_bands(op))
     op = conv((1, 20, 12), 12, (5,), d=3, pads=(5, 2), group=12, quant=quant)
     b.add(op, row_bands(op))
+    op = conv((1, 5, 6, 64), 64, (3, 3), pads=(1, 1, 1, 1), group=64, quant=quant)
+    b.add(op, row_bands(op)[::2])
+    b.run()
+
+
+@pytest.mark.parametrize("quant", [U8, I8], ids=["u8", "i8"])
+def test_depthwise_int8_without_avx512(quant: Quant) -> None:
+    """The int8 depthwise kernel where the host has AVX2 but not AVX-512
+    (eight int32 lanes) computes the same bands as the AVX-512 one does
+    (int16 pair products over 32 channels, a masked channel tail)."""
+    if host_target().isa != "avx512":
+        pytest.skip("the host has no AVX-512: the default build already runs AVX2")
+    b = Batch(("-mno-avx512f",))
+    for c in (44, 64):
+        op = conv((1, 9, 10, c), c, (3, 3), pads=(1, 1, 1, 1), group=c, quant=quant)
+        b.add(op, row_bands(op, grow=1)[::2])
     b.run()
 
 

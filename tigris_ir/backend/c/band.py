@@ -171,6 +171,7 @@ C_TYPES = {
     np.dtype(np.float64): "double",
     np.dtype(np.int8): "int8_t",
     np.dtype(np.uint8): "uint8_t",
+    np.dtype(np.int16): "int16_t",
     np.dtype(np.int32): "int32_t",
     np.dtype(np.int64): "int64_t",
 }

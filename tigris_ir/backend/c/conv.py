@@ -230,6 +230,32 @@ static inline __attribute__((unused)) __m256i tg_ldi(const int32_t *p) {
     unit.helper("c_conv.i8", code)
 
 
+def _i8_512_prelude(unit: CUnit) -> None:
+    """AVX-512 (F, BW, VL) helpers of the int8 depthwise kernel, defined (with
+    TG_AVX512I) where they exist: int16 pair products (`vpdpwssd` with
+    VNNI, `vpmaddwd` + add without) and `tigris_requant` on sixteen lanes."""
+    _i8_prelude(unit)
+    code = """#if defined(TG_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__) && \\
+    defined(__AVX512VL__)
+#define TG_AVX512I 1
+#ifdef __AVX512VNNI__
+#define TG_DPWSSD(acc, a, b) ((acc) = _mm512_dpwssd_epi32((acc), (a), (b)))
+#else
+#define TG_DPWSSD(acc, a, b) ((acc) = _mm512_add_epi32((acc), _mm512_madd_epi16((a), (b))))
+#endif
+/* tigris_requant on sixteen lanes: the same float32 operations in order. */
+static inline __attribute__((unused)) __m512i tg_rq16(
+    __m512i acc, __m512 m, __m512 zp, __m512 lo, __m512 hi) {
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), m);
+  v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  v = _mm512_add_ps(v, zp);
+  v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+  return _mm512_cvttps_epi32(v);
+}
+#endif"""
+    unit.helper("c_conv.i8_512", code)
+
+
 # ---------------------------------------------------------------------------
 # operands as the kernels index them
 
@@ -1249,13 +1275,22 @@ def _emit_depthwise(
         _vec_prelude(unit)
         guard = "TG_VECTOR"
     else:
-        _i8_prelude(unit)
+        _i8_512_prelude(unit)
         guard = "TG_AVX2"
     wt, it = ("float", "float") if q is None else ("int32_t", "int32_t")
     mid = [f"const {wt} *restrict w", f"const {it} *restrict bias"]
     if q is not None:
         mid.append("const float *restrict mult")
+        mid += [
+            "const int16_t *restrict we",
+            "const int16_t *restrict wo",
+            "const int32_t *restrict be",
+            "const int32_t *restrict bo",
+            "const float *restrict ml",
+            "const float *restrict mh",
+        ]
     mid.append(f"const {xt} *restrict pad")
+    c32 = -(-g.c // 32) * 32
     key = f"dw.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q)}"
 
     def block(nv: int, c: str) -> list[str]:
@@ -1293,11 +1328,54 @@ def _emit_depthwise(
         ]
         return ["        {", *out, "        }"]
 
+    def block512(c: str, rem: int) -> list[str]:
+        """32 int8 channels from `c` (the first `rem` of them when rem): per tap
+        the inputs widened to int16 less the zero point, pair products with the
+        weights of the even and of the odd channels into two accumulators
+        (the other channel's weight is zero), interleaved back per 128-bit
+        lane (the multipliers are packed to match) and requantized."""
+        cvt = "_mm512_cvtepu8_epi16" if xt == "uint8_t" else "_mm512_cvtepi8_epi16"
+        if rem:
+            load = f"_mm256_maskz_loadu_epi8(km, p_ + {c})"
+            out = [f"        const __mmask32 km = (__mmask32){(1 << rem) - 1}u;"]
+        else:
+            load = f"_mm256_loadu_si256((const __m256i *)(const void *)(p_ + {c}))"
+            out = []
+        h = f"({c}) / 2"
+        out += [
+            f"        __m512i ae = _mm512_loadu_si512(be + {h});",
+            f"        __m512i ao = _mm512_loadu_si512(bo + {h});",
+            f"        for (int t = 0; t < {g.taps}; ++t) {{",
+            f"          const {xt} *p_ = tp[t];",
+            f"          const __m512i xv = _mm512_sub_epi16({cvt}({load}), zx16);",
+            f"          TG_DPWSSD(ae, xv, _mm512_loadu_si512(we + t * {c32} + {c}));",
+            f"          TG_DPWSSD(ao, xv, _mm512_loadu_si512(wo + t * {c32} + {c}));",
+            "        }",
+            "        const __m512i lo_ = tg_rq16(_mm512_unpacklo_epi32(ae, ao),"
+            f" _mm512_loadu_ps(ml + {h}), zy16, lo16, hi16);",
+            "        const __m512i hi_ = tg_rq16(_mm512_unpackhi_epi32(ae, ao),"
+            f" _mm512_loadu_ps(mh + {h}), zy16, lo16, hi16);",
+            "        const __m256i v_ = _mm512_cvtepi16_epi8(_mm512_packs_epi32(lo_, hi_));",
+        ]
+        if rem:
+            out.append(f"        _mm256_mask_storeu_epi8(yp + {c}, km, v_);")
+        else:
+            out.append(f"        _mm256_storeu_si256((__m256i *)(void *)(yp + {c}), v_);")
+        return ["        {", *out, "        }"]
+
     def build(name: str) -> str:
         out = _header(name, _conv_params(xt, yt, mid))
         out += _unpack("xb", "x", 4) + _unpack("yb", "y", 4)
         if q is not None:
             out += [
+                "#ifdef TG_AVX512I",
+                f"  const __m512i zx16 = _mm512_set1_epi16({_lit(q.xzp)});",
+                f"  const __m512 zy16 = _mm512_set1_ps({_flt(q.yzp)});",
+                f"  const __m512 lo16 = _mm512_set1_ps({_flt(q.lo)});",
+                f"  const __m512 hi16 = _mm512_set1_ps({_flt(q.hi)});",
+                "#else",
+                "  (void)we; (void)wo; (void)be; (void)bo; (void)ml; (void)mh;",
+                "#endif",
                 "#ifdef TG_AVX2",
                 f"  const __m256i zx = _mm256_set1_epi32({_lit(q.xzp)});",
                 f"  const __m256 zy = _mm256_set1_ps({_flt(q.yzp)});",
@@ -1327,8 +1405,18 @@ def _emit_depthwise(
             "        }",
             f"        {yt} *yp = yr + (long)(ox - yl2) * {yv.strides[2]};",
             "        int c0 = 0;",
-            f"#ifdef {guard}",
         ]
+        if q is not None:
+            n32, r32 = divmod(g.c, 32)
+            out.append("#ifdef TG_AVX512I")
+            if n32:
+                out.append(f"        for (; c0 < {n32 * 32}; c0 += 32)")
+                out += block512("c0", 0)
+            if r32:
+                out += block512(str(n32 * 32), r32)
+            out += [f"        c0 = {g.c};", "#elif defined(TG_AVX2)"]
+        else:
+            out.append(f"#ifdef {guard}")
         full4, rem = divmod(cv, 4)
         if full4:
             out.append(f"        for (; c0 < {full4 * 4 * lanes}; c0 += {4 * lanes})")
@@ -1371,9 +1459,36 @@ def _emit_depthwise(
         m = np.zeros(cp, np.float32)
         m[: g.c] = _multipliers(q, np.asarray(ins[3].value), g.c)
         args.append(unit.const("dm", m))
+        hints = ("dwe", "dwo", "dbe", "dbo", "dml", "dmh")
+        consts = _dw512_consts(w, bias, m, g.c, c32)
+        args += [unit.const(h, v) for h, v in zip(hints, consts)]
     padv = np.zeros(cp, np.float32) if q is None else np.full(cp, q.xzp, _NP[xt])
     args.append(unit.const("pad", padv))
     return f"  {name}({x.name}, {xv.bounds()}, {', '.join(args)}, {y.name}, {yv.bounds()});"
+
+
+def _dw512_consts(
+    w: np.ndarray, bias: np.ndarray, m: np.ndarray, c: int, c32: int
+) -> list[np.ndarray]:
+    """The AVX-512 int8 depthwise kernel's constants over channels padded to
+    `c32`: weights (taps, c32) as int16 with the odd channels zeroed (even
+    accumulator) and with the even ones zeroed (odd accumulator), the bias
+    of the even and of the odd channels, and the multipliers in the order
+    `unpacklo/hi_epi32` leaves the channels of a 32-channel block: per 128-bit
+    lane k, channels 8k..8k+3 (lo) and 8k+4..8k+7 (hi)."""
+    wq = np.zeros((w.shape[0], c32), np.int16)
+    wq[:, :c] = w
+    we, wo = wq.copy(), wq.copy()
+    we[:, 1::2] = 0
+    wo[:, 0::2] = 0
+    b = np.zeros(c32, np.int32)
+    b[:c] = bias[:c]
+    mm = np.zeros(c32, np.float32)
+    mm[:c] = m[:c]
+    blocks = mm.reshape(-1, 4, 2, 4)  # (block, lane k, lo / hi, 4 channels)
+    ml = np.ascontiguousarray(blocks[:, :, 0, :]).reshape(-1)
+    mh = np.ascontiguousarray(blocks[:, :, 1, :]).reshape(-1)
+    return [we, wo, b[0::2].copy(), b[1::2].copy(), ml, mh]
 
 
 # ---------------------------------------------------------------------------

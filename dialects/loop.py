@@ -254,8 +254,8 @@ def band_body(op: Operation) -> Region:
     types, then `loop.yield` of its results."""
     block = Block(arg_types=[v.type for v in op.operands])
     inner = op.clone(value_mapper={v: a for v, a in zip(op.operands, block.args)})
-    for key in list(inner.attributes):
-        if key.startswith("tile.") or key.startswith("rtile."):
+    for key in list(inner.attributes):  # the register tile (rtile.*) stays
+        if key.startswith("tile."):
             del inner.attributes[key]
     block.add_op(inner)
     block.add_op(YieldOp(*inner.results))

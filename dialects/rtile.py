@@ -1,7 +1,9 @@
 """The `rtile` dialect: register-tile geometries attached to matrix products.
 
 `#rtile.geom<rm4 rn2 lanes8>` is a `register_tile.Geometry` in the spec's display
-form; `#rtile.cover<...>` is its decomposition of an m x n site; `rtile.gebp` is a
+form; `#rtile.cover<...>` is its decomposition of an m x n site;
+`#rtile.kernel<fma kp 144 kc 144 mc 64 scratch 0>` the kernel decisions
+`lower-gebp` makes beside the tile (`tigris_ir.rtile.kernel`); `rtile.gebp` is a
 matrix product on tensors carrying both (the `gebp-tile` pass attaches the same
 pair to `nn` matrix products as discardable attributes). `rtile.dot_acc` is the
 one loop-level op the `lower-gebp` lowering adds to xDSL's `vector` dialect: an
@@ -18,6 +20,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     IntAttr,
     IntegerType,
+    StringAttr,
     TensorType,
     VectorType,
 )
@@ -39,6 +42,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from tigris_ir.rtile import kernel as rk
 from tigris_ir.rtile import model as rt
 
 _GEOM_KEYS = ("rm", "rn", "lanes")
@@ -181,6 +185,85 @@ class CoverAttr(ParametrizedAttribute):
             raise VerifyException(f"#rtile.cover: negative extent in {c}")
         if any(w == 0 for w in c.tail_widths):
             raise VerifyException("#rtile.cover: a column-tail vector has no lanes")
+
+
+_KERNEL_KEYS = ("kp", "kc", "mc", "scratch")
+
+GEOM = "rtile.geom"
+"""The discardable attribute holding a site's `#rtile.geom`."""
+COVER = "rtile.cover"
+"""... its `#rtile.cover` of the site."""
+TARGET = "rtile.target"
+"""... the name of the target the geometry was fitted to."""
+REQUEST = "rtile.request"
+"""A geometry the user asks for on one op: honoured when `check` accepts it."""
+KERNEL = "rtile.kernel"
+"""... its `#rtile.kernel` decisions (`lower-gebp`)."""
+
+
+@irdl_attr_definition
+class KernelAttr(ParametrizedAttribute):
+    """The kernel decisions of a site: `rtile.kernel.KernelPlan` as an attribute."""
+
+    name = "rtile.kernel"
+
+    dot: StringAttr
+    kp: IntAttr
+    kc: IntAttr
+    mc: IntAttr
+    scratch: IntAttr
+
+    def __init__(self, dot: str, kp: int, kc: int, mc: int, scratch: int):
+        super().__init__(StringAttr(dot), IntAttr(kp), IntAttr(kc), IntAttr(mc), IntAttr(scratch))
+
+    @staticmethod
+    def from_plan(p: rk.KernelPlan) -> KernelAttr:
+        return KernelAttr(p.dot, p.kp, p.kc, p.mc, p.scratch)
+
+    @property
+    def plan(self) -> rk.KernelPlan:
+        return rk.KernelPlan(
+            self.dot.data,  # type: ignore[arg-type]
+            self.kp.data,
+            self.kc.data,
+            self.mc.data,
+            self.scratch.data,
+        )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            pos = parser.pos
+            dot = parser.parse_identifier(" the multiply-accumulate")
+            if dot not in rk.DOTS:
+                parser.raise_error(
+                    f"expected one of {', '.join(rk.DOTS)} as the multiply-accumulate, "
+                    f"got '{dot}'",
+                    pos,
+                )
+            values = []
+            for key in _KERNEL_KEYS:
+                parser.parse_keyword(key)
+                values.append(parser.parse_integer(allow_boolean=False, allow_negative=False))
+        return (StringAttr(dot), *(IntAttr(v) for v in values))
+
+    def print_parameters(self, printer: Printer) -> None:
+        p = self.plan
+        printer.print_string(
+            f"<{p.dot} kp {p.kp} kc {p.kc} mc {p.mc} scratch {p.scratch}>"
+        )
+
+    def verify(self) -> None:
+        p = self.plan
+        if p.dot not in rk.DOTS:
+            raise VerifyException(f"#rtile.kernel: unknown multiply-accumulate '{p.dot}'")
+        if min(p.kp, p.kc, p.mc) < 1:
+            raise VerifyException(f"#rtile.kernel: kp, kc and mc must be at least 1 in {p}")
+        if p.kp % rk.dot_group(p.dot):
+            raise VerifyException(
+                f"#rtile.kernel: kp {p.kp} is no multiple of {p.dot}'s group of "
+                f"{rk.dot_group(p.dot)} k steps"
+            )
 
 
 def _matrix_shape(value: SSAValue, what: str) -> tuple[int, int]:
@@ -355,4 +438,4 @@ class DotAccOp(IRDLOperation):
                 )
 
 
-RTile = Dialect("rtile", [GebpOp, DotAccOp], [GeomAttr, CoverAttr])
+RTile = Dialect("rtile", [GebpOp, DotAccOp], [GeomAttr, CoverAttr, KernelAttr])

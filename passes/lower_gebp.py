@@ -1,4 +1,13 @@
-"""`lower-gebp`: register-tiled matrix products to scf/vector loop kernels.
+"""`lower-gebp`: register-tiled matrix products to their kernels.
+
+On a loop-level plan (after `lower-to-loops`), every matrix-product band whose
+op carries a geometry gets its kernel decisions as `#rtile.kernel<...>`
+(`tigris_ir.rtile.kernel.plan`): the multiply-accumulate instruction of its
+target, the packed contraction, the K block and the rows packed or gathered
+per call; the C printer prints exactly those. The tensor-level functions of
+such a module (the untiled reference) are left alone.
+
+On tensor-level functions (no plan), sites become scf/vector loop kernels:
 
 Each site carrying `rtile.geom` becomes a call of a kernel `func.func` on
 memrefs whose loops are exactly `register_tile.cover`'s decomposition: an
@@ -61,6 +70,7 @@ from xdsl.utils.exceptions import PassFailedException
 from tigris_ir.dialects import nn
 from tigris_ir.dialects.rtile import CoverAttr, DotAccOp, GebpOp, GeomAttr
 from tigris_ir.passes.gebp_tile import COVER, GEOM, TARGET, describe, warn
+from tigris_ir.rtile import decide
 from tigris_ir.rtile import model as rt
 
 Dtype = Literal["float32", "int8"]
@@ -573,6 +583,10 @@ class LowerGebpPass(ModulePass):
     name = "lower-gebp"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if decide.holds_plan(op):
+            for site_op, site in decide.sites(op):
+                decide.set_kernel(site_op, site)
+            return
         lowering = _Lowering(op)
         for fn in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             lowering.function(fn)

@@ -26,6 +26,7 @@ from xdsl.ir import Attribute, Block
 from tigris_ir.backend.c import band as c_band
 from tigris_ir.dialects import nn
 from tigris_ir.plan.band import Band
+from tigris_ir.rtile.decide import decide_op
 
 _DIR: Path | None = None
 _LIBS: dict[str, ctypes.CDLL] = {}
@@ -189,6 +190,7 @@ def _entry(
         for ax in sorted(out):
             bvals += _bound_decls(f"b{idx}_{ax}", k)
             k += 2
+    decide_op(op)  # the register tile and kernel plan the passes would give it
     body = c_band.emit(kind, op, ins, outs, unit)
     return "\n".join(
         [

@@ -27,6 +27,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from tigris_ir.backend.c import gebp as gebp_c
 from tigris_ir.backend.c.target import CEmitError, print_c
+from tigris_ir.dialects import nn
 from tigris_ir.dialects.rtile import CoverAttr, DotAccOp, GeomAttr
 from tigris_ir.interp.gebp_loops import InterpretError, LoopInterpreter
 from tigris_ir.passes.gebp_tile import GebpTilePass, gemm_site
@@ -129,13 +130,30 @@ def test_sites_get_the_model_default(text: str, kind: str, m: int, n: int, k: in
 def test_depthwise_and_batched_products_are_left_alone():
     dw = conv_text((1, 8, 8, 16), (16, 3, 3, 1), ", group = 16 : i64")
     batched = (
-        "func.func @f(%a: tensor<2x8x16xf32>, %b: tensor<16x24xf32>) -> tensor<2x8x24xf32> {\n"
-        "  %y = nn.matmul %a, %b : (tensor<2x8x16xf32>, tensor<16x24xf32>) -> tensor<2x8x24xf32>\n"
+        "func.func @f(%a: tensor<2x8x16xf32>, %b: tensor<2x16x24xf32>) -> tensor<2x8x24xf32> {\n"
+        "  %y = nn.matmul %a, %b : (tensor<2x8x16xf32>, tensor<2x16x24xf32>)"
+        " -> tensor<2x8x24xf32>\n"
         "  func.return %y : tensor<2x8x24xf32>\n}\n"
     )
     for text in (dw, batched):
         module = tile(text, target="avx2")
         assert not any("rtile.geom" in op.attributes for op in module.walk())
+
+
+def test_a_matmul_of_leading_axes_on_one_matrix_is_one_site_of_all_its_rows():
+    """A [2, 8, 16] x B [16, 24]: the C runs the rows of every leading index
+    through one GEBP, so the site has m = 2 * 8 rows."""
+    text = (
+        "func.func @f(%a: tensor<2x8x16xf32>, %b: tensor<16x24xf32>) -> tensor<2x8x24xf32> {\n"
+        "  %y = nn.matmul %a, %b : (tensor<2x8x16xf32>, tensor<16x24xf32>) -> tensor<2x8x24xf32>\n"
+        "  func.return %y : tensor<2x8x24xf32>\n}\n"
+    )
+    module = tile(text, target="avx2")
+    (op,) = [o for o in module.walk() if isinstance(o, nn.MatMulOp)]
+    site = gemm_site(op)
+    assert site is not None and (site.m, site.n, site.k) == (16, 24, 16)
+    g = rt.default(tg.avx2, 16, 24)
+    assert g is not None and op.attributes["rtile.geom"] == GeomAttr.from_geometry(g)
 
 
 def test_a_site_narrower_than_any_vector_keeps_no_tile():

@@ -1,9 +1,13 @@
-"""The vector hardware a register tile is fitted to.
+"""The targets as data: one description per machine a register tile is fitted to.
 
-The register-tile model (`register_tile`) reads only two numbers of a machine: how
-wide its vector registers are and how many it has. They are kept here, with the
-ISA facts the C renderer needs (FMA, AVX512-VNNI, compiler flags), so that a pass,
-the renderer and the benchmark all name a machine the same way.
+The register-tile model (`rtile.model`) reads two numbers of a machine: how wide
+its vector registers are and how many it has. Everything else target-specific
+lives here too, so that a pass, the C kernels, the autotuner and the benchmark
+read one description: the vector units the C kernels may use (each with the
+preprocessor condition that says a compiler targets it and its fused
+multiply-add built-in), the int8 dot-product instruction, the compiler flags
+that enable exactly that ISA, and the stack scratch a kernel may take. A new
+target is one more entry here plus its instruction selection in the kernels.
 """
 
 from __future__ import annotations
@@ -12,6 +16,64 @@ import functools
 import platform
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class VectorUnit:
+    """One vector register width of an ISA as the C kernels use it."""
+
+    bytes: int
+    """The width in bytes (16: xmm / NEON Q, 32: ymm, 64: zmm)."""
+    enabled: str
+    """The C preprocessor condition under which the compiler targets this unit."""
+    fma_enabled: str
+    """The condition under which `fma` is available ("0": never)."""
+    fma: str
+    """A fused multiply-add built-in of {a} * {b} + {c} on float32 lanes ("" if none);
+    the x86 ones are GCC's documented built-ins (no intrinsics header to parse)."""
+
+
+X86_UNITS = (
+    VectorUnit(
+        64,
+        "defined(__AVX512F__)",
+        "defined(__AVX512F__)",
+        "__builtin_ia32_vfmaddps512_mask({a}, {b}, {c}, (unsigned short)-1, 4)",
+    ),
+    VectorUnit(
+        32,
+        "defined(__AVX__)",
+        "defined(__FMA__) && defined(__AVX__)",
+        "__builtin_ia32_vfmaddps256({a}, {b}, {c})",
+    ),
+    VectorUnit(
+        16, "defined(__SSE2__)", "defined(__FMA__)", "__builtin_ia32_vfmaddps({a}, {b}, {c})"
+    ),
+)
+NEON_UNITS = (VectorUnit(16, "defined(__ARM_NEON)", "0", ""),)
+
+
+
+def unit_of(arch: str, nbytes: int) -> VectorUnit | None:
+    """The vector unit of `nbytes` of an architecture's ISA family, if any."""
+    for u in NEON_UNITS if arch == "aarch64" else X86_UNITS:
+        if u.bytes == nbytes:
+            return u
+    return None
+
+
+Int8Dot = Literal["vpdpbusd", "pmaddwd", "none"]
+"""How the int8 kernels multiply-accumulate: AVX512-VNNI's u8 x s8 groups of four
+into int32 (`vpdpbusd`), AVX2's int16 pairs into int32 (`pmaddwd`, exact), or
+plain C loops (`none`)."""
+
+INT8_DOT_GROUP: dict[Int8Dot, int] = {"vpdpbusd": 4, "pmaddwd": 2, "none": 1}
+"""The k steps one dot-product instruction consumes per lane."""
+
+INT8_DOT_BYTES: dict[Int8Dot, int] = {"vpdpbusd": 64, "pmaddwd": 32, "none": 32}
+"""The accumulator register width (bytes) the int8 kernels use with each
+instruction: zmm for VNNI, ymm for AVX2 (the plain loops count in AVX2's)."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +93,35 @@ class Target:
     """Whether a fused multiply-add exists (plain SSE has none)."""
     vnni: bool = False
     """Whether AVX512-VNNI's u8 x s8 dot products (vpdpbusd) exist."""
+    scratch_bytes: int = 16384
+    """What one kernel's gathered block of pixel rows may take on the stack."""
+
+    @property
+    def units(self) -> tuple[VectorUnit, ...]:
+        """The vector units the C kernels may use, widest first (the file's own
+        width and every narrower one it contains)."""
+        units = NEON_UNITS if self.isa == "neon" else X86_UNITS
+        return tuple(u for u in units if u.bytes <= self.vector_bytes)
+
+    def unit(self, lanes: int, elt_bytes: int = 4) -> VectorUnit | None:
+        """The unit holding `lanes` elements of `elt_bytes`, if the target has it."""
+        for u in self.units:
+            if u.bytes == lanes * elt_bytes:
+                return u
+        return None
+
+    @property
+    def int8_dot(self) -> Int8Dot:
+        """The int8 multiply-accumulate of this target's kernels."""
+        if self.isa in ("avx2", "avx512"):
+            return "pmaddwd"
+        return "none"
+
+    def int8_file(self) -> Target:
+        """The register file the int8 kernels tile: int32 accumulators in the
+        width their dot-product instruction works on (`INT8_DOT_BYTES`)."""
+        width = min(self.vector_bytes, INT8_DOT_BYTES[self.int8_dot])
+        return replace(self, vector_bytes=width, elt_bytes=4)
 
     @property
     def arch(self) -> str:

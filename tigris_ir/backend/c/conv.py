@@ -10,11 +10,13 @@ Three fast paths, each with a plain-C `#else` branch over the same packed
 weights (the portable build):
 
 * pointwise (1x1, stride 1, no pads, one group) convolutions and matrix
-  products with constant weights: a register-blocked GEBP, rm x rn vector
-  accumulators as `register_tile.default` picks them for the host, weights
-  in zero-padded column panels, a dynamic row count with a row tail, K blocks
-  for float32; int8 runs int16 pair products (`pmaddwd`, exact) with the zero
-  point subtracted while the rows are packed, and one requantization;
+  products with constant weights: a register-blocked GEBP whose rm x rn
+  vector accumulators of `lanes` lanes are the op's `#rtile.geom` (the
+  `gebp-tile` pass) and whose instruction, packing, K blocks and row blocks
+  are its `#rtile.kernel` (the `lower-gebp` pass); weights in zero-padded
+  column panels, a dynamic row count with a row tail; int8 runs int16 pair
+  products (`pmaddwd`, exact) with the zero point subtracted while the rows
+  are packed, and one requantization;
 * depthwise convolutions: per output pixel one pointer per tap (a pad row of
   zeros, or of the input zero point, where the tap leaves the image), vectors
   over channels;
@@ -48,8 +50,11 @@ from xdsl.ir import SSAValue
 
 from tigris_ir.backend.c.band import CLoweringError, CTensor, CUnit, c_type, register
 from tigris_ir.dialects import nn
+from tigris_ir.dialects.rtile import GEOM, KERNEL, TARGET, GeomAttr, KernelAttr
+from tigris_ir.rtile import kernel as rk
 from tigris_ir.rtile import model as rt
-from tigris_ir.rtile.targets import avx2, host_target
+from tigris_ir.rtile import targets as tg
+from tigris_ir.rtile.targets import host_target
 
 _NP = {"int8_t": np.int8, "uint8_t": np.uint8}
 
@@ -92,17 +97,6 @@ def _flt(v: float | np.floating) -> str:
 
 def _lit(v: int) -> str:
     return f"({v})" if v < 0 else str(v)
-
-
-SCRATCH_BYTES = 16384
-"""What a kernel's gathered block of pixel rows may take on the stack (it takes
-more only when one register tile of rows needs it)."""
-
-
-def _block_rows(rm: int, row_bytes: int) -> int:
-    """Pixel rows per gathered block: a multiple of the register tile's `rm`,
-    at most 64 and within SCRATCH_BYTES (but at least `rm`)."""
-    return max(rm, min(64, SCRATCH_BYTES // row_bytes) // rm * rm)
 
 
 LANES = max(4, host_target().vector_bytes // 4)
@@ -172,6 +166,60 @@ typedef float tg_vfu __attribute__((vector_size({4 * lanes}), aligned(4), may_al
        memcpy((p), t_, (size_t)(n) * sizeof(float)); }} while (0)
 #endif"""
     unit.helper("c_conv.vec", code)
+
+
+def _gebp_prelude(unit: CUnit, unit_: tg.VectorUnit) -> str:
+    """Vector types and macros of the float GEBP kernels of one vector unit;
+    returns the guard macro defined where the compiler targets that unit."""
+    lanes = unit_.bytes // 4
+    fma = unit_.fma.format(a="(a)", b="(b)", c="(c)") if unit_.fma else ""
+    cond = unit_.fma_enabled if fma else "0"
+    zeros = ", ".join(["0"] * lanes)
+    guard = f"TG_V{lanes}"
+    code = f"""#if defined(TIGRIS_VECTOR) && ({unit_.enabled})
+#define {guard} 1
+typedef float tg_v{lanes} __attribute__((vector_size({unit_.bytes})));
+typedef float tg_v{lanes}u __attribute__((vector_size({unit_.bytes}), aligned(4), may_alias));
+#define TG_LD{lanes}(p) (*(const tg_v{lanes}u *)(const void *)(p))
+#define TG_ST{lanes}(p, v) (*(tg_v{lanes}u *)(void *)(p) = (v))
+#if defined(__clang__) && defined(__has_builtin)
+#if __has_builtin(__builtin_elementwise_fma)
+#define TG_FMA{lanes}(c, a, b) ((c) = __builtin_elementwise_fma((a), (b), (c)))
+#endif
+#endif
+#ifndef TG_FMA{lanes}
+#if {cond}
+#define TG_FMA{lanes}(c, a, b) ((c) = {fma})
+#else
+#define TG_FMA{lanes}(c, a, b) ((c) += (a) * (b))
+#endif
+#endif
+#ifndef TG_KEEPV
+#if defined(__x86_64__) || defined(__i386__)
+#define TG_KEEPV(x) __asm__("" : "+v"(x))
+#elif defined(__aarch64__)
+#define TG_KEEPV(x) __asm__("" : "+w"(x))
+#else
+#define TG_KEEPV(x) ((void)0)
+#endif
+#endif
+#ifndef TG_UNROLLV4
+#if defined(__GNUC__) && !defined(__clang__)
+#define TG_UNROLLV4 _Pragma("GCC unroll 4")
+#else
+#define TG_UNROLLV4
+#endif
+#endif
+/* a vector from / to the first n floats at p */
+#define TG_LDP{lanes}(dst, p, n) \\
+  do {{ float t_[{lanes}] = {{{zeros}}}; memcpy(t_, (p), (size_t)(n) * sizeof(float)); \\
+       (dst) = TG_LD{lanes}(t_); }} while (0)
+#define TG_STP{lanes}(p, v, n) \\
+  do {{ float t_[{lanes}]; TG_ST{lanes}(t_, (v)); \\
+       memcpy((p), t_, (size_t)(n) * sizeof(float)); }} while (0)
+#endif"""
+    unit.helper(f"c_conv.gebp{lanes}", code)
+    return guard
 
 
 def _i8_prelude(unit: CUnit) -> None:
@@ -398,7 +446,8 @@ def _store(q: _Q | None, acc: str, mult: str) -> str:
 
 @dataclass(frozen=True)
 class _Panels:
-    """Weights B[k, n] as zero-padded column panels, and the register tile."""
+    """Weights B[k, n] as zero-padded column panels, the register tile (the
+    op's `#rtile.geom`) and the kernel decisions (its `#rtile.kernel`)."""
 
     k: int
     n: int
@@ -409,6 +458,9 @@ class _Panels:
     nfull: int
     tv: int
     last: int
+    plan: rk.KernelPlan
+    unit: tg.VectorUnit
+    """The vector unit of the float kernels (the int8 ones name theirs by `plan.dot`)."""
 
     @property
     def nr(self) -> int:
@@ -424,34 +476,68 @@ class _Panels:
 
     @property
     def kp(self) -> int:
-        """Packed rows: K, or K rounded up to pairs for int8."""
-        return self.k + (self.k % 2) if self.int8 else self.k
+        """Packed rows: K rounded up to the dot's group of k steps."""
+        return self.plan.kp
+
+    @property
+    def group(self) -> int:
+        """The k steps one multiply-accumulate takes (the packing's interleave)."""
+        return rk.dot_group(self.plan.dot)
 
     @property
     def size(self) -> int:
         return self.kp * self.npad
 
     def key(self) -> str:
-        return f"{self.k}x{self.n}{'i' if self.int8 else 'f'}r{self.rm}n{self.rn}l{self.lanes}"
+        p = self.plan
+        return (
+            f"{self.k}x{self.n}{'i' if self.int8 else 'f'}r{self.rm}n{self.rn}l{self.lanes}"
+            f".{p.dot}.{p.kp}.{p.kc}.{p.mc}"
+        )
 
 
-def _panels(k: int, n: int, int8: bool) -> _Panels:
-    """The register tile `register_tile.default` picks for n columns (rows: a
-    nominal 64, the band's count is dynamic)."""
-    target = avx2 if int8 else host_target()
-    lanes = 8 if int8 else LANES
-    g = rt.default(target.with_elt_bytes(4), 64, n)
-    if g is None or g.lanes != lanes:
-        g = rt.Geometry(rt.rm_cap, 1, lanes)
-    cv = rt.cover(g, 64, n)
+INT8_LANES: dict[str, int] = {"pmaddwd": 8, "none": 8}
+"""The int32 lanes the int8 kernels of each instruction are written for."""
+
+
+def _panels(op: nn.NNOp, k: int, n: int, int8: bool) -> _Panels:
+    """The op's register tile and kernel decisions as the printer needs them;
+    a diagnostic naming the op when a pass has not made them."""
+    geom, kern, label = (op.attributes.get(key) for key in (GEOM, KERNEL, TARGET))
+    if not isinstance(geom, GeomAttr) or not isinstance(kern, KernelAttr):
+        raise CLoweringError(
+            f"{op.name}: this matrix product carries no register tile and kernel "
+            "decisions (#rtile.geom, #rtile.kernel): run --gebp-tile and --lower-gebp"
+        )
+    g, plan = geom.geometry, kern.plan
+    if plan.kp < k or plan.kp % rk.dot_group(plan.dot):
+        raise CLoweringError(f"{op.name}: {kern} does not pack a contraction of {k}")
+    if int8 != (plan.dot != "fma"):
+        raise CLoweringError(f"{op.name}: {kern} is not a {'n int8' if int8 else ' float'} kernel")
+    if int8 and INT8_LANES.get(plan.dot) != g.lanes:
+        raise CLoweringError(
+            f"{op.name}: the {plan.dot} kernels run {INT8_LANES.get(plan.dot)} int32 lanes, "
+            f"not the {rt.show(g)} of this op"
+        )
+    name = getattr(label, "data", "host")
+    try:
+        target = tg.get_target(name)
+    except ValueError as e:
+        raise CLoweringError(f"{op.name}: rtile.target: {e}") from None
+    vu = target.unit(g.lanes) or tg.unit_of(target.arch, 4 * g.lanes)
+    if vu is None:
+        raise CLoweringError(
+            f"{op.name}: no vector unit of {4 * g.lanes} bytes on {target.arch} for {rt.show(g)}"
+        )
+    cv = rt.cover(g, g.rm, n)
     tv = len(cv.tail_widths)
-    last = cv.tail_widths[-1] if tv else lanes
-    return _Panels(k, n, int8, g.rm, g.rn, lanes, cv.n_full, tv, last)
+    last = cv.tail_widths[-1] if tv else g.lanes
+    return _Panels(k, n, int8, g.rm, g.rn, g.lanes, cv.n_full, tv, last, plan, vu)
 
 
 def _pack_b(p: _Panels, b: np.ndarray) -> np.ndarray:
     """B[k, n] in panels: per panel of w columns, K rows of w values (float32)
-    or K/2 rows of w pairs (int8)."""
+    or K / group rows of w groups of `group` consecutive k (int8)."""
     parts = []
     spans = [(j, p.nr) for j in range(0, p.nfull, p.nr)]
     if p.tv:
@@ -460,8 +546,8 @@ def _pack_b(p: _Panels, b: np.ndarray) -> np.ndarray:
         blk = np.zeros((p.kp, w), b.dtype)
         cols = min(w, p.n - j0)
         blk[: p.k, :cols] = b[:, j0 : j0 + cols]
-        if p.int8:
-            blk = blk.reshape(p.kp // 2, 2, w).transpose(0, 2, 1)
+        if p.group > 1:
+            blk = blk.reshape(p.kp // p.group, p.group, w).transpose(0, 2, 1)
         parts.append(blk.reshape(-1))
     return np.concatenate(parts) if parts else np.zeros(0, b.dtype)
 
@@ -472,64 +558,66 @@ def _pad_cols(p: _Panels, v: np.ndarray) -> np.ndarray:
     return out
 
 
-def _f32_tile(unit: CUnit, r: int, v: int, last: int) -> str:
+def _f32_tile(unit: CUnit, p: _Panels, r: int, v: int, last: int) -> str:
     """One float32 micro-tile: r rows by v vectors, the last `last` lanes wide;
     accumulators start from `init` (the bias) or from y (a later K block)."""
-    lanes = LANES
+    lanes = p.lanes
+    guard = _gebp_prelude(unit, p.unit)
+    vt, ld, st, fma = f"tg_v{lanes}", f"TG_LD{lanes}", f"TG_ST{lanes}", f"TG_FMA{lanes}"
 
     def build(name: str) -> str:
         w = v * lanes
         acc = {(i, j): f"c{i}_{j}" for i in range(r) for j in range(v)}
         out = [
-            "#ifdef TG_VECTOR",
+            f"#ifdef {guard}",
             f"static inline __attribute__((always_inline)) void {name}(",
             "    const float *restrict a, long lda, const float *restrict b, float *restrict y,",
             "    long ldy, int kc, const float *restrict init, int first)",
             "{",
-            "  tg_vf " + ", ".join(acc.values()) + ";",
+            f"  {vt} " + ", ".join(acc.values()) + ";",
         ]
         out += [f"  const float *a{i} = a + {i} * lda;" for i in range(r)]
         out.append("  if (first) {")
-        out += [f"    {acc[i, j]} = TG_LD(init + {j * lanes});" for i in range(r) for j in range(v)]
+        out += [f"    {acc[i, j]} = {ld}(init + {j * lanes});" for i in range(r) for j in range(v)]
         out.append("  } else {")
         for i in range(r):
             for j in range(v):
                 ptr = f"y + {i} * ldy + {j * lanes}"
                 if j == v - 1 and last < lanes:
-                    out.append(f"    TG_LDP({acc[i, j]}, {ptr}, {last});")
+                    out.append(f"    TG_LDP{lanes}({acc[i, j]}, {ptr}, {last});")
                 else:
-                    out.append(f"    {acc[i, j]} = TG_LD({ptr});")
+                    out.append(f"    {acc[i, j]} = {ld}({ptr});")
         out.append("  }")
         if r == rt.rm_cap:  # the row tails run once per block: not worth the code
-            out.append("  TG_UNROLL4")
+            out.append("  TG_UNROLLV4")
         out.append("  for (int k = 0; k < kc; ++k) {")
         out.append(f"    const float *bk = b + (long)k * {w};")
 
         def splat(i: int) -> str:
-            return f"    tg_vf s{i} = (tg_vf){{{', '.join([f'a{i}[k]'] * lanes)}}}; TG_KEEP(s{i});"
+            return f"    {vt} s{i} = ({vt}){{{', '.join([f'a{i}[k]'] * lanes)}}}; TG_KEEPV(s{i});"
 
         if v <= r:
-            out += [f"    tg_vf b{j} = TG_LD(bk + {j * lanes}); TG_KEEP(b{j});" for j in range(v)]
+            out += [f"    {vt} b{j} = {ld}(bk + {j * lanes}); TG_KEEPV(b{j});" for j in range(v)]
             for i in range(r):
                 out.append(splat(i))
-                out += [f"    TG_FMA({acc[i, j]}, s{i}, b{j});" for j in range(v)]
+                out += [f"    {fma}({acc[i, j]}, s{i}, b{j});" for j in range(v)]
         else:
             out += [splat(i) for i in range(r)]
             for j in range(v):
-                out.append(f"    tg_vf b{j} = TG_LD(bk + {j * lanes}); TG_KEEP(b{j});")
-                out += [f"    TG_FMA({acc[i, j]}, s{i}, b{j});" for i in range(r)]
+                out.append(f"    {vt} b{j} = {ld}(bk + {j * lanes}); TG_KEEPV(b{j});")
+                out += [f"    {fma}({acc[i, j]}, s{i}, b{j});" for i in range(r)]
         out.append("  }")
         for i in range(r):
             for j in range(v):
                 ptr = f"y + {i} * ldy + {j * lanes}"
                 if j == v - 1 and last < lanes:
-                    out.append(f"  TG_STP({ptr}, {acc[i, j]}, {last});")
+                    out.append(f"  TG_STP{lanes}({ptr}, {acc[i, j]}, {last});")
                 else:
-                    out.append(f"  TG_ST({ptr}, {acc[i, j]});")
+                    out.append(f"  {st}({ptr}, {acc[i, j]});")
         out += ["}", "#endif"]
         return "\n".join(out)
 
-    return _helper(unit, f"fmk.{lanes}.{r}.{v}.{last}", f"tg_fmk_{r}x{v}_{last}", build)
+    return _helper(unit, f"fmk.{lanes}.{r}.{v}.{last}", f"tg_fmk{lanes}_{r}x{v}_{last}", build)
 
 
 def _i8_tile(unit: CUnit, r: int, v: int, last: int, yt: str) -> str:
@@ -608,9 +696,9 @@ def _row_tail(p: _Panels, call: Callable[[int], str], indent: str) -> list[str]:
 
 def _f32_block(unit: CUnit, p: _Panels) -> str:
     """y[m, n] = a[m, k] . B + bias for m rows of A read in place (row stride
-    lda), sweeping the panels per K block (vector builds only)."""
-    kc = max(8, (24 * 1024 // (4 * p.nr)) // 8 * 8)
-    kc = p.k if p.k <= kc + kc // 2 else kc
+    lda), sweeping the panels per K block of `plan.kc` (vector builds only)."""
+    kc = p.plan.kc
+    guard = _gebp_prelude(unit, p.unit)
 
     def build(name: str) -> str:
         spans = []
@@ -619,12 +707,12 @@ def _f32_block(unit: CUnit, p: _Panels) -> str:
         if p.tv:
             spans.append((p.tv, p.last, p.ntp, False))
         tiles = {
-            (r, v, last): _f32_tile(unit, r, v, last)
+            (r, v, last): _f32_tile(unit, p, r, v, last)
             for v, last, _, _ in spans
             for r in range(1, p.rm + 1)
         }
         out = [
-            "#ifdef TG_VECTOR",
+            f"#ifdef {guard}",
             f"static void {name}(const float *restrict a, long lda, int m,",
             "    const float *restrict bp, const float *restrict bias,",
             "    float *restrict y, long ldy)",
@@ -651,7 +739,7 @@ def _f32_block(unit: CUnit, p: _Panels) -> str:
         out += ["  }", "}", "#endif"]
         return "\n".join(out)
 
-    return _helper(unit, f"fblk.{p.key()}.{kc}", f"tg_fgebp_{p.k}x{p.n}", build)
+    return _helper(unit, f"fblk.{p.key()}", f"tg_fgebp_{p.k}x{p.n}", build)
 
 
 def _i8_block(unit: CUnit, p: _Panels, q: _Q) -> str:
@@ -701,28 +789,27 @@ def _i8_block(unit: CUnit, p: _Panels, q: _Q) -> str:
 def _port_accum(p: _Panels, acc: str, bp: str, k: str, av: str, indent: str) -> list[str]:
     """Plain C: acc[j] += av * B[k, j] for every column, B in panels."""
     out = []
-    if p.int8:
-        row_f = f"(long)(({k}) >> 1) * {2 * p.nr} + (({k}) & 1)"
-        row_t = f"(long)(({k}) >> 1) * {2 * p.ntp} + (({k}) & 1)"
-        step = 2
+    g = p.group
+    if g > 1:
+        row_f = f"(long)(({k}) / {g}) * {g * p.nr} + (({k}) % {g})"
+        row_t = f"(long)(({k}) / {g}) * {g * p.ntp} + (({k}) % {g})"
     else:
         row_f = f"(long)({k}) * {p.nr}"
         row_t = f"(long)({k}) * {p.ntp}"
-        step = 1
     bt = "int8_t" if p.int8 else "float"
     if p.nfull:
         out += [
             f"{indent}for (int j0 = 0; j0 < {p.nfull}; j0 += {p.nr}) {{",
             f"{indent}  const {bt} *b_ = {bp} + (long)j0 * {p.kp} + {row_f};",
             f"{indent}  for (int jj = 0; jj < {p.nr}; ++jj)",
-            f"{indent}    {acc}[j0 + jj] += {av} * b_[{step} * jj];",
+            f"{indent}    {acc}[j0 + jj] += {av} * b_[{g} * jj];",
             f"{indent}}}",
         ]
     if p.tv:
         out += [
             f"{indent}{{ const {bt} *b_ = {bp} + {p.nfull * p.kp} + {row_t};",
             f"{indent}  for (int jj = 0; jj < {p.n - p.nfull}; ++jj)"
-            f" {acc}[{p.nfull} + jj] += {av} * b_[{step} * jj]; }}",
+            f" {acc}[{p.nfull} + jj] += {av} * b_[{g} * jj]; }}",
         ]
     return out
 
@@ -730,9 +817,9 @@ def _port_accum(p: _Panels, acc: str, bp: str, k: str, av: str, indent: str) -> 
 def _matrix_rows(unit: CUnit, p: _Panels, q: _Q | None, at: str) -> str:
     """y[i, :] = epilogue(a[i, :] . B + bias) for m rows at row strides
     lda / ldy: the driver of pointwise convolutions and matrix products."""
+    mc = p.plan.mc
     if q is None:
-        _vec_prelude(unit)
-        mc = 64
+        guard = _gebp_prelude(unit, p.unit)
 
         def build(name: str) -> str:
             blk = _f32_block(unit, p)
@@ -741,7 +828,7 @@ def _matrix_rows(unit: CUnit, p: _Panels, q: _Q | None, at: str) -> str:
                 "    const float *restrict bp, const float *restrict bias,",
                 "    float *restrict y, long ldy)",
                 "{",
-                "#ifdef TG_VECTOR",
+                f"#ifdef {guard}",
                 f"  for (int i0 = 0; i0 < m; i0 += {mc})",
                 f"    {blk}(a + (long)i0 * lda, lda, m - i0 < {mc} ? m - i0 : {mc}, bp, bias,"
                 " y + (long)i0 * ldy, ldy);",
@@ -765,8 +852,7 @@ def _matrix_rows(unit: CUnit, p: _Panels, q: _Q | None, at: str) -> str:
         return _helper(unit, f"fmat.{p.key()}", f"tg_fmat_{p.k}x{p.n}", build)
 
     _i8_prelude(unit)
-    mc = _block_rows(p.rm, 2 * p.kp)
-    unit.scratch(mc * p.kp * 2)
+    unit.scratch(p.plan.scratch)
 
     def build_i(name: str) -> str:
         blk = _i8_block(unit, p, q)
@@ -808,7 +894,6 @@ def _matrix_rows(unit: CUnit, p: _Panels, q: _Q | None, at: str) -> str:
 
     key = f"imat.{p.key()}.{at}.{q.xzp}.{q.yt}.{q.yzp}"
     return _helper(unit, key, f"tg_imat_{p.k}x{p.n}", build_i)
-
 
 # ---------------------------------------------------------------------------
 # convolutions
@@ -1065,10 +1150,12 @@ def _conv(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CU
     assert w is not None
     if g.groups == g.c == g.co and g.cg == 1:
         return _emit_depthwise(unit, g, q, ins, y, xv, yv)
+    if GEOM not in conv.attributes:  # no register tile fits (or none was asked for)
+        return _emit_generic_conv(unit, conv, g, q, ins, y)
     pointwise = (g.kh, g.kw, g.sh, g.sw) == (1, 1, 1, 1) and not any(conv.pads())
     if pointwise and g.groups == 1:
-        return _emit_pointwise(unit, g, q, ins, y, xv, yv)
-    return _emit_im2col(unit, g, q, ins, y, xv, yv)
+        return _emit_pointwise(unit, conv, g, q, ins, y, xv, yv)
+    return _emit_im2col(unit, conv, g, q, ins, y, xv, yv)
 
 
 def _conv_consts(
@@ -1093,12 +1180,14 @@ def _conv_consts(
 
 
 def _emit_pointwise(
-    unit: CUnit, g: _Conv, q: _Q | None, ins: Sequence[CTensor], y: CTensor, xv: _View, yv: _View
+    unit: CUnit,
+    op: nn.NNOp,
+    g: _Conv, q: _Q | None, ins: Sequence[CTensor], y: CTensor, xv: _View, yv: _View
 ) -> str:
     """A 1x1 convolution: rows of pixels through the GEBP driver, the band's
     rows merged into one run where both memrefs hold whole dense rows."""
     x = ins[0]
-    p = _panels(g.c, g.co, q is not None)
+    p = _panels(op, g.c, g.co, q is not None)
     mat = _matrix_rows(unit, p, q, x.ctype)
     xt, yt = x.ctype, y.ctype
     # whole dense rows of both memrefs make the band's pixels one run
@@ -1141,25 +1230,26 @@ def _emit_pointwise(
 
 
 def _emit_im2col(
-    unit: CUnit, g: _Conv, q: _Q | None, ins: Sequence[CTensor], y: CTensor, xv: _View, yv: _View
+    unit: CUnit,
+    op: nn.NNOp,
+    g: _Conv, q: _Q | None, ins: Sequence[CTensor], y: CTensor, xv: _View, yv: _View
 ) -> str:
     """Any other convolution: per output row, blocks of pixels gathered into
     a stack buffer (tap-major rows, zeros for padding), then the GEBP block of
     each group; the portable build runs direct loops over the same panels."""
     x = ins[0]
     k = g.taps * g.cg
-    p = _panels(k, g.cog, q is not None)
+    p = _panels(op, k, g.cog, q is not None)
     xt, yt = x.ctype, y.ctype
     gs = p.size
+    mc = p.plan.mc
     if q is None:
-        _vec_prelude(unit)
-        mc = _block_rows(p.rm, 4 * p.kp)
-        guard, bt, it, buft = "TG_VECTOR", "float", "float", "float"
+        guard = _gebp_prelude(unit, p.unit)
+        bt, it, buft = "float", "float", "float"
     else:
         _i8_prelude(unit)
-        mc = _block_rows(p.rm, 2 * p.kp)
         guard, bt, it, buft = "TG_AVX2", "int8_t", "int32_t", "int16_t"
-    unit.scratch(mc * p.kp * (4 if q is None else 2))
+    unit.scratch(p.plan.scratch)
     mid = [f"const {bt} *restrict bp", f"const {it} *restrict bias"]
     if q is not None:
         mid.append("const float *restrict mult")
@@ -1794,6 +1884,7 @@ def _emit_generic_mat(
 
 def _emit_fast_mat(
     unit: CUnit,
+    op: nn.NNOp,
     q: _Q | None,
     a: CTensor,
     y: CTensor,
@@ -1804,7 +1895,7 @@ def _emit_fast_mat(
     """Rows of A against constant weights through the GEBP driver: one run of
     rows along the result's row axis per index of its leading axes."""
     k, n = bmat.shape
-    p = _panels(k, n, q is not None)
+    p = _panels(op, k, n, q is not None)
     mat = _matrix_rows(unit, p, q, a.ctype)
     r = y.rank
     ra = r - 2
@@ -1884,6 +1975,7 @@ def emit_matmul(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], un
 
 def _matmul(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
     y = outs[0]
+    tiled = GEOM in op.attributes  # a register tile fits the site
     if isinstance(op, nn.GemmOp):
         q = _quant(op, op.a, op.y)
         a, b, c = ins[0], ins[1], ins[2]
@@ -1893,22 +1985,22 @@ def _matmul(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: 
         n = y.shape[1]
         bias = _row_bias(c, n)
         const_b = b.value is not None and not b.cut
-        if q is None and not ta and const_b and bias is not None and _fast_rows_ok(a, y):
+        if q is None and tiled and not ta and const_b and bias is not None and _fast_rows_ok(a, y):
             bm = np.asarray(b.value, np.float64)
             bm = bm.T if tb else bm
             bmat = np.ascontiguousarray((alpha * bm).astype(np.float32))
             rb = (beta * bias.astype(np.float64)).astype(np.float32)
-            return _emit_fast_mat(unit, q, a, y, bmat, rb, None)
+            return _emit_fast_mat(unit, op, q, a, y, bmat, rb, None)
         mult = None
         if q is not None:
             if ws is None:
                 raise CLoweringError(f"{op.name}: a quantized gemm needs weight scales")
             if ws.value is not None:
                 mult = _multipliers(q, ws.value, n)
-            if const_b and bias is not None and mult is not None and _fast_rows_ok(a, y):
+            if tiled and const_b and bias is not None and mult is not None and _fast_rows_ok(a, y):
                 bm = np.asarray(b.value)
                 bmat = np.ascontiguousarray(bm.T if tb else bm)
-                return _emit_fast_mat(unit, q, a, y, bmat, bias.astype(np.int32), mult)
+                return _emit_fast_mat(unit, op, q, a, y, bmat, bias.astype(np.int32), mult)
         return _emit_generic_mat(
             unit, op, q, ins, y, c=c, mult=mult, ws=ws, bzp=0, alpha=alpha, beta=beta
         )
@@ -1929,13 +2021,13 @@ def _matmul(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: 
             raise CLoweringError(
                 f"{op.name}: a quantized matmul needs a quantized B or weight scales"
             )
-    fast = b.value is not None and b.rank == 2 and not b.cut and _fast_rows_ok(a, y)
+    fast = tiled and b.value is not None and b.rank == 2 and not b.cut and _fast_rows_ok(a, y)
     if fast and q is None:
         bmat = np.ascontiguousarray(np.asarray(b.value, np.float32))
-        return _emit_fast_mat(unit, q, a, y, bmat, np.zeros(n, np.float32), None)
+        return _emit_fast_mat(unit, op, q, a, y, bmat, np.zeros(n, np.float32), None)
     if fast and q is not None and mult is not None and b.ctype == "int8_t" and bzp == 0:
         bmat = np.ascontiguousarray(np.asarray(b.value, np.int8))
-        return _emit_fast_mat(unit, q, a, y, bmat, np.zeros(n, np.int32), mult)
+        return _emit_fast_mat(unit, op, q, a, y, bmat, np.zeros(n, np.int32), mult)
     return _emit_generic_mat(
         unit, op, q, ins, y, c=None, mult=mult, ws=ws, bzp=bzp, alpha=1.0, beta=1.0
     )

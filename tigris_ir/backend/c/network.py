@@ -57,6 +57,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from tigris_ir.backend.c import band as c_band
 from tigris_ir.backend.c.band import CLoweringError, CTensor, Kind
 from tigris_ir.dialects import loop, nn
+from tigris_ir.rtile.decide import decide_defaults
 
 ARENA_ALIGN = 64
 """The alignment of the arenas and constant arrays (offsets are multiples of
@@ -1205,6 +1206,7 @@ def print_network(
         )
     if verify:
         _verify(module, fn, budget)
+    decide_defaults(module)  # register tiles and kernel plans where no pass made them
     if weights is None:
         try:
             weights = load_weights(module, base)

@@ -1,0 +1,85 @@
+"""The kernel decisions of a register-tiled matrix product, beside its tile.
+
+`gebp-tile` gives a site its geometry; `lower-gebp` then fixes, with
+`plan`, everything else its C kernel depends on, and records it on the site as
+`#rtile.kernel<...>`: the multiply-accumulate instruction, the packed
+contraction length (K rounded up to that instruction's group of k steps), the K
+block the float kernel sweeps its panels in, and the rows of A one call packs
+(int8) or gathers (im2col) into its stack buffer. The C printer reads these and
+decides nothing. The weights' panel layout follows from the geometry and its
+cover: full panels of rn * lanes columns, then one panel of the column tail's
+vectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from tigris_ir.rtile import model as rt
+from tigris_ir.rtile.targets import INT8_DOT_GROUP, Int8Dot, Target
+
+Dot = Literal["fma", "vpdpbusd", "pmaddwd", "none"]
+"""The multiply-accumulate of a kernel: float32 vector FMA (or mul + add where
+the unit has none), or one of the int8 instructions (`targets.Int8Dot`)."""
+
+DOTS: tuple[Dot, ...] = ("fma", "vpdpbusd", "pmaddwd", "none")
+
+Packing = Literal["rows", "im2col"]
+"""How A reaches the kernel: rows read in place (float32) or packed (int8), or
+pixel rows gathered tap-major from the input (im2col)."""
+
+L2_PANEL_BYTES = 24 * 1024
+"""The bytes of one K block of a weight panel the float kernel keeps hot."""
+
+ROW_BLOCK = 64
+"""The most rows of A one call of a kernel packs or gathers."""
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """What a GEBP kernel's code depends on besides its geometry."""
+
+    dot: Dot
+    kp: int
+    """Packed contraction length: K rounded up to the dot's group."""
+    kc: int
+    """K block: the k steps one sweep of the panels runs (float32; int8 runs all)."""
+    mc: int
+    """Rows of A per call of the panel sweep (packed or gathered in a stack buffer)."""
+    scratch: int
+    """Bytes of the stack buffer those rows take (0: A is read in place)."""
+
+
+def dot_group(dot: Dot) -> int:
+    """The k steps one multiply-accumulate consumes per lane."""
+    return 1 if dot == "fma" else INT8_DOT_GROUP[dot]
+
+
+def _k_block(g: rt.Geometry, k: int) -> int:
+    """A multiple of 8 k steps whose panel block of rn * lanes float32 columns
+    fits L2_PANEL_BYTES; the whole K when that is at most half a block more."""
+    kc = max(8, (L2_PANEL_BYTES // (4 * rt.columns(g))) // 8 * 8)
+    return k if k <= kc + kc // 2 else kc
+
+
+def _block_rows(rm: int, row_bytes: int, scratch_bytes: int) -> int:
+    """Rows per packed or gathered block: a multiple of the tile's rm, at most
+    ROW_BLOCK and within the target's scratch bound (but at least rm)."""
+    return max(rm, min(ROW_BLOCK, scratch_bytes // row_bytes) // rm * rm)
+
+
+def plan(target: Target, g: rt.Geometry, k: int, int8: bool, packing: Packing) -> KernelPlan:
+    """The kernel decisions for a k-long contraction tiled by `g` on `target`."""
+    if not int8:
+        kc = _k_block(g, k)
+        if packing == "rows":
+            return KernelPlan("fma", k, kc, ROW_BLOCK, 0)
+        mc = _block_rows(g.rm, 4 * k, target.scratch_bytes)
+        return KernelPlan("fma", k, kc, mc, mc * k * 4)
+    dot: Int8Dot = target.int8_dot
+    group = INT8_DOT_GROUP[dot]
+    kp = -(-k // group) * group
+    elt = 1 if dot == "vpdpbusd" else 2  # u8 groups, or int16 pairs
+    mc = _block_rows(g.rm, elt * kp, target.scratch_bytes)
+    return KernelPlan(dot, kp, kp, mc, mc * kp * elt)

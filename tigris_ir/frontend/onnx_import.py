@@ -43,6 +43,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
 from tigris_ir.dialects import nn
+from tigris_ir.frontend.simplify import Simplified, default_opset, simplify
 
 Layout = str  # "cl": channels-last permutation of ONNX's NC..., "plain": as in ONNX
 
@@ -102,7 +103,11 @@ SUPPORTED_OPS = (
     "Tanh",
     "Transpose",
     "Unsqueeze",
+    "Upsample",
 )
+
+_DATA_DEPENDENT = frozenset({"NonZero", "NonMaxSuppression", "TopK", "Unique", "Compress"})
+"""Operators whose output shape depends on the values of their input."""
 
 _ONNX_DTYPES: dict[int, type[np.generic]] = {
     onnx.TensorProto.FLOAT: np.float32,
@@ -127,6 +132,8 @@ class Imported:
     weights: dict[str, np.ndarray]
     values: dict[str, tuple[SSAValue, str]] = field(default_factory=dict)
     """ONNX value name -> (the SSA value holding it, "cl" or "plain" layout)."""
+    simplified: Simplified | None = None
+    """What the import-time simplification folded and removed."""
 
 
 @dataclass
@@ -179,10 +186,15 @@ class _Importer:
         input_shapes: dict[str, tuple[int, ...]],
         parent: _Importer | None = None,
         graph: onnx.GraphProto | None = None,
+        simplified: Simplified | None = None,
     ):
         self.model = model
         self.graph = graph if graph is not None else model.graph
         self.origin = origin
+        self.opset = default_opset(model)
+        """The model's version of the default ONNX domain: handlers read each
+        operator with the semantics of this version."""
+        self.simplified = simplified
         self.input_shapes = dict(input_shapes)
         self.consts: MutableMapping[str, np.ndarray] = (
             ChainMap({}, parent.consts) if parent is not None else {}
@@ -224,10 +236,51 @@ class _Importer:
     def require_const(self, node: onnx.NodeProto, name: str, what: str) -> np.ndarray:
         c = self.const(name)
         if c is None:
+            cause = self.runtime_cause(name)
             raise self.fail(
-                f"{what} ('{name}') must be a constant; runtime values are not supported"
+                f"{what} ('{name}') must be a constant at import, "
+                + (cause or "but it is computed at run time")
             )
         return c
+
+    def runtime_cause(self, name: str) -> str | None:
+        """Why `name` is not a constant: the run-time tensor, or the unknown
+        dimension of a Shape, that it is computed from (ONNX axes)."""
+        shapes = self.simplified.shapes if self.simplified is not None else {}
+        seen: set[str] = set()
+        stack = [name]
+        while stack:
+            n = stack.pop()
+            if not n or n in seen or n in self.consts:
+                continue
+            seen.add(n)
+            p = self.producer.get(n)
+            if p is None:
+                return f"but it depends on the run-time values of input '{n}'"
+            if p.op_type in ("Shape", "Size"):
+                src = p.input[0]
+                dims = shapes.get(src)
+                if dims is None:
+                    return f"but the shape of '{src}' is not known at import"
+                for d, v in enumerate(dims):
+                    if isinstance(v, str):
+                        return (
+                            f"but it depends on dimension {d} of '{src}', symbolic '{v}'; "
+                            "give the input shapes with --input-shape"
+                        )
+                    if v is None:
+                        return (
+                            f"but it depends on dimension {d} of '{src}', which is only "
+                            "known at run time"
+                        )
+                continue
+            if p.op_type in _DATA_DEPENDENT:
+                return (
+                    f"but it depends on '{n}', whose value {p.op_type} "
+                    f"('{p.name}') computes from run-time data"
+                )
+            stack.extend(i for i in p.input if i)
+        return None
 
     # ----------------------------------------------------------------- emission
     @property
@@ -382,10 +435,14 @@ class _Importer:
         bodies read, so fusion does not swallow a value a body still needs.
         """
         g = self.graph
-        for init in g.initializer:
-            self.consts[init.name] = numpy_helper.to_array(init)
+        simp = self.simplified
+        if simp is not None:
+            self.consts.update(simp.consts)
+        else:
+            for init in g.initializer:
+                self.consts[init.name] = numpy_helper.to_array(init)
         for i, node in enumerate(g.node):
-            self.node_index[id(node)] = i
+            self.node_index[id(node)] = simp.origin_index[i] if simp is not None else i
             for o in node.output:
                 self.producer[o] = node
             for inp in node.input:
@@ -545,7 +602,7 @@ class _Importer:
     def fold_batch_norms(self) -> None:
         """Fold BatchNormalization into a preceding float Conv that only feeds it."""
         for node in self.graph.node:
-            if node.op_type != "BatchNormalization":
+            if node.op_type != "BatchNormalization" or bn_refusal(self, node) is not None:
                 continue
             conv = self.producer.get(node.input[0])
             if (
@@ -787,9 +844,44 @@ def _match_layout(imp: _Importer, v: _Val, name: str, target: Layout, rank: int)
     return imp.to_plain(v).ssa
 
 
+def _legacy_broadcast(imp: _Importer, node: onnx.NodeProto) -> None:
+    """Before opset 7, `broadcast=1` with `axis` aligns B with A's dimensions
+    from `axis` on: B gets unit dimensions around it, which numpy broadcasting
+    (opset 7's rule) then reads the same way."""
+    a = imp.attrs(node)
+    if imp.opset >= 7 or not int(a.get("broadcast", 0)) or "axis" not in a:
+        return
+    shape_a = _plain_shape(imp.value(node.input[0]))
+    name_b = node.input[1]
+    vb = imp.value(name_b)
+    shape_b = _plain_shape(vb)
+    axis = int(a["axis"]) % len(shape_a)
+    if axis + len(shape_b) > len(shape_a):
+        raise imp.fail(
+            f"broadcast axis {axis} puts B's {len(shape_b)} dimensions past A's {len(shape_a)}"
+        )
+    target = (1,) * axis + shape_b + (1,) * (len(shape_a) - axis - len(shape_b))
+    new = f"{name_b}::bcast{axis}"
+    c = imp.const(name_b)
+    if c is not None:
+        imp.consts[new] = np.asarray(c).reshape(target)
+    else:
+        xp = imp.to_plain(vb)
+        op = imp.emit(
+            nn.ReshapeOp,
+            [xp.ssa],
+            dtype=nn.dtype_of(xp.ssa),
+            quant=nn.quant_of(xp.ssa),
+            result_shapes=[target],
+        )
+        imp.env[new] = _Val(op.results[0], "plain")
+    node.input[1] = new
+
+
 @_handles(*_BINARY)
 def _binary(imp: _Importer, node: onnx.NodeProto) -> None:
     cls = _BINARY[node.op_type]
+    _legacy_broadcast(imp, node)
     q = imp.fused_output(node)
     qin = None
     if q is not None:
@@ -1007,8 +1099,27 @@ def _gap(imp: _Importer, node: onnx.NodeProto) -> None:
     imp.finish(node, op, "cl", q if qin is not None else None)
 
 
+def bn_refusal(imp: _Importer, node: onnx.NodeProto) -> str | None:
+    """Why a BatchNormalization cannot import as inference-mode normalisation
+    (its training outputs are read, or opset 7-8's spatial=0), else None."""
+    a = imp.attrs(node)
+    if any(node.output[1:]):
+        return (
+            "BatchNormalization's training-mode outputs (running mean and variance) "
+            "are not supported; only the normalised output"
+        )
+    if int(a.get("training_mode", 0)):
+        return "BatchNormalization in training mode is not supported"
+    if imp.opset < 9 and int(a.get("spatial", 1)) == 0:
+        return "BatchNormalization with spatial=0 (per-element statistics) is not supported"
+    return None
+
+
 @_handles("BatchNormalization")
 def _bn(imp: _Importer, node: onnx.NodeProto) -> None:
+    why = bn_refusal(imp, node)
+    if why is not None:
+        raise imp.fail(why)
     x = imp.to_cl(imp.value(node.input[0]))
     params = [imp.require_const(node, n, "a BatchNormalization parameter") for n in node.input[1:5]]
     eps = float(imp.attrs(node).get("epsilon", 1e-5))
@@ -1307,12 +1418,15 @@ def _pad(imp: _Importer, node: onnx.NodeProto) -> None:
     mode = mode.decode() if isinstance(mode, bytes) else str(mode)
     vals, q = _exact_or_real(imp, node, [node.input[0]])
     x = vals[0]
-    if len(node.input) > 1 and node.input[1]:
+    value = 0.0
+    if imp.opset < 11:  # pads and value are attributes before opset 11
+        pads = [int(p) for p in a.get("pads", [])]
+        value = float(a.get("value", 0.0))
+    elif len(node.input) > 1 and node.input[1]:
         pads = [int(p) for p in imp.require_const(node, node.input[1], "Pad's pads")]
     else:
-        pads = [int(p) for p in a.get("pads", [])]
-    value = 0.0
-    if len(node.input) > 2 and node.input[2]:
+        raise imp.fail(f"Pad at opset {imp.opset} needs its pads input")
+    if imp.opset >= 11 and len(node.input) > 2 and node.input[2]:
         value = float(imp.require_const(node, node.input[2], "Pad's value").reshape(()))
     if len(node.input) > 3 and node.input[3]:
         raise imp.fail("Pad's axes input is not supported")
@@ -1334,22 +1448,35 @@ def _pad(imp: _Importer, node: onnx.NodeProto) -> None:
     imp.finish(node, op, x.layout, q)
 
 
-@_handles("Resize")
+@_handles("Resize", "Upsample")
 def _resize(imp: _Importer, node: onnx.NodeProto) -> None:
+    """Resize from opset 11 (X, roi, scales, sizes); Resize-10 and Upsample
+    (X, scales; Upsample-7/8 scales as an attribute) scale asymmetrically,
+    nearest rounding down, which is how they import."""
     a = imp.attrs(node)
     mode = a.get("mode", b"nearest")
     mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    if mode == "bilinear" and node.op_type == "Upsample":
+        mode = "linear"
     if mode not in ("nearest", "linear"):
-        raise imp.fail(f"Resize mode '{mode}' is not supported; supported: nearest, linear")
-    ctm = a.get("coordinate_transformation_mode", b"half_pixel")
+        raise imp.fail(f"{node.op_type} mode '{mode}' is not supported; use nearest or linear")
+    old_form = node.op_type == "Upsample" or imp.opset < 11
+    ctm = a.get("coordinate_transformation_mode", b"asymmetric" if old_form else b"half_pixel")
     ctm = ctm.decode() if isinstance(ctm, bytes) else str(ctm)
-    nm = a.get("nearest_mode", b"round_prefer_floor")
+    nm = a.get("nearest_mode", b"floor" if old_form else b"round_prefer_floor")
     nm = nm.decode() if isinstance(nm, bytes) else str(nm)
     vals, q = _exact_or_real(imp, node, [node.input[0]])
     x = imp.to_cl(vals[0])
     src = _plain_shape(x)
-    scales = imp.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
-    sizes = imp.const(node.input[3]) if len(node.input) > 3 and node.input[3] else None
+    sizes = None
+    if old_form and "scales" in a:
+        scales = np.asarray(a["scales"], np.float32)
+    elif old_form:
+        name = node.input[1] if len(node.input) > 1 else ""
+        scales = imp.require_const(node, name, f"{node.op_type}'s scales") if name else None
+    else:
+        scales = imp.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+        sizes = imp.const(node.input[3]) if len(node.input) > 3 and node.input[3] else None
     if sizes is not None and sizes.size:
         out = [int(s) for s in sizes]
     elif scales is not None and scales.size:
@@ -1372,14 +1499,32 @@ def _resize(imp: _Importer, node: onnx.NodeProto) -> None:
 
 @_handles("Softmax", "LogSoftmax")
 def _softmax(imp: _Importer, node: onnx.NodeProto) -> None:
+    """Opset 13 on: along one axis (default -1). Before 13: the input is read
+    as a matrix of prod(shape[:axis]) rows (default axis 1) and each row is
+    normalised as a whole, which is one axis only when the dimensions after
+    `axis` are all 1; otherwise it imports as reshape, softmax, reshape."""
     vals, q = _exact_or_real(imp, node, [node.input[0]])
     x = vals[0]
     rank = len(nn.shape_of(x.ssa))
-    axis = int(imp.attrs(node).get("axis", -1)) % rank
-    if x.layout == "cl":
-        axis = _cl_axis(axis, rank)
+    legacy = imp.opset < 13
+    axis = int(imp.attrs(node).get("axis", 1 if legacy else -1))
+    if not -rank <= axis < rank:
+        raise imp.fail(f"axis {axis} is out of range for a rank-{rank} input")
+    axis %= rank
     cls = nn.SoftmaxOp if node.op_type == "Softmax" else nn.LogSoftmaxOp
     attr, dt = imp.result_quant(q)
+    shape = _plain_shape(x)
+    if legacy and math.prod(shape[axis + 1 :]) != 1:
+        xp = imp.to_plain(x)
+        rows = (math.prod(shape[:axis]), math.prod(shape[axis:]))
+        qx, dx = nn.quant_of(xp.ssa), nn.dtype_of(xp.ssa)
+        flat = imp.emit(nn.ReshapeOp, [xp.ssa], dtype=dx, quant=qx, result_shapes=[rows])
+        sm = imp.emit(cls, [flat.results[0]], {"axis": nn.int_prop(1)}, dtype=dt, quant=attr)
+        op = imp.emit(nn.ReshapeOp, [sm.results[0]], dtype=dt, quant=attr, result_shapes=[shape])
+        imp.finish(node, op, "plain", q)
+        return
+    if x.layout == "cl":
+        axis = _cl_axis(axis, rank)
     op = imp.emit(cls, [x.ssa], {"axis": nn.int_prop(axis)}, dtype=dt, quant=attr)
     imp.finish(node, op, x.layout, q)
 
@@ -1615,6 +1760,24 @@ def load_model(data: bytes, origin: str) -> onnx.ModelProto:
     return model
 
 
+OLDEST_OPSET = 6
+"""Opset 6 differs from 7 in legacy broadcasting (`broadcast`, `axis`), which
+the binary operators read."""
+
+
+def _check_opset(model: onnx.ModelProto, origin: str) -> None:
+    """Opsets 7 to the newest the installed onnx knows are read, each with its
+    own semantics; anything else is refused, never reinterpreted."""
+    newest = onnx.defs.onnx_opset_version()
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx") and not OLDEST_OPSET <= o.version <= newest:
+            raise ImportDiagnostic(
+                origin,
+                f"opset {o.version} of the default ONNX domain is not supported; "
+                f"supported: {OLDEST_OPSET} to {newest}",
+            )
+
+
 def import_model(
     model: onnx.ModelProto,
     *,
@@ -1625,8 +1788,11 @@ def import_model(
     """Import an ONNX model; `weights_ref` is recorded as the module's weight source."""
     shapes = dict(input_shapes or {})
     model = onnx.ModelProto.FromString(model.SerializeToString())  # we edit nodes
-    imp = _Importer(model, origin, shapes)
+    _check_opset(model, origin)
+    simplified = simplify(model, shapes)
+    imp = _Importer(model, origin, shapes, simplified=simplified)
     result = imp.run()
+    result.simplified = simplified
     if imp.input_shapes:
         unknown = ", ".join(sorted(imp.input_shapes))
         known = ", ".join(i.name for i in model.graph.input)

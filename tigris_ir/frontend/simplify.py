@@ -1,0 +1,409 @@
+"""Import-time simplification of an ONNX graph, before any `nn` op exists.
+
+Exporters write graphs with parts that are constants once the input shape is
+fixed: weights built by ConstantOfShape, Reshape/Transpose/Cast of weights,
+Shape-Gather-Unsqueeze-Concat chains that compute a Reshape's target, Dropout
+and Identity nodes. This module removes them from the graph the importer sees:
+
+1. the given input shapes are written into the graph and onnx's own shape
+   inference runs with data propagation (it knows every standard operator at
+   every opset);
+2. walking the nodes in order, a node whose inputs are all constants (graph
+   initializers, Constant nodes, earlier folded nodes) is evaluated with onnx's
+   reference evaluator (`onnx.reference`, at the model's opset, so each
+   version's semantics holds); Shape and Size of a tensor with a static
+   inferred shape become constants;
+3. Identity, Dropout in inference mode (its mask output, when used, is a
+   constant of ones) and a Cast to the type its input already has are removed,
+   their outputs renamed to their inputs;
+4. nodes whose outputs nobody reads are dropped.
+
+The kept nodes remember their index in the original graph, so diagnostics
+still name the node the user wrote. What was folded or removed is counted per
+operator (`Simplified.folded`, `Simplified.removed`).
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+_NEVER_FOLD = frozenset(
+    {
+        "RandomNormal",
+        "RandomNormalLike",
+        "RandomUniform",
+        "RandomUniformLike",
+        "Multinomial",
+        "Bernoulli",
+        "If",
+        "Loop",
+        "Scan",
+        "SequenceConstruct",
+        "SequenceEmpty",
+        "SequenceInsert",
+        "SequenceAt",
+        "SplitToSequence",
+        "ConcatFromSequence",
+        "Optional",
+    }
+)
+"""Operators never evaluated at import: random ones (not constants even with
+constant inputs), control flow (imported as nn.if / nn.loop) and sequences."""
+
+_SMALL = 4096
+"""Initializers with at most this many elements go to shape inference with
+their values (shape tensors are small); larger ones only with their types."""
+
+
+@dataclass
+class Simplified:
+    model: onnx.ModelProto
+    consts: dict[str, np.ndarray]
+    """Every constant by name: initializers, Constant nodes, folded values."""
+    origin_index: list[int]
+    """For each node of `model.graph.node`, its index in the original graph."""
+    shapes: dict[str, tuple[int | str | None, ...]]
+    """Inferred shapes by value name: an int per static dimension, the symbol
+    (dim_param) or None for a dynamic one."""
+    folded: collections.Counter[str] = field(default_factory=collections.Counter)
+    removed: collections.Counter[str] = field(default_factory=collections.Counter)
+    nodes_before: int = 0
+
+    def summary(self) -> str:
+        """One line of what the simplification did, for `-v`."""
+
+        def fmt(c: collections.Counter[str]) -> str:
+            return ", ".join(f"{k} x{v}" for k, v in sorted(c.items())) or "nothing"
+
+        return (
+            f"import: {self.nodes_before} nodes -> {len(self.model.graph.node)}; "
+            f"folded {sum(self.folded.values())} ({fmt(self.folded)}); "
+            f"removed {sum(self.removed.values())} ({fmt(self.removed)})"
+        )
+
+
+def default_opset(model: onnx.ModelProto) -> int:
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            return int(o.version)
+    return 1
+
+
+def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    out: list[onnx.GraphProto] = []
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.GRAPH:
+            out.append(a.g)
+        elif a.type == onnx.AttributeProto.GRAPHS:
+            out.extend(a.graphs)
+    return out
+
+
+def captures(graph: onnx.GraphProto) -> set[str]:
+    """Names a subgraph (or one nested in it) reads from enclosing graphs."""
+    defined = {i.name for i in graph.input} | {i.name for i in graph.initializer}
+    used: set[str] = {o.name for o in graph.output}
+    for n in graph.node:
+        defined.update(o for o in n.output if o)
+        used.update(i for i in n.input if i)
+        for sub in _subgraphs(n):
+            used |= captures(sub)
+    return used - defined
+
+
+def constant_node_value(node: onnx.NodeProto) -> np.ndarray | None:
+    """The value of a Constant node, None for a form without one."""
+    for a in node.attribute:
+        v = onnx.helper.get_attribute_value(a)
+        if a.name == "value":
+            return numpy_helper.to_array(v)
+        if a.name == "value_float":
+            return np.array(v, np.float32)
+        if a.name == "value_int":
+            return np.array(v, np.int64)
+        if a.name == "value_floats":
+            return np.array(list(v), np.float32)
+        if a.name == "value_ints":
+            return np.array(list(v), np.int64)
+    return None
+
+
+def _type_only(name: str, arr_type: onnx.TensorProto) -> onnx.ValueInfoProto:
+    return onnx.helper.make_tensor_value_info(name, arr_type.data_type, list(arr_type.dims))
+
+
+def set_input_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> None:
+    """Write given shapes into the graph inputs whose dimensions are symbolic
+    (a mismatch with a static dimension is left for the importer to report)."""
+    for inp in model.graph.input:
+        given = shapes.get(inp.name)
+        if given is None:
+            continue
+        dims = inp.type.tensor_type.shape.dim
+        if len(dims) != len(given):
+            continue
+        if any(
+            d.HasField("dim_value") and d.dim_value > 0 and d.dim_value != g
+            for d, g in zip(dims, given)
+        ):
+            continue
+        for d, g in zip(dims, given):
+            d.Clear()
+            d.dim_value = g
+
+
+def infer_shapes(
+    model: onnx.ModelProto,
+) -> tuple[dict[str, tuple[int | str | None, ...]], dict[str, int]]:
+    """Shapes and element types by onnx's shape inference with data
+    propagation, on a copy without the values of large initializers (their
+    types suffice)."""
+    g = model.graph
+    light = onnx.ModelProto()
+    light.CopyFrom(model)
+    lg = light.graph
+    del lg.initializer[:]
+    listed = {i.name for i in g.input}
+    for init in g.initializer:
+        if int(np.prod(init.dims)) <= _SMALL or init.data_location == onnx.TensorProto.EXTERNAL:
+            if init.data_location != onnx.TensorProto.EXTERNAL:
+                lg.initializer.append(init)
+                continue
+        if init.name not in listed:
+            lg.input.append(_type_only(init.name, init))
+    try:
+        inferred = onnx.shape_inference.infer_shapes(light, strict_mode=False, data_prop=True)
+    except Exception:  # inference is a help: the importer reports real problems
+        inferred = light
+    out: dict[str, tuple[int | str | None, ...]] = {}
+    elem: dict[str, int] = {}
+    ig = inferred.graph
+    for vi in (*ig.input, *ig.value_info, *ig.output):
+        tt = vi.type.tensor_type
+        if tt.elem_type:
+            elem[vi.name] = tt.elem_type
+        if not tt.HasField("shape"):
+            continue
+        dims: list[int | str | None] = []
+        for d in tt.shape.dim:
+            if d.HasField("dim_value") and d.dim_value >= 0:
+                dims.append(int(d.dim_value))
+            elif d.HasField("dim_param"):
+                dims.append(d.dim_param)
+            else:
+                dims.append(None)
+        out[vi.name] = tuple(dims)
+    return out, elem
+
+
+class _Folder:
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        shapes: dict[str, tuple[int | str | None, ...]],
+        elem: dict[str, int],
+    ):
+        self.model = model
+        self.opset = default_opset(model)
+        self.opsets = {
+            (o.domain if o.domain != "ai.onnx" else ""): int(o.version) for o in model.opset_import
+        }
+        self.shapes = shapes
+        self.consts: dict[str, np.ndarray] = {}
+        self.elem = dict(elem)
+        self.rename: dict[str, str] = {}
+        self.folded: collections.Counter[str] = collections.Counter()
+        self.removed: collections.Counter[str] = collections.Counter()
+        g = model.graph
+        self.pinned = {o.name for o in g.output}
+        for node in g.node:
+            for sub in _subgraphs(node):
+                self.pinned |= captures(sub)
+        self.run_params = {
+            "verbose": 0,
+            "log": lambda *_: None,
+            "new_ops": None,
+            "opsets": self.opsets,
+        }
+
+    def name(self, n: str) -> str:
+        return self.rename.get(n, n)
+
+    def alias(self, out: str, src: str) -> bool:
+        """Read `out` as `src` from now on (False: `out` must keep its name)."""
+        if out in self.pinned:
+            return False
+        self.rename[out] = src
+        return True
+
+    def static_shape(self, n: str) -> tuple[int, ...] | None:
+        if n in self.consts:
+            return tuple(self.consts[n].shape)
+        s = self.shapes.get(n)
+        if s is None or any(not isinstance(d, int) for d in s):
+            return None
+        return tuple(int(d) for d in s)  # type: ignore[arg-type]
+
+    def elem_type(self, n: str) -> int | None:
+        if n in self.consts:
+            return onnx.helper.np_dtype_to_tensor_dtype(self.consts[n].dtype)
+        return self.elem.get(n)
+
+    def evaluate(self, node: onnx.NodeProto) -> list[np.ndarray] | None:
+        """The node's outputs by onnx's reference evaluator, None when it has
+        no implementation (the importer then sees the node)."""
+        from onnx.reference.ops import load_op
+
+        try:
+            cls = load_op(node.domain, node.op_type, self.opsets.get(node.domain, self.opset))
+            inst = cls(node, self.run_params)
+        except Exception:
+            return None
+        args = [self.consts[i] if i else None for i in node.input]
+        try:
+            res = inst.run(*args)
+        except Exception:
+            return None
+        if not isinstance(res, tuple | list):
+            res = (res,)
+        outs = [np.asarray(r) for r in res]
+        if len(outs) < len([o for o in node.output if o]):
+            return None
+        return outs
+
+    def try_fold(self, node: onnx.NodeProto) -> str:
+        """'fold' (outputs are constants), 'remove' (outputs renamed) or 'keep'."""
+        t = node.op_type
+        if node.domain not in ("", "ai.onnx") or t in _NEVER_FOLD:
+            return "keep"
+        ins = list(node.input)
+        if t == "Constant":
+            v = constant_node_value(node)
+            if v is None:
+                return "keep"
+            self.consts[node.output[0]] = v
+            return "fold"
+        if t == "Identity":
+            if ins[0] in self.consts:
+                self.consts[node.output[0]] = self.consts[ins[0]]
+                return "fold"
+            return "remove" if self.alias(node.output[0], ins[0]) else "keep"
+        if t == "Dropout":
+            return self.dropout(node)
+        if t == "Cast" and ins[0] not in self.consts:
+            to = next((a.i for a in node.attribute if a.name == "to"), None)
+            if to is not None and self.elem_type(ins[0]) == to:
+                return "remove" if self.alias(node.output[0], ins[0]) else "keep"
+            return "keep"
+        if t in ("Shape", "Size") and ins and ins[0] not in self.consts:
+            s = self.static_shape(ins[0])
+            if s is None:
+                return "keep"
+            if t == "Size":
+                self.consts[node.output[0]] = np.array(int(np.prod(s)), np.int64)
+                return "fold"
+            a = {x.name: x.i for x in node.attribute}
+            r = len(s)
+            start, end = a.get("start", 0), a.get("end", r)
+            start = min(max(start + r if start < 0 else start, 0), r)
+            end = min(max(end + r if end < 0 else end, 0), r)
+            self.consts[node.output[0]] = np.array(s[start:end], np.int64)
+            return "fold"
+        if all((not i) or i in self.consts for i in ins) and not _subgraphs(node):
+            outs = self.evaluate(node)
+            if outs is None:
+                return "keep"
+            for o, v in zip(node.output, outs):
+                if o:
+                    self.consts[o] = v
+            return "fold"
+        return "keep"
+
+    def dropout(self, node: onnx.NodeProto) -> str:
+        ins = list(node.input)
+        if len(ins) > 2 and ins[2]:
+            mode = self.consts.get(ins[2])
+            if mode is None or bool(np.asarray(mode).reshape(())):
+                return "keep"  # training mode: the importer refuses it by name
+        if len(node.output) > 1 and node.output[1]:
+            s = self.static_shape(ins[0])
+            if s is None:
+                return "keep"
+            # opset 7-9 gives the mask the input's type, 10 on bool; ones either way
+            dt = np.bool_ if self.opset >= 10 else np.float32
+            self.consts[node.output[1]] = np.ones(s, dt)
+        if ins[0] in self.consts:
+            self.consts[node.output[0]] = self.consts[ins[0]]
+            return "fold"
+        if not self.alias(node.output[0], ins[0]):
+            return "keep"
+        return "remove"
+
+    def run(self) -> tuple[list[tuple[int, onnx.NodeProto]], int]:
+        g = self.model.graph
+        for init in g.initializer:
+            self.consts[init.name] = numpy_helper.to_array(init)
+        kept: list[tuple[int, onnx.NodeProto]] = []
+        for i, node in enumerate(g.node):
+            for k, n in enumerate(node.input):
+                if n in self.rename:
+                    node.input[k] = self.rename[n]
+            what = self.try_fold(node)
+            if what == "fold":
+                if node.op_type != "Constant":
+                    self.folded[node.op_type] += 1
+            elif what == "remove":
+                self.removed[node.op_type] += 1
+            else:
+                kept.append((i, node))
+        return _live(kept, self.pinned, self.consts), len(g.node)
+
+
+def _live(
+    kept: list[tuple[int, onnx.NodeProto]], pinned: set[str], consts: dict[str, np.ndarray]
+) -> list[tuple[int, onnx.NodeProto]]:
+    """The kept nodes some output of which is read (by a node, a body or the graph)."""
+    needed = set(pinned)
+    live: list[tuple[int, onnx.NodeProto]] = []
+    for i, node in reversed(kept):
+        if node.op_type == "Constant" or any(o in needed for o in node.output if o):
+            live.append((i, node))
+            needed.update(n for n in node.input if n)
+            for sub in _subgraphs(node):
+                needed |= captures(sub)
+    live.reverse()
+    return live
+
+
+def simplify(
+    model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None
+) -> Simplified:
+    """Simplify `model` in place (see the module docstring)."""
+    set_input_shapes(model, dict(input_shapes or {}))
+    shapes, elem = infer_shapes(model)
+    folder = _Folder(model, shapes, elem)
+    live, before = folder.run()
+    g = model.graph
+    for o in g.output:
+        if o.name in folder.rename:  # cannot happen: outputs are pinned
+            raise AssertionError(o.name)
+    nodes = [n for _, n in live]
+    del g.node[:]
+    g.node.extend(nodes)
+    return Simplified(
+        model=model,
+        consts=folder.consts,
+        origin_index=[i for i, _ in live],
+        shapes=shapes,
+        folded=folder.folded,
+        removed=folder.removed,
+        nodes_before=before,
+    )
+
+
+__all__ = ["Simplified", "captures", "default_opset", "simplify"]

@@ -105,6 +105,12 @@ class TigrisOptMain(xDSLOptMain):
             help="shape of an ONNX input with symbolic dimensions (repeatable)",
         )
         arg_parser.add_argument(
+            "--import-stats",
+            action="store_true",
+            help="print what the import folded and removed (nodes before and after, "
+            "per operator) to stderr",
+        )
+        arg_parser.add_argument(
             "--weights-out",
             metavar="FILE.npz",
             help="write the imported weights to FILE.npz and reference it from the IR "
@@ -129,9 +135,12 @@ class TigrisOptMain(xDSLOptMain):
             shapes = parse_shape_specs(self.args.input_shape)
         except ValueError as e:
             raise UsageError(str(e)) from None
-        model = load_model(io.read(), origin)
+        base = Path(origin).resolve().parent if origin != "stdin" else None
+        model = load_model(io.read(), origin, base_dir=base)
         ref = str(Path(origin).resolve()) if origin != "stdin" else None
         imported = import_model(model, origin=origin, input_shapes=shapes, weights_ref=ref)
+        if self.args.import_stats and imported.simplified is not None:
+            print(imported.simplified.summary(), file=sys.stderr)
         if self.args.weights_out:
             from tigris_ir.reference.executor import save_weights
 

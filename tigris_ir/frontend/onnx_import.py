@@ -262,13 +262,16 @@ class _Importer:
                 dims = shapes.get(src)
                 if dims is None:
                     return f"but the shape of '{src}' is not known at import"
+                given = {
+                    d.dim_param for i in self.graph.input for d in i.type.tensor_type.shape.dim
+                }
                 for d, v in enumerate(dims):
-                    if isinstance(v, str):
+                    if isinstance(v, str) and v in given:
                         return (
                             f"but it depends on dimension {d} of '{src}', symbolic '{v}'; "
                             "give the input shapes with --input-shape"
                         )
-                    if v is None:
+                    if not isinstance(v, int):
                         return (
                             f"but it depends on dimension {d} of '{src}', which is only "
                             "known at run time"
@@ -1459,7 +1462,7 @@ def _resize(imp: _Importer, node: onnx.NodeProto) -> None:
     if mode == "bilinear" and node.op_type == "Upsample":
         mode = "linear"
     if mode not in ("nearest", "linear"):
-        raise imp.fail(f"{node.op_type} mode '{mode}' is not supported; use nearest or linear")
+        raise imp.fail(f"{node.op_type} mode '{mode}' is not supported; supported: nearest, linear")
     old_form = node.op_type == "Upsample" or imp.opset < 11
     ctm = a.get("coordinate_transformation_mode", b"asymmetric" if old_form else b"half_pixel")
     ctm = ctm.decode() if isinstance(ctm, bytes) else str(ctm)
@@ -1737,8 +1740,11 @@ def _insert_verified(imp: _Importer, op: Operation) -> None:
 # ======================================================================== entry
 
 
-def load_model(data: bytes, origin: str) -> onnx.ModelProto:
-    """Parse and check an ONNX model, turning every failure into a diagnostic."""
+def load_model(data: bytes, origin: str, base_dir: str | Path | None = None) -> onnx.ModelProto:
+    """Parse and check an ONNX model, turning every failure into a diagnostic.
+
+    Tensors stored as external data are read from files relative to
+    `base_dir`, the model's own folder (never the current directory)."""
     if not data:
         raise ImportDiagnostic(origin, "the file is empty; expected an ONNX model")
     try:
@@ -1750,6 +1756,7 @@ def load_model(data: bytes, origin: str) -> onnx.ModelProto:
         ) from None
     if not model.graph.node and not model.graph.input:
         raise ImportDiagnostic(origin, "not a valid ONNX model (no graph)")
+    _load_external_data(model, origin, base_dir)
     try:
         onnx.checker.check_model(model)
     except Exception as e:
@@ -1776,6 +1783,36 @@ def _check_opset(model: onnx.ModelProto, origin: str) -> None:
                 f"opset {o.version} of the default ONNX domain is not supported; "
                 f"supported: {OLDEST_OPSET} to {newest}",
             )
+
+
+def _load_external_data(model: onnx.ModelProto, origin: str, base_dir: str | Path | None) -> None:
+    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+    external = [t for t in model.graph.initializer if uses_external_data(t)]
+    if not external:
+        return
+    if base_dir is None:
+        raise ImportDiagnostic(
+            origin,
+            f"initializer '{external[0].name}' is stored as external data, which is read "
+            "relative to the model file; import the model from its file",
+        )
+    base = Path(base_dir)
+    for t in external:
+        info = ExternalDataInfo(t)
+        f = base / info.location
+        if not f.is_file():
+            raise ImportDiagnostic(
+                origin,
+                f"initializer '{t.name}' is stored in external file '{info.location}', "
+                f"which does not exist beside the model (looked for {f})",
+            )
+    try:
+        onnx.external_data_helper.load_external_data_for_model(model, str(base))
+    except Exception as e:
+        raise ImportDiagnostic(
+            origin, f"cannot read the external data beside the model: {e}"
+        ) from None
 
 
 def import_model(
@@ -1812,7 +1849,7 @@ def import_file(
         data = p.read_bytes()
     except OSError as e:
         raise ImportDiagnostic(str(path), f"cannot read the model: {e.strerror}") from None
-    model = load_model(data, str(path))
+    model = load_model(data, str(path), base_dir=p.resolve().parent)
     return import_model(
         model, origin=str(path), input_shapes=input_shapes, weights_ref=str(p.resolve())
     )

@@ -55,6 +55,13 @@ _NEVER_FOLD = frozenset(
 """Operators never evaluated at import: random ones (not constants even with
 constant inputs), control flow (imported as nn.if / nn.loop) and sequences."""
 
+_ROUNDS = 4
+
+_SHAPE_READERS = frozenset({"Shape", "Size", "Dropout", "Cast"})
+"""Operators folded or removed from inferred facts (shapes, types) rather
+than constant inputs: while some remain, another round of inference may
+help."""
+
 _SMALL = 4096
 """Initializers with at most this many elements go to shape inference with
 their values (shape tensors are small); larger ones only with their types."""
@@ -133,10 +140,6 @@ def constant_node_value(node: onnx.NodeProto) -> np.ndarray | None:
     return None
 
 
-def _type_only(name: str, arr_type: onnx.TensorProto) -> onnx.ValueInfoProto:
-    return onnx.helper.make_tensor_value_info(name, arr_type.data_type, list(arr_type.dims))
-
-
 def set_input_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> None:
     """Write given shapes into the graph inputs whose dimensions are symbolic
     (a mismatch with a static dimension is left for the importer to report)."""
@@ -159,23 +162,27 @@ def set_input_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]])
 
 def infer_shapes(
     model: onnx.ModelProto,
+    nodes: list[onnx.NodeProto],
+    consts: dict[str, np.ndarray],
 ) -> tuple[dict[str, tuple[int | str | None, ...]], dict[str, int]]:
     """Shapes and element types by onnx's shape inference with data
-    propagation, on a copy without the values of large initializers (their
-    types suffice)."""
+    propagation over `nodes`, given the constants known so far (small ones
+    with their values, large ones only with their types)."""
     g = model.graph
     light = onnx.ModelProto()
-    light.CopyFrom(model)
+    light.ir_version = max(model.ir_version, 4)  # initializers need not be inputs
+    light.opset_import.extend(model.opset_import)
     lg = light.graph
-    del lg.initializer[:]
-    listed = {i.name for i in g.input}
-    for init in g.initializer:
-        if int(np.prod(init.dims)) <= _SMALL or init.data_location == onnx.TensorProto.EXTERNAL:
-            if init.data_location != onnx.TensorProto.EXTERNAL:
-                lg.initializer.append(init)
-                continue
-        if init.name not in listed:
-            lg.input.append(_type_only(init.name, init))
+    lg.name = g.name
+    lg.input.extend(i for i in g.input if i.name not in consts)
+    lg.output.extend(g.output)
+    lg.node.extend(nodes)
+    for name, v in consts.items():
+        if v.size <= _SMALL:
+            lg.initializer.append(numpy_helper.from_array(v, name))
+        else:
+            dt = onnx.helper.np_dtype_to_tensor_dtype(v.dtype)
+            lg.input.append(onnx.helper.make_tensor_value_info(name, dt, list(v.shape)))
     try:
         inferred = onnx.shape_inference.infer_shapes(light, strict_mode=False, data_prop=True)
     except Exception:  # inference is a help: the importer reports real problems
@@ -207,6 +214,7 @@ class _Folder:
         model: onnx.ModelProto,
         shapes: dict[str, tuple[int | str | None, ...]],
         elem: dict[str, int],
+        consts: dict[str, np.ndarray],
     ):
         self.model = model
         self.opset = default_opset(model)
@@ -214,7 +222,7 @@ class _Folder:
             (o.domain if o.domain != "ai.onnx" else ""): int(o.version) for o in model.opset_import
         }
         self.shapes = shapes
-        self.consts: dict[str, np.ndarray] = {}
+        self.consts = consts
         self.elem = dict(elem)
         self.rename: dict[str, str] = {}
         self.folded: collections.Counter[str] = collections.Counter()
@@ -344,12 +352,9 @@ class _Folder:
             return "keep"
         return "remove"
 
-    def run(self) -> tuple[list[tuple[int, onnx.NodeProto]], int]:
-        g = self.model.graph
-        for init in g.initializer:
-            self.consts[init.name] = numpy_helper.to_array(init)
+    def run(self, nodes: list[tuple[int, onnx.NodeProto]]) -> list[tuple[int, onnx.NodeProto]]:
         kept: list[tuple[int, onnx.NodeProto]] = []
-        for i, node in enumerate(g.node):
+        for i, node in nodes:
             for k, n in enumerate(node.input):
                 if n in self.rename:
                     node.input[k] = self.rename[n]
@@ -361,7 +366,7 @@ class _Folder:
                 self.removed[node.op_type] += 1
             else:
                 kept.append((i, node))
-        return _live(kept, self.pinned, self.consts), len(g.node)
+        return _live(kept, self.pinned, self.consts)
 
 
 def _live(
@@ -383,25 +388,37 @@ def _live(
 def simplify(
     model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None
 ) -> Simplified:
-    """Simplify `model` in place (see the module docstring)."""
+    """Simplify `model` in place (see the module docstring). Shape inference
+    runs again after a round that folded something, since a folded Reshape
+    target gives shapes the first inference could not see; at most
+    `_ROUNDS` rounds."""
     set_input_shapes(model, dict(input_shapes or {}))
-    shapes, elem = infer_shapes(model)
-    folder = _Folder(model, shapes, elem)
-    live, before = folder.run()
     g = model.graph
-    for o in g.output:
-        if o.name in folder.rename:  # cannot happen: outputs are pinned
-            raise AssertionError(o.name)
-    nodes = [n for _, n in live]
+    consts = {init.name: numpy_helper.to_array(init) for init in g.initializer}
+    nodes = list(enumerate(g.node))
+    before = len(nodes)
+    folded: collections.Counter[str] = collections.Counter()
+    removed: collections.Counter[str] = collections.Counter()
+    shapes: dict[str, tuple[int | str | None, ...]] = {}
+    for _ in range(_ROUNDS):
+        shapes, elem = infer_shapes(model, [n for _, n in nodes], consts)
+        folder = _Folder(model, shapes, elem, consts)
+        live = folder.run(nodes)
+        folded += folder.folded
+        removed += folder.removed
+        progress = len(live) < len(nodes)
+        nodes = live
+        if not progress or not any(n.op_type in _SHAPE_READERS for _, n in nodes):
+            break
     del g.node[:]
-    g.node.extend(nodes)
+    g.node.extend(n for _, n in nodes)
     return Simplified(
         model=model,
-        consts=folder.consts,
-        origin_index=[i for i, _ in live],
+        consts=consts,
+        origin_index=[i for i, _ in nodes],
         shapes=shapes,
-        folded=folder.folded,
-        removed=folder.removed,
+        folded=folded,
+        removed=removed,
         nodes_before=before,
     )
 

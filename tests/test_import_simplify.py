@@ -1,0 +1,374 @@
+"""Import-time simplification and opset semantics, against onnxruntime.
+
+Models built here with the patterns exporters write (a Flatten as
+Shape-Gather-Unsqueeze-Concat-Reshape, weights reshaped, transposed and cast
+at run time, ConstantOfShape / Range / Expand / Equal / Where shape
+subgraphs, Dropout with its mask, Identity, no-op Cast) import with those
+parts folded, match onnxruntime, and run tiled equal to the untiled
+reference. Old-opset semantics (Softmax before 13, Pad before 11) are
+checked against onnxruntime, which implements each version.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+from tigris_ir.passes.plan_arena import PlanArenaPass
+from xdsl.context import Context
+
+from tigris_ir.frontend.onnx_import import ImportDiagnostic, import_file, import_model
+from tigris_ir.interp.loop_ir import run_loop_module
+from tigris_ir.plan.ir import main_func
+from tigris_ir.reference.executor import run_function, run_reference
+
+ort = pytest.importorskip("onnxruntime")
+RNG = np.random.default_rng(11)
+
+
+def _i64(name: str, values) -> onnx.NodeProto:
+    return helper.make_node(
+        "Constant",
+        [],
+        [name],
+        value=numpy_helper.from_array(np.asarray(values, np.int64), name + "_v"),
+    )
+
+
+def _w(name: str, *shape: int) -> onnx.TensorProto:
+    return numpy_helper.from_array((RNG.standard_normal(shape) * 0.3).astype(np.float32), name)
+
+
+def _model(nodes, inputs, outputs, inits=(), opset: int = 13) -> onnx.ModelProto:
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    return m
+
+
+def _fm(name: str, *shape, dtype: int = TensorProto.FLOAT) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, dtype, list(shape))
+
+
+def ort_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    s = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return s.run(None, feeds)
+
+
+def assert_close(got: np.ndarray, want: np.ndarray, rel: float = 1e-5) -> None:
+    assert got.shape == want.shape
+    scale = max(float(np.abs(want).max()), 1e-30)
+    err = float(np.abs(got.astype(np.float64) - want).max()) / scale
+    assert err <= rel, err
+
+
+def op_names(module) -> list[str]:
+    return [op.name for op in module.walk() if op.name.startswith("nn.")]
+
+
+def tiled_equals_untiled(imported, x: np.ndarray, budget: int) -> None:
+    fn = main_func(imported.module)
+    m = imported.module.clone()
+    LowerToLoopsPass(budget=budget).apply(Context(), m)
+    PlanArenaPass().apply(Context(), m)
+    xi = np.ascontiguousarray(np.moveaxis(x, 1, -1)) if x.ndim == 4 else x
+    res = run_loop_module(m, imported.weights, [xi])
+    (ref,) = run_function(fn, imported.weights, [xi])
+    assert res.stats.fast_peak <= budget
+    assert_close(res.outputs[0], ref)
+
+
+# ----------------------------------------------------------------- exporters
+
+
+def exporter_flatten() -> onnx.ModelProto:
+    """conv -> relu -> Flatten written as Shape-Gather-Unsqueeze-Concat-Reshape
+    -> Gemm whose weight is reshaped, transposed and cast at run time."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("Identity", ["r"], ["r_id"], name="id"),
+        helper.make_node("Shape", ["r_id"], ["s"], name="shape"),
+        _i64("zero", 0),
+        helper.make_node("Gather", ["s", "zero"], ["n"], name="gather", axis=0),
+        helper.make_node("Unsqueeze", ["n", "ax0"], ["n1"], name="unsq"),
+        _i64("ax0", [0]),
+        _i64("minus1", [-1]),
+        helper.make_node("Concat", ["n1", "minus1"], ["target"], name="concat", axis=0),
+        helper.make_node("Reshape", ["r_id", "target"], ["flat"], name="flatten"),
+        helper.make_node("Reshape", ["fcw_flat", "fcw_shape"], ["fcw_r"], name="w_reshape"),
+        helper.make_node("Transpose", ["fcw_r"], ["fcw_t"], name="w_transpose", perm=[1, 0]),
+        helper.make_node("Cast", ["fcw_t"], ["fcw"], name="w_cast", to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["flat"], ["flat_f"], name="noop_cast", to=TensorProto.FLOAT),
+        helper.make_node("Dropout", ["flat_f"], ["drop", "mask"], name="dropout"),
+        helper.make_node("Cast", ["mask"], ["mask_f"], name="mask_cast", to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["drop", "mask_f"], ["kept"], name="apply_mask"),
+        helper.make_node("Gemm", ["kept", "fcw", "fcb"], ["y"], name="fc"),
+    ]
+    # reorder so that every value is defined before use (Constants first)
+    consts = [n for n in nodes if n.op_type == "Constant"]
+    rest = [n for n in nodes if n.op_type != "Constant"]
+    inits = [
+        _w("w", 4, 3, 3, 3),
+        _w("b", 4),
+        numpy_helper.from_array(
+            (RNG.standard_normal(4 * 6 * 6 * 5) * 0.1).astype(np.float64), "fcw_flat"
+        ),
+        numpy_helper.from_array(np.array([5, 4 * 6 * 6], np.int64), "fcw_shape"),
+        _w("fcb", 5),
+    ]
+    return _model(consts + rest, [_fm("x", 1, 3, 6, 6)], [_fm("y", 1, 5)], inits)
+
+
+def test_exporter_flatten_and_weight_reshape_fold_and_match_onnxruntime() -> None:
+    model = exporter_flatten()
+    imp = import_model(model, origin="exporter")
+    s = imp.simplified
+    assert s is not None
+    assert s.folded["Shape"] == 1 and s.folded["Gather"] == 1 and s.folded["Concat"] == 1
+    assert s.folded["Transpose"] == 1 and s.folded["Reshape"] == 1  # the weight's
+    assert s.removed["Identity"] == 1 and s.removed["Dropout"] == 1
+    assert s.removed["Cast"] == 1  # the no-op one; the weight's Cast folds
+    kept = {n.op_type for n in s.model.graph.node}
+    assert kept == {"Conv", "Relu", "Reshape", "Mul", "Gemm"}, kept  # the mask's Cast folds
+    ops = op_names(imp.module)
+    assert "nn.gemm" in ops and ops.count("nn.transpose") <= 1  # only the activation's
+    x = RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    (want,) = ort_run(model, {"x": x})
+    (got,) = run_reference(imp.module, imp.weights, [x])
+    assert_close(got, want)
+    tiled_equals_untiled(imp, x, 2048)
+
+
+def shape_subgraphs() -> onnx.ModelProto:
+    """ConstantOfShape, Range, Expand, Equal and Where computing a bias and a
+    Reshape target from static shapes."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        _i64("one", 1),
+        _i64("two", 2),
+        helper.make_node("Gather", ["s", "one"], ["c"], name="gather_c", axis=0),
+        helper.make_node("Unsqueeze", ["c", "ax0"], ["c1"], name="unsq"),
+        _i64("ax0", [0]),
+        helper.make_node(
+            "ConstantOfShape",
+            ["c1"],
+            ["ones"],
+            name="cos",
+            value=numpy_helper.from_array(np.array([1.0], np.float32), "v"),
+        ),
+        _i64("zero", 0),
+        helper.make_node("Range", ["zero", "c", "one"], ["idx"], name="range"),
+        helper.make_node("Cast", ["idx"], ["idx_f"], name="cast", to=TensorProto.FLOAT),
+        helper.make_node("Equal", ["idx", "two"], ["is2"], name="eq"),
+        helper.make_node("Where", ["is2", "ones", "idx_f"], ["bias"], name="where"),
+        helper.make_node("Reshape", ["bias", "bshape"], ["bias_r"], name="bias_reshape"),
+        _i64("bshape", [1, 3, 1, 1]),
+        helper.make_node("Expand", ["bias_r", "s4"], ["bias4"], name="expand"),
+        _i64("s4", [1, 3, 4, 1]),
+        helper.make_node("Add", ["x", "bias_r"], ["y0"], name="add"),
+        helper.make_node("Mul", ["y0", "bias4"], ["y1"], name="mul"),
+        helper.make_node("Relu", ["y1"], ["y"], name="relu"),
+    ]
+    consts = [n for n in nodes if n.op_type == "Constant"]
+    rest = [n for n in nodes if n.op_type != "Constant"]
+    return _model(consts + rest, [_fm("x", 1, 3, 4, 5)], [_fm("y", 1, 3, 4, 5)])
+
+
+def test_shape_subgraphs_fold_to_constants() -> None:
+    model = shape_subgraphs()
+    imp = import_model(model, origin="shapes")
+    s = imp.simplified
+    assert s is not None
+    for op in ("Shape", "Gather", "ConstantOfShape", "Range", "Equal", "Where", "Expand"):
+        assert s.folded[op] == 1, (op, s.folded)
+    assert [n.op_type for n in s.model.graph.node] == ["Add", "Mul", "Relu"]
+    x = RNG.standard_normal((1, 3, 4, 5)).astype(np.float32)
+    (want,) = ort_run(model, {"x": x})
+    (got,) = run_reference(imp.module, imp.weights, [x])
+    assert_close(got, want)
+    tiled_equals_untiled(imp, x, 1024)
+
+
+def test_diagnostics_name_the_original_node_after_removals() -> None:
+    nodes = [
+        helper.make_node("Identity", ["x"], ["a"], name="id0"),
+        helper.make_node("Dropout", ["a"], ["b"], name="drop1"),
+        helper.make_node("Identity", ["b"], ["c"], name="id2"),
+        helper.make_node("HardMax", ["c"], ["y"], name="hm3"),
+    ]
+    nodes[3].op_type = "Hardmax"
+    model = _model(nodes, [_fm("x", 1, 4)], [_fm("y", 1, 4)])
+    with pytest.raises(ImportDiagnostic) as e:
+        import_model(model, origin="m.onnx")
+    assert e.value.where == "m.onnx: node 3 'hm3' (Hardmax)"
+
+
+def test_a_symbolic_dimension_is_fixed_by_input_shape() -> None:
+    """A Flatten written with Shape on an input of symbolic size: without
+    --input-shape the diagnostic names the input, the dimension and the
+    option; with it the shape subgraph folds."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        helper.make_node("Gather", ["s", "zero"], ["n"], name="gather", axis=0),
+        helper.make_node("Unsqueeze", ["n", "ax0"], ["n1"], name="unsq"),
+        helper.make_node("Concat", ["n1", "minus1"], ["target"], name="concat", axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"], name="flatten"),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array(0, np.int64), "zero"),
+        numpy_helper.from_array(np.array([0], np.int64), "ax0"),
+        numpy_helper.from_array(np.array([-1], np.int64), "minus1"),
+    ]
+    model = _model(nodes, [_fm("x", 1, 3, "h", "w")], [_fm("y", 1, "k")], inits)
+    with pytest.raises(ImportDiagnostic) as e:
+        import_model(model, origin="m.onnx")
+    assert "input 'x'" in str(e.value) and "symbolic dimension 'h'" in str(e.value)
+    assert "--input-shape x:1x3x1x1" in str(e.value)
+    imp = import_model(model, origin="m.onnx", input_shapes={"x": (1, 3, 4, 5)})
+    assert imp.simplified is not None and imp.simplified.folded["Shape"] == 1
+    x = RNG.standard_normal((1, 3, 4, 5)).astype(np.float32)
+    (got,) = run_reference(imp.module, imp.weights, [x])
+    np.testing.assert_array_equal(got, x.reshape(1, -1))
+
+
+def test_a_shape_known_only_at_run_time_is_named() -> None:
+    """NonZero's output length depends on the data: the Shape of it names the
+    tensor and its dimension (ONNX axes), after NonZero itself."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("NonZero", ["r"], ["nz"], name="nonzero"),
+        helper.make_node("Shape", ["nz"], ["s"], name="shape"),
+        helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape"),
+    ]
+    model = _model(nodes, [_fm("x", 2, 3)], [_fm("y", "a", "b")])
+    from tigris_ir.frontend import onnx_import
+
+    imp = onnx_import._Importer(model, "m.onnx", {})
+    imp.simplified = onnx_import.simplify(model)
+    imp.index()
+    cause = imp.runtime_cause("s")
+    assert cause is not None and "dimension 1 of 'nz'" in cause and "run time" in cause, cause
+    with pytest.raises(ImportDiagnostic, match="node 1 'nonzero' \\(NonZero\\).*'NonZero'"):
+        import_model(model, origin="m.onnx")
+
+
+def test_old_and_future_opsets_are_refused() -> None:
+    for v in (5, onnx.defs.onnx_opset_version() + 1):
+        m = _model([helper.make_node("Relu", ["x"], ["y"])], [_fm("x", 1, 4)], [_fm("y", 1, 4)])
+        m.opset_import[0].version = v
+        with pytest.raises(ImportDiagnostic, match=f"opset {v} of the default ONNX domain"):
+            import_model(m, origin="m.onnx")
+
+
+# ------------------------------------------------------------ opset semantics
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize(("opset", "axis"), [(9, None), (11, 1), (11, 2), (13, 1), (13, None)])
+def test_softmax_axis_and_flattening_follow_the_opset(op: str, opset: int, axis) -> None:
+    kw = {} if axis is None else {"axis": axis}
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv"),
+        helper.make_node(op, ["c"], ["y"], name="softmax", **kw),
+    ]
+    model = _model(
+        nodes,
+        [_fm("x", 1, 3, 4, 4)],
+        [_fm("y", 1, 5, 4, 4)],
+        [_w("w", 5, 3, 1, 1), _w("b", 5)],
+        opset=opset,
+    )
+    x = RNG.standard_normal((1, 3, 4, 4)).astype(np.float32)
+    (want,) = ort_run(model, {"x": x})
+    imp = import_model(model, origin="softmax")
+    (got,) = run_reference(imp.module, imp.weights, [x])
+    assert_close(got, want)
+
+
+@pytest.mark.parametrize("opset", [7, 10, 11, 18])
+def test_pad_value_follows_the_opset(opset: int) -> None:
+    pads = [0, 0, 1, 2, 0, 0, 2, 1]
+    if opset < 11:
+        node = helper.make_node("Pad", ["x"], ["y"], name="pad", pads=pads, value=1.5)
+        inits = []
+    else:
+        node = helper.make_node("Pad", ["x", "p", "v"], ["y"], name="pad")
+        inits = [
+            numpy_helper.from_array(np.array(pads, np.int64), "p"),
+            numpy_helper.from_array(np.array(1.5, np.float32), "v"),
+        ]
+    model = _model([node], [_fm("x", 1, 2, 3, 3)], [_fm("y", 1, 2, 6, 6)], inits, opset=opset)
+    x = RNG.standard_normal((1, 2, 3, 3)).astype(np.float32)
+    (want,) = ort_run(model, {"x": x})
+    imp = import_model(model, origin="pad")
+    (got,) = run_reference(imp.module, imp.weights, [x])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("opset", [7, 9, 10])
+def test_upsample_and_resize_10_scale_asymmetrically(opset: int) -> None:
+    scales = np.array([1, 1, 2, 3], np.float32)
+    if opset == 7:
+        node = helper.make_node("Upsample", ["x"], ["y"], name="up", scales=list(scales))
+        inits = []
+    else:
+        op = "Upsample" if opset == 9 else "Resize"
+        node = helper.make_node(op, ["x", "s"], ["y"], name="up")
+        inits = [numpy_helper.from_array(scales, "s")]
+    model = _model([node], [_fm("x", 1, 2, 3, 3)], [_fm("y", 1, 2, 6, 9)], inits, opset=opset)
+    x = RNG.standard_normal((1, 2, 3, 3)).astype(np.float32)
+    (want,) = ort_run(model, {"x": x})
+    imp = import_model(model, origin="up")
+    (got,) = run_reference(imp.module, imp.weights, [x])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_ir3_initializers_listed_as_inputs() -> None:
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv")]
+    w = _w("w", 2, 3, 1, 1)
+    g = helper.make_graph(
+        nodes, "g", [_fm("x", 1, 3, 2, 2), _fm("w", 2, 3, 1, 1)], [_fm("y", 1, 2, 2, 2)], [w]
+    )
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 8)])
+    model.ir_version = 3
+    imp = import_model(model, origin="ir3")
+    fn = main_func(imp.module)
+    assert len(fn.body.block.args) == 1
+    x = RNG.standard_normal((1, 3, 2, 2)).astype(np.float32)
+    (want,) = ort_run(model, {"x": x})
+    (got,) = run_reference(imp.module, imp.weights, [x])
+    assert_close(got, want)
+
+
+def test_external_data_is_read_beside_the_model(tmp_path, monkeypatch) -> None:
+    model = exporter_flatten()
+    d = tmp_path / "model_dir"
+    d.mkdir()
+    stored = onnx.ModelProto()
+    stored.CopyFrom(model)  # saving moves the tensors out of the proto
+    onnx.save_model(
+        stored,
+        d / "m.onnx",
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="m.weights",
+        size_threshold=0,
+    )
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    imp = import_file(d / "m.onnx")
+    x = RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    (got,) = run_reference(imp.module, imp.weights, [x])
+    (want,) = ort_run(model, {"x": x})
+    assert_close(got, want)
+    (d / "m.weights").unlink()
+    with pytest.raises(ImportDiagnostic, match="external file 'm.weights'.*beside the model"):
+        import_file(d / "m.onnx")

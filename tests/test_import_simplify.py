@@ -15,12 +15,12 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
-from tigris_ir.passes.plan_arena import PlanArenaPass
 from xdsl.context import Context
 
 from tigris_ir.frontend.onnx_import import ImportDiagnostic, import_file, import_model
 from tigris_ir.interp.loop_ir import run_loop_module
+from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+from tigris_ir.passes.plan_arena import PlanArenaPass
 from tigris_ir.plan.ir import main_func
 from tigris_ir.reference.executor import run_function, run_reference
 

@@ -27,13 +27,13 @@ import numpy as np
 import onnx
 import pytest
 from onnx import numpy_helper
-from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
-from tigris_ir.passes.plan_arena import PlanArenaPass
 from xdsl.context import Context
 
 from tigris_ir.frontend import onnx_import
 from tigris_ir.frontend.onnx_import import Imported, import_model
 from tigris_ir.interp.loop_ir import run_loop_module
+from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+from tigris_ir.passes.plan_arena import PlanArenaPass
 from tigris_ir.plan.ir import main_func, tree_min_budget
 from tigris_ir.plan.nn_graph import build_view
 from tigris_ir.plan.planner import plan

@@ -1786,7 +1786,11 @@ def _check_opset(model: onnx.ModelProto, origin: str) -> None:
 
 
 def _load_external_data(model: onnx.ModelProto, origin: str, base_dir: str | Path | None) -> None:
-    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+    from onnx.external_data_helper import (
+        ExternalDataInfo,
+        load_external_data_for_model,
+        uses_external_data,
+    )
 
     external = [t for t in model.graph.initializer if uses_external_data(t)]
     if not external:
@@ -1808,7 +1812,7 @@ def _load_external_data(model: onnx.ModelProto, origin: str, base_dir: str | Pat
                 f"which does not exist beside the model (looked for {f})",
             )
     try:
-        onnx.external_data_helper.load_external_data_for_model(model, str(base))
+        load_external_data_for_model(model, str(base))
     except Exception as e:
         raise ImportDiagnostic(
             origin, f"cannot read the external data beside the model: {e}"

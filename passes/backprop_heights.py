@@ -29,9 +29,12 @@ class BackpropHeightsPass(ModulePass):
     name = "backprop-heights"
 
     budget: int | str = 0
+    slow_budget: int | str = ""
+    """Bytes of slow memory (empty: unbounded, else the module's `tile.slow_budget`;
+    0: none, every tensor in the fast arena)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for sc in planned_scopes(op, self.budget):
+        for sc in planned_scopes(op, self.budget, self.slow_budget):
             plan = sc.plan
             assert plan is not None
             pairs = match_stages(sc.block, sc.view, plan)

@@ -29,9 +29,12 @@ class FormStagesPass(ModulePass):
     name = "form-stages"
 
     budget: int | str = 0
+    slow_budget: int | str = ""
+    """Bytes of slow memory (empty: unbounded, else the module's `tile.slow_budget`;
+    0: none, every tensor in the fast arena)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for sc in planned_scopes(op, self.budget):
+        for sc in planned_scopes(op, self.budget, self.slow_budget):
             assert sc.plan is not None
             if not stages_in(sc.block):
                 form_stage_ops(sc.block, sc.view, sc.plan, sc.prefix)

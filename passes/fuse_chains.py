@@ -46,11 +46,14 @@ class FuseChainsPass(ModulePass):
     name = "fuse-chains"
 
     budget: int | str = 0
+    slow_budget: int | str = ""
+    """Bytes of slow memory (empty: unbounded, else the module's `tile.slow_budget`;
+    0: none, every tensor in the fast arena)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from tigris_ir.passes.tile_stages import TileStagesPass
 
-        scopes = planned_scopes(op, self.budget)
+        scopes = planned_scopes(op, self.budget, self.slow_budget)
         if any(_untiled(sc) for sc in scopes):
             TileStagesPass(budget=scopes[0].budget).apply(ctx, op)
             scopes = planned_scopes(op, scopes[0].budget)

@@ -66,7 +66,7 @@ from tigris_ir.loops.schedule import (
     weight_ref,
 )
 from tigris_ir.plan.band import Band
-from tigris_ir.plan.ir import budget_of, main_func, plan_of, require_fit
+from tigris_ir.plan.ir import budget_of, main_func, plan_of, require_fit, slow_budget_of
 from tigris_ir.plan.nn_graph import GraphView
 from tigris_ir.plan.tiling import GraphTables
 
@@ -223,7 +223,10 @@ class _Lowering:
     def lower(self) -> func.FuncOp:
         graph, prog = self.graph, self.prog
         in_place = prog.plan.in_place
-        space = loop.FAST if in_place else loop.SLOW
+        single = prog.plan.single_arena
+        space = loop.FAST if in_place or single else loop.SLOW
+        # a single arena keeps what would be in slow memory in the fast one
+        resident = loop.FAST if single else loop.SLOW
         arg_types = [memref_of(graph.tensors[x].shape, self.dtype(x), space) for x in graph.inputs]
         self.block = Block(arg_types=arg_types)
         for x, a in zip(graph.inputs, self.block.args):
@@ -234,7 +237,7 @@ class _Lowering:
                 for name, b in prog.slow_birth.items():
                     if b == u.index and graph.producer(name) is not None:
                         info = graph.tensors[name]
-                        self.slow[name] = self.alloc(name, info.shape, self.dtype(name), loop.SLOW)
+                        self.slow[name] = self.alloc(name, info.shape, self.dtype(name), resident)
             if isinstance(u, NormalUnit):
                 self.normal(u)
             else:
@@ -283,11 +286,13 @@ class _Lowering:
     def normal(self, u: NormalUnit) -> None:
         graph = self.graph
         in_place = u.in_place
+        single = self.prog.plan.single_arena and not in_place
+        stage_outs = set(u.stage.outputs)
         fast: dict[str, SSAValue] = {}
         for ev, what in u.events:
             if ev == "load":
                 assert isinstance(what, str)
-                if in_place:
+                if in_place or single:  # read where it is
                     fast[what] = self.slow[what]
                     continue
                 buf = u.buffers[what]
@@ -295,6 +300,9 @@ class _Lowering:
                 self.add(memref.CopyOp(self.slow[what], fast[what]))
             elif ev == "alloc":
                 assert isinstance(what, str)
+                if single and what in stage_outs:  # written in place into its resident buffer
+                    fast[what] = self.slow[what]
+                    continue
                 buf = u.buffers[what]
                 fast[what] = self.alloc(what, buf.shape, buf.dtype, loop.FAST)
                 if in_place and what in graph.outputs:
@@ -310,13 +318,15 @@ class _Lowering:
                 self.add(self.band_op(what, ins, outs, [], cuts))
             elif ev == "free":
                 assert isinstance(what, str)
+                if single and what in u.stage.inputs:
+                    continue  # resident: freed after its last reader's unit
                 if not (in_place and what in graph.inputs):
                     self.add(memref.DeallocOp.get(fast[what]))
             else:
                 assert isinstance(what, str)
-                if not in_place:
+                if not in_place and not single:
                     self.add(memref.CopyOp(fast[what], self.slow[what]))
-        if not in_place:
+        if not in_place and not single:
             for o in u.stage.outputs:
                 self.add(memref.DeallocOp.get(fast[o]))
 
@@ -750,16 +760,20 @@ class LowerToLoopsPass(ModulePass):
     name = "lower-to-loops"
 
     budget: int | str = 0
+    slow_budget: int | str = ""
+    """Bytes of slow memory (empty: unbounded, else the module's `tile.slow_budget`;
+    0: none, every tensor in the fast arena)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         budget = budget_of(op, self.budget)
+        slow = slow_budget_of(op, self.slow_budget)
         fn = main_func(op)
         if any(isinstance(o, loop.BandComputeOp) for o in fn.walk()):
             return  # already lowered
         refusal = nn.loop_level_refusal(fn)  # If / Loop stay at the nn level for now
         if refusal is not None:
             raise PassFailedException(refusal)
-        view, p = plan_of(fn, budget)
+        view, p = plan_of(fn, budget, slow)
         require_fit(view, p)
         try:
             prog = schedule(view, p)

@@ -34,12 +34,13 @@ from tigris_ir.loops.arena import (
     OFFSET_ATTR,
     SLOW_ARENA_ATTR,
     arena_problems,
+    int_attr,
     lifetimes,
     place_lifetimes,
     planned,
 )
 from tigris_ir.loops.schedule import PlanRunError
-from tigris_ir.plan.ir import BUDGET_ATTR, main_func
+from tigris_ir.plan.ir import BUDGET_ATTR, SLOW_BUDGET_ATTR, main_func
 from tigris_ir.plan.memory import parse_budget
 
 
@@ -76,6 +77,14 @@ def verify_arena(module: ModuleOp, budget: int | None = None) -> list[str]:
     """Every problem of a planned loop module (empty when it may run)."""
     fn = main_func(module)
     problems = arena_problems(fn, budget if budget is not None else budget_for(module, fn, None))
+    slow_budget = module.attributes.get(SLOW_BUDGET_ATTR)
+    slow = int_attr(fn, SLOW_ARENA_ATTR)
+    if isinstance(slow_budget, IntegerAttr) and slow is not None:
+        if slow > slow_budget.value.data:
+            problems.append(
+                f"the slow arena of {slow} bytes exceeds the slow budget of "
+                f"{slow_budget.value.data}"
+            )
     if problems:
         return problems
     try:

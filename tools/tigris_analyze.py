@@ -1,12 +1,17 @@
 """`tigris-analyze`: the memory plan of a model at a glance.
 
-    tigris-analyze MODEL -m 256K [-v] [--json] [--min-budget]
+    tigris-analyze MODEL -m 256K [--slow-budget BYTES] [-v] [--json] [--min-budget]
+                   [--frontier]
 
 MODEL is `.onnx` or `.mlir` (as printed by tigris-opt). The table shows the
 graph (operators, tensors, the layer-by-layer peak, the largest tensor), the
 plan under the budget (fits, planned peak, slow-memory peak, reads, writes,
 recomputed MACs) and the compile time; `-v` adds one row per stage in the
-words of spec/tiling.md; `--json` prints one object instead.
+words of spec/tiling.md; `--json` prints one object instead. `--slow-budget`
+bounds the slow memory too (0: none, one SRAM holds everything);
+`--min-budget` searches the smallest fast budget beside it, `--frontier`
+plans from there up to the layer-by-layer peak (budget, peak, recomputed
+MACs, slow traffic).
 """
 
 from __future__ import annotations
@@ -41,7 +46,21 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="one row per stage")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
-        "--min-budget", action="store_true", help="also search the smallest budget that fits"
+        "--slow-budget",
+        metavar="BYTES",
+        help="slow-memory budget (default unbounded; 0: no slow memory, every tensor in the "
+        "fast arena)",
+    )
+    p.add_argument(
+        "--min-budget",
+        action="store_true",
+        help="also search the smallest fast budget that fits (beside --slow-budget)",
+    )
+    p.add_argument(
+        "--frontier",
+        action="store_true",
+        help="plans from the smallest fast budget up to the layer-by-layer peak: budget, "
+        "peak, recomputed MACs, slow traffic",
     )
     p.add_argument(
         "--input-shape",
@@ -54,7 +73,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def analyze(
-    path: Path, budget: int, shapes: dict[str, tuple[int, ...]], with_min: bool
+    path: Path,
+    budget: int,
+    shapes: dict[str, tuple[int, ...]],
+    with_min: bool,
+    slow_budget: int | None = None,
+    with_frontier: bool = False,
 ) -> dict[str, Any]:
     """Import (or parse), plan, and collect the figures of the report.
 
@@ -73,12 +97,13 @@ def analyze(
         scope_need,
         tree_min_budget,
     )
+    from tigris_ir.plan.planner import frontier, min_fast_budget
     from tigris_ir.tools.tigris_run import load_module
 
     t0 = time.perf_counter()
     module, _ = load_module(path, shapes, need_weights=False)
     fn = main_func(module)
-    tree = plan_tree(fn, budget)
+    tree = plan_tree(fn, budget, slow_budget=slow_budget)
     compile_s = time.perf_counter() - t0
     view, p = tree.view, tree.plan
     assert p is not None
@@ -107,15 +132,42 @@ def analyze(
         "not_fitting": [_failed_name(failed)] if failed is not None else [],
         "not_fitting_min_budget_bytes": scope_need(tree, failed) if failed is not None else None,
         "in_place": p.in_place,
+        "slow_budget_bytes": slow_budget,
+        "single_arena": p.single_arena,
+        "not_fitting_message": p.message if not p.fits else None,
         "stages": _stages(tree),
         "chains": _chains(tree),
     }
     if tree.bodies:
         out["bodies"] = [_body(b) for b in tree.bodies]
+    flat = not tree.bodies
+    if (with_min or with_frontier) and slow_budget is not None and not flat:
+        raise AnalyzeError(
+            f"'{path}': --min-budget and --frontier beside --slow-budget cover models "
+            "without If / Loop only"
+        )
     if with_min:
         t0 = time.perf_counter()
-        out["min_budget_bytes"] = tree_min_budget(fn)
+        if slow_budget is None:
+            out["min_budget_bytes"] = tree_min_budget(fn)
+        else:
+            out["min_budget_bytes"] = min_fast_budget(g, slow_budget)
         out["min_budget_seconds"] = round(time.perf_counter() - t0, 4)
+    if with_frontier:
+        if not flat:
+            raise AnalyzeError(f"'{path}': --frontier covers models without If / Loop only")
+        out["frontier"] = [
+            {
+                "budget_bytes": q.budget,
+                "peak_bytes": q.peak,
+                "slow_peak_bytes": q.slow_peak,
+                "slow_traffic_bytes": q.slow_reads + q.slow_writes,
+                "recompute_macs": q.recomputed_macs,
+                "recompute_percent": round(100 * q.recomputed_macs / max(q.macs, 1), 3),
+                "single_arena": q.single_arena,
+            }
+            for q in frontier(g, slow_budget)
+        ]
     return out
 
 
@@ -244,6 +296,10 @@ def render(r: dict[str, Any], verbose: bool) -> None:
         ("budget", _kib(r["budget_bytes"])),
         ("planned peak", _kib(r["peak_bytes"])),
         ("fits", "yes" if r["fits"] else "[red]no[/red]"),
+        (
+            "slow budget",
+            "unbounded" if r["slow_budget_bytes"] is None else _kib(r["slow_budget_bytes"]),
+        ),
         ("slow-memory peak", _kib(r["slow_peak_bytes"])),
         ("slow reads", _kib(r["slow_read_bytes"])),
         ("slow writes", _kib(r["slow_write_bytes"])),
@@ -252,6 +308,8 @@ def render(r: dict[str, Any], verbose: bool) -> None:
         ("stages / chains", f"{len(r['stages'])} / {len(r['chains'])}"),
         ("compile time", f"{r['compile_seconds']:.3f} s"),
     ]
+    if r["single_arena"]:
+        rows.insert(8, ("one arena", "every tensor in fast memory, none in slow"))
     if not r["fits"]:
         rows.insert(
             7,
@@ -269,6 +327,22 @@ def render(r: dict[str, Any], verbose: bool) -> None:
     for k, v in rows:
         t.add_row(k, v)
     console.print(t)
+    if not r["fits"] and r["not_fitting_message"] and r["slow_budget_bytes"] is not None:
+        console.print(r["not_fitting_message"], markup=False)
+    if "frontier" in r:
+        f = Table(title="memory against recomputed MACs and slow traffic")
+        for col in ("budget", "peak", "slow peak", "slow traffic", "recomputed MACs", "one arena"):
+            f.add_column(col, justify="right")
+        for row in r["frontier"]:
+            f.add_row(
+                _kib(row["budget_bytes"]),
+                _kib(row["peak_bytes"]),
+                _kib(row["slow_peak_bytes"]),
+                _kib(row["slow_traffic_bytes"]),
+                f"{row['recompute_macs']:,} ({row['recompute_percent']:.2f}%)",
+                "yes" if row["single_arena"] else "no",
+            )
+        console.print(f)
     if verbose:
         console.print(_stage_table("stages", r["stages"]))
         _chain_table(console, r["chains"], "chains")
@@ -361,7 +435,13 @@ def run(argv: Sequence[str] | None = None) -> int:
         shapes = parse_shape_specs(args.input_shape)
     except ValueError as e:
         raise AnalyzeError(str(e)) from None
-    report = analyze(path, budget, shapes, args.min_budget)
+    slow: int | None = None
+    if args.slow_budget is not None:
+        try:
+            slow = parse_budget(args.slow_budget, zero_ok=True)
+        except ValueError as e:
+            raise AnalyzeError(f"--slow-budget: {e}") from None
+    report = analyze(path, budget, shapes, args.min_budget, slow, args.frontier)
     if args.json:
         print(json.dumps(report, indent=1))
     else:

@@ -6,7 +6,8 @@ Differences from `xdsl-opt`, each for the command lines our users type:
   dimensions; `--weights-out F.npz` writes the weight table beside the IR);
 * every pass is also a flag, applied in command-line order after `-p`:
   `--tile-stages --fuse-chains`, with options as `--tile-stages=budget=256K`;
-* budgets accept `262144`, `256K`, `1M` wherever an option is named `budget`;
+* budgets accept `262144`, `256K`, `1M` wherever an option is named `budget`
+  (or `slow-budget`, which also takes 0);
 * every user error is one diagnostic on stderr and exit status 1, never a
   traceback (set TIGRIS_TRACEBACK=1 to see one for an internal error).
 """
@@ -39,7 +40,7 @@ def _pass_summary(factory: Callable[[], type[ModulePass]]) -> str:
 
 
 _OPTION_SPLIT = re.compile(r",(?=\s*[A-Za-z_][\w-]*\s*=)")
-_BUDGET_OPT = re.compile(r"\b(budget)=([^\s}]+)")
+_BUDGET_OPT = re.compile(r"(?<![\w-])((?:slow[-_])?budget)=([^\s}]+)")
 
 
 def flag_to_spec(name: str, options: str | None) -> str:
@@ -55,6 +56,8 @@ def normalise_budgets(spec: str) -> str:
 
     def repl(m: re.Match[str]) -> str:
         try:
+            if m.group(1) != "budget":  # the slow budget: 0 is no slow memory
+                return f"slow_budget={parse_budget(m.group(2), zero_ok=True)}"
             return f"{m.group(1)}={parse_budget(m.group(2))}"
         except ValueError as e:
             raise UsageError(str(e)) from None

@@ -80,6 +80,12 @@ def _parser() -> argparse.ArgumentParser:
         "plan at the loop level",
     )
     p.add_argument(
+        "--slow-budget",
+        metavar="BYTES",
+        help="with -m: the slow-memory budget (default unbounded; 0: no slow memory, every "
+        "tensor in the one fast arena)",
+    )
+    p.add_argument(
         "--stats",
         action="store_true",
         help="print the measured fast peak, slow peak, slow reads and slow writes (bytes)",
@@ -250,6 +256,12 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
             budget = parse_budget(args.budget)
         except ValueError as e:
             raise RunError(str(e)) from None
+    slow: int | None = None
+    if args.slow_budget is not None:
+        try:
+            slow = parse_budget(args.slow_budget, zero_ok=True)
+        except ValueError as e:
+            raise RunError(f"--slow-budget: {e}") from None
     t0 = time.perf_counter()
     if not is_lowered(main_func(module)):
         attr = module.attributes.get(BUDGET_ATTR)
@@ -258,7 +270,7 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
         if budget is None:
             raise RunError("give the fast-memory budget of the plan with -m BUDGET")
         ctx = Context()
-        LowerToLoopsPass(budget=budget).apply(ctx, module)
+        LowerToLoopsPass(budget=budget, slow_budget="" if slow is None else slow).apply(ctx, module)
         PlanArenaPass(budget=budget).apply(ctx, module)
     else:
         problems = verify_arena(module, budget)

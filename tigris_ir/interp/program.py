@@ -402,6 +402,12 @@ def run_program(
 ) -> RunResult:
     """Run a program on internal-layout inputs; outputs and measured figures."""
     graph = view.graph
+    if prog.plan.single_arena:
+        raise PlanRunError(
+            "a single-arena plan (no slow memory) places its resident tensors in the fast "
+            "arena: it runs at the loop level (lower-to-loops, plan-arena, run_loop_module), "
+            "not in this interpreter of unit-local arenas"
+        )
     if len(inputs) != len(graph.inputs):
         raise PlanRunError(f"the model takes {len(graph.inputs)} input(s), got {len(inputs)}")
     for name, x in zip(graph.inputs, inputs):
@@ -432,5 +438,3 @@ def run_plan(
         p = plan(view.graph, budget)
     prog = schedule(view, p)
     return run_program(prog, view, weights, inputs)
-
-

@@ -33,6 +33,8 @@ from tigris_ir.plan.planner import Plan, StagePlan, min_budget, normal_peak, pla
 
 DEFAULT_BUDGET = 256 * 1024
 BUDGET_ATTR = "tile.budget"
+SLOW_BUDGET_ATTR = "tile.slow_budget"
+"""The slow-memory budget in bytes (absent: unbounded; 0: no slow memory)."""
 
 
 def budget_of(module: ModuleOp, option: str | int | None) -> int:
@@ -50,6 +52,23 @@ def budget_of(module: ModuleOp, option: str | int | None) -> int:
     return DEFAULT_BUDGET
 
 
+def slow_budget_of(module: ModuleOp, option: str | int | None) -> int | None:
+    """The pass option if given, else the module's `tile.slow_budget`, else
+    None (unbounded). The option is parsed like the fast budget; 0 is allowed
+    and means no slow memory."""
+    if option not in (None, ""):
+        try:
+            value = parse_budget(option, zero_ok=True)  # type: ignore[arg-type]
+        except ValueError as e:
+            raise PassFailedException(f"slow-budget: {e}") from None
+        module.attributes[SLOW_BUDGET_ATTR] = IntegerAttr(value, i64)
+        return value
+    attr = module.attributes.get(SLOW_BUDGET_ATTR)
+    if isinstance(attr, IntegerAttr):
+        return int(attr.value.data)
+    return None
+
+
 def main_func(module: ModuleOp) -> func.FuncOp:
     fns = [op for op in module.ops if isinstance(op, func.FuncOp)]
     if not fns:
@@ -57,7 +76,7 @@ def main_func(module: ModuleOp) -> func.FuncOp:
     return next((f for f in fns if f.sym_name.data == "main"), fns[0])
 
 
-_CACHE: dict[tuple[int, int], tuple[str, Plan]] = {}
+_CACHE: dict[tuple[int, int, int | None], tuple[str, Plan]] = {}
 
 
 def _fingerprint(view: GraphView) -> str:
@@ -65,14 +84,16 @@ def _fingerprint(view: GraphView) -> str:
     return repr((g.nodes, sorted((k, v.shape, v.elem_bytes, v.kind) for k, v in g.tensors.items())))
 
 
-def _plan_cached(key: int, view: GraphView, budget: int, cache: bool) -> Plan:
+def _plan_cached(
+    key: int, view: GraphView, budget: int, cache: bool, slow_budget: int | None = None
+) -> Plan:
     fp = _fingerprint(view)
-    hit = _CACHE.get((key, budget)) if cache else None
+    hit = _CACHE.get((key, budget, slow_budget)) if cache else None
     if hit is not None and hit[0] == fp:
         return hit[1]
-    p = plan(view.graph, budget)
+    p = plan(view.graph, budget, slow_budget=slow_budget)
     if cache:
-        _CACHE[(key, budget)] = (fp, p)
+        _CACHE[(key, budget, slow_budget)] = (fp, p)
     return p
 
 
@@ -159,13 +180,16 @@ def _plan_scope(
     path: str,
     build: Callable[[Mapping[Operation, BodyNeed] | None], GraphView],
     cache: bool,
+    slow_budget: int | None = None,
 ) -> tuple[GraphView, Plan | None, tuple[ScopePlan, ...]]:
     """Plan one graph after its bodies, whose peaks its control-flow nodes hold."""
     view = build(None)
     cf = control_flow_ops(block)
     if not cf:
         top = path == ""
-        p = _plan_cached(id(block), view, budget, cache) if top or view.graph.nodes else None
+        p = None
+        if top or view.graph.nodes:
+            p = _plan_cached(id(block), view, budget, cache, slow_budget)
         return view, p, ()
     names = {id(op): n for n, op in view.ops.items()}
     counts: dict[str, int] = {}
@@ -180,7 +204,17 @@ def _plan_scope(
         held = _held(view, node)
         trips = op.trips() if isinstance(op, nn.LoopOp) else 1
         subs = [
-            _body_plan(region, budget - held, f"{label}/{name}", node, held, trips, budget, cache)
+            _body_plan(
+                region,
+                budget - held,
+                f"{label}/{name}",
+                node,
+                held,
+                trips,
+                budget,
+                cache,
+                slow_budget,
+            )
             for name, region in op.bodies()
         ]
         body_macs = [s.macs for s in subs]
@@ -188,7 +222,9 @@ def _plan_scope(
         needs[op] = BodyNeed(max(s.peak for s in subs), macs)
         bodies.extend(subs)
     view = build(needs)
-    p = _plan_cached(id(block), view, budget, cache) if path == "" or view.graph.nodes else None
+    p = None
+    if path == "" or view.graph.nodes:
+        p = _plan_cached(id(block), view, budget, cache, slow_budget)
     return view, p, tuple(bodies)
 
 
@@ -201,6 +237,7 @@ def _body_plan(
     trips: int | None,
     outer_budget: int,
     cache: bool,
+    slow_budget: int | None = None,
 ) -> ScopePlan:
     block = region.block
     if budget <= 0:
@@ -220,25 +257,28 @@ def _body_plan(
             ),
         )
     view, p, subs = _plan_scope(
-        block, budget, path, lambda needs: build_body_view(region, needs), cache
+        block, budget, path, lambda needs: build_body_view(region, needs), cache, slow_budget
     )
     return ScopePlan(path, block, view, p, budget, owner, held, trips, subs)
 
 
-def plan_tree(fn: func.FuncOp, budget: int, *, cache: bool = True) -> ScopePlan:
-    """The plan of the function and, recursively, of every If and Loop body."""
+def plan_tree(
+    fn: func.FuncOp, budget: int, *, cache: bool = True, slow_budget: int | None = None
+) -> ScopePlan:
+    """The plan of the function and, recursively, of every If and Loop body,
+    each under the fast budget and the slow one (None: unbounded)."""
     if budget <= 0:
         raise ValueError(f"budget must be positive, got {budget}")
     view, p, bodies = _plan_scope(
-        fn.body.block, budget, "", lambda needs: build_view(fn, needs), cache
+        fn.body.block, budget, "", lambda needs: build_view(fn, needs), cache, slow_budget
     )
     return ScopePlan("", fn.body.block, view, p, budget, bodies=bodies)
 
 
-def plan_of(fn: func.FuncOp, budget: int) -> tuple[GraphView, Plan]:
+def plan_of(fn: func.FuncOp, budget: int, slow_budget: int | None = None) -> tuple[GraphView, Plan]:
     """The plan of the function's `nn` ops under `budget` (memoised per graph);
     an If or Loop node holds its bodies' peak (see `ScopePlan`)."""
-    tree = plan_tree(fn, budget)
+    tree = plan_tree(fn, budget, slow_budget=slow_budget)
     assert tree.plan is not None
     return tree.view, tree.plan
 
@@ -345,6 +385,10 @@ def require_fit(view: GraphView, p: Plan) -> None:
     assert p.failed_node is not None
     op = view.ops.get(p.failed_node)
     where = f"'{op.name}' ({p.failed_node})" if op is not None else f"'{p.failed_node}'"
+    if p.min_single is not None:
+        raise PassFailedException(
+            f"{where} does not fit {p.budget_pair()}: {p.failure}; {p.smallest_budgets()}"
+        )
     raise PassFailedException(
         f"{where} does not fit the budget of {p.budget} bytes ({format_bytes(p.budget)}) "
         f"even with one-row bands or 2D tiles; the smallest budget that fits it is "
@@ -381,18 +425,24 @@ def require_tree_fit(tree: ScopePlan) -> None:
     )
 
 
-def planned_tree(module: ModuleOp, option: str | int | None) -> ScopePlan:
-    """The fitting plan tree of the module's function under the budget."""
+def planned_tree(
+    module: ModuleOp, option: str | int | None, slow_option: str | int | None = None
+) -> ScopePlan:
+    """The fitting plan tree of the module's function under the budgets."""
     budget = budget_of(module, option)
-    tree = plan_tree(main_func(module), budget)
+    slow = slow_budget_of(module, slow_option)
+    tree = plan_tree(main_func(module), budget, slow_budget=slow)
     require_tree_fit(tree)
     return tree
 
 
-def planned_scopes(module: ModuleOp, option: str | int | None) -> list[ScopePlan]:
+def planned_scopes(
+    module: ModuleOp, option: str | int | None, slow_option: str | int | None = None
+) -> list[ScopePlan]:
     """Every graph the tiling passes materialise, the function's first; a body
     without ops has nothing to tile."""
-    return [sc for sc in planned_tree(module, option).walk() if sc.plan is not None]
+    tree = planned_tree(module, option, slow_option)
+    return [sc for sc in tree.walk() if sc.plan is not None]
 
 
 def planned(module: ModuleOp, option: str | int | None) -> tuple[func.FuncOp, GraphView, Plan]:

@@ -46,10 +46,11 @@ def tensor_bytes(shape: Iterable[int], elem_bytes: int) -> int:
     return math.prod(dims) * elem_bytes
 
 
-def parse_budget(text: str | int) -> int:
+def parse_budget(text: str | int, *, zero_ok: bool = False) -> int:
     """`262144`, `256K`, `1M` (also `k`, `KiB`, `MiB`) to bytes; K = 1024.
 
-    Zero, negative or unparsable budgets raise ValueError naming the input.
+    Zero (unless `zero_ok`: a slow budget of 0 means no slow memory),
+    negative or unparsable budgets raise ValueError naming the input.
     """
     if isinstance(text, bool):
         raise ValueError(f"bad budget {text!r}: expected bytes like 262144, 256K or 1M")
@@ -60,8 +61,9 @@ def parse_budget(text: str | int) -> int:
         if m is None or m.group(2).lower() not in _UNITS:
             raise ValueError(f"bad budget '{text}': expected bytes like 262144, 256K or 1M")
         value = int(m.group(1)) * _UNITS[m.group(2).lower()]
-    if value <= 0:
-        raise ValueError(f"bad budget '{text}': a budget must be positive, got {value} bytes")
+    if value < 0 or (value == 0 and not zero_ok):
+        rule = "must not be negative" if zero_ok else "must be positive"
+        raise ValueError(f"bad budget '{text}': a budget {rule}, got {value} bytes")
     return value
 
 

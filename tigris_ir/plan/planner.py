@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tigris_ir.plan.graph import PlanGraph
 from tigris_ir.plan.memory import align, format_bytes
@@ -158,6 +158,10 @@ class StagePlan:
     recomputed_macs: int = 0
     error: str | None = None
     shared: Mapping[str, str] = field(default_factory=dict[str, str])
+    resident: int = 0
+    """In a single-arena plan: the aligned bytes of the tensors crossing unit
+    boundaries that stay in the fast arena while this stage runs (its own
+    inputs and outputs among them); `peak` is then the stage's own buffers."""
 
     @property
     def tiled(self) -> bool:
@@ -203,6 +207,8 @@ class ChainPlan:
     slow_writes: int
     recomputed_macs: int
     shared: Mapping[str, str] = field(default_factory=dict[str, str])
+    resident: int = 0
+    """As `StagePlan.resident`, over the whole chain."""
 
     def describe(self) -> str:
         lb = ", line-buffered" if self.line_buffered else ""
@@ -230,6 +236,19 @@ class Plan:
     failed_node: str | None = None
     failed_min_budget: int | None = None
     failure: str | None = None
+    slow_budget: int | None = None
+    """The slow-memory budget the plan was made for (None: unbounded)."""
+    single_arena: bool = False
+    """Every tensor lives in the fast arena: what an unbounded plan keeps in
+    slow memory stays there from its producer's unit to its last reader's
+    (`resident` bytes per unit), and units read and write it in place."""
+    failed_tensor: str | None = None
+    """With `failed_node`: the tensor that does not fit (single arena)."""
+    min_single: int | None = None
+    """A failed plan under a slow budget: the smallest single-arena fast budget."""
+    slow_needed: int | None = None
+    """A failed plan under a slow budget: the slow peak of the unbounded plan
+    at this fast budget (None when that does not fit either)."""
 
     @property
     def message(self) -> str:
@@ -239,11 +258,39 @@ class Plan:
                 f"{len(self.stages)} stages, {len(self.chains)} chains"
             )
         assert self.failed_node is not None and self.failed_min_budget is not None
-        return (
-            f"'{self.failed_node}' does not fit {format_bytes(self.budget)} ({self.failure}); "
-            f"it needs at least {self.failed_min_budget} bytes "
-            f"({format_bytes(self.failed_min_budget)})"
+        if self.slow_budget is None or self.min_single is None:
+            return (
+                f"'{self.failed_node}' does not fit {format_bytes(self.budget)} "
+                f"({self.failure}); it needs at least {self.failed_min_budget} bytes "
+                f"({format_bytes(self.failed_min_budget)})"
+            )
+        return f"'{self.failed_node}' does not fit {self.budget_pair()} ({self.failure}); " + (
+            self.smallest_budgets()
         )
+
+    def budget_pair(self) -> str:
+        """`64 KiB of fast and 0 B of slow memory`."""
+        slow = "unbounded" if self.slow_budget is None else format_bytes(self.slow_budget)
+        return f"{format_bytes(self.budget)} of fast and {slow} of slow memory"
+
+    def smallest_budgets(self) -> str:
+        """The budget pairs that would fit, for a failed plan under a slow budget."""
+        assert self.min_single is not None
+        out = (
+            f"the smallest budgets that fit: a fast memory of {self.min_single} bytes "
+            f"({format_bytes(self.min_single)}) and no slow memory"
+        )
+        if self.slow_needed is not None:
+            out += (
+                f", or {self.slow_needed} bytes ({format_bytes(self.slow_needed)}) of slow "
+                f"memory beside {format_bytes(self.budget)} of fast"
+            )
+        elif self.failed_min_budget:
+            out += (
+                f"; with unbounded slow memory the fast memory needs at least "
+                f"{self.failed_min_budget} bytes ({format_bytes(self.failed_min_budget)})"
+            )
+        return out
 
     def describe(self) -> str:
         """One line per stage, like `tigris analyze -v`."""
@@ -282,6 +329,95 @@ def normal_peak(graph: PlanGraph, start: int, stop: int, tables: GraphTables | N
     return scan.peak
 
 
+def single_peak(graph: PlanGraph, start: int, stop: int, tables: GraphTables | None = None) -> int:
+    """Peak of ops [start, stop) run as a normal stage of a single-arena plan:
+    its inputs and outputs are resident (`Residents`), so only the tensors it
+    produces and last reads itself are its own, each live from its producer
+    to its last reader in the stage; and the model inputs it reads last,
+    which live (as the caller's buffers) up to their last reader.
+    `Residents.normal` is what stays resident beside them."""
+    scan = _NormalScan(graph, tables or GraphTables(graph), stop)
+    while scan.start > start:
+        scan.prepend()
+    return scan.single_peak
+
+
+class Residents:
+    """The tensors a single-arena plan keeps in the fast arena across units.
+
+    A tensor crossing a unit boundary (produced before it and read after it,
+    a model input while read, a model output to the end) lives from the start
+    of its producer's unit to the end of its last reader's, as it would in
+    slow memory. While a unit [i, j) runs, exactly these are resident: every
+    tensor live across cut i (`across[i]`: produced before op i, or a model
+    input, and last read at or after op i) and every output of the unit. This
+    depends on i and j only, so stage formation can weigh it per segment."""
+
+    def __init__(self, graph: PlanGraph, tables: GraphTables):
+        n = len(graph.nodes)
+        delta = [0] * (n + 2)
+        self.graph = graph
+        self.tables = tables
+        for name, info in graph.tensors.items():
+            if info.is_const:
+                continue
+            last = tables.last_use[name]
+            p = graph.producer(name)
+            first = 0 if p is None else p + 1
+            if last < first:
+                continue  # never read (or read only by its own producer's stage)
+            delta[first] += align(info.nbytes)
+            delta[min(last, n) + 1] -= align(info.nbytes)
+        self.across = [0] * (n + 1)
+        run = 0
+        for i in range(n + 1):
+            run += delta[i]
+            self.across[i] = run
+
+    def outputs(self, start: int, stop: int) -> int:
+        """Aligned bytes of the outputs of ops [start, stop)."""
+        graph, last_use = self.graph, self.tables.last_use
+        return sum(
+            align(graph.tensors[name].nbytes)
+            for k in range(start, stop)
+            for name in graph.nodes[k].outputs
+            if last_use[name] >= stop
+        )
+
+    def of(self, start: int, stop: int) -> int:
+        """Resident while a tiled unit or chain of ops [start, stop) runs."""
+        return self.across[start] + self.outputs(start, stop)
+
+    def dying_inputs(self, start: int, stop: int) -> int:
+        """Aligned bytes of the model inputs last read in ops [start, stop)."""
+        graph, last_use = self.graph, self.tables.last_use
+        return sum(
+            align(graph.tensors[x].nbytes)
+            for x in graph.inputs
+            if not graph.tensors[x].is_const and start <= last_use[x] < stop
+        )
+
+    def normal(self, start: int, stop: int) -> int:
+        """Resident beside a normal stage of ops [start, stop) (`single_peak`
+        counts the model inputs it reads last)."""
+        return self.of(start, stop) - self.dying_inputs(start, stop)
+
+    def largest(self, start: int, stop: int) -> tuple[str, int] | None:
+        """The largest tensor resident while ops [start, stop) run."""
+        graph, last_use = self.graph, self.tables.last_use
+        best: tuple[int, str] | None = None
+        for name, info in graph.tensors.items():
+            if info.is_const:
+                continue
+            p = graph.producer(name)
+            last = last_use[name]
+            crosses = (p is None or p < start) and last >= start
+            out = p is not None and start <= p < stop and last >= stop
+            if (crosses or out) and (best is None or align(info.nbytes) > best[0]):
+                best = (align(info.nbytes), name)
+        return None if best is None else (best[1], best[0])
+
+
 class _NormalScan:
     """The normal-stage peak of [start, stop) for every start, one op upstream
     at a time. Adding an op upstream never shrinks a live set, so the peak only
@@ -298,6 +434,14 @@ class _NormalScan:
         self.inputs: dict[str, int] = {}  # stage input -> last use in the stage
         self.reads = 0  # raw bytes of the stage inputs
         self.writes = 0  # raw bytes of the stage outputs
+        self.out_bytes = 0  # aligned, the stage outputs
+        self.inner: dict[int, int] = {}
+        self.inner_peak = 0  # the tensors produced and last read in the stage
+        # a single arena: the inner tensors plus the model inputs last read in
+        # the stage, live from its start to their last reader (`single_peak`)
+        self.dying = 0
+        self.dsum: dict[int, int] = {}
+        self.single_peak = 0
 
     def _add(self, lo: int, hi: int, nbytes: int) -> None:
         live = self.live
@@ -320,6 +464,17 @@ class _NormalScan:
             is_out = last >= self.stop
             if is_out:
                 self.writes += info.nbytes
+                self.out_bytes += size
+            else:
+                inner, dsum = self.inner, self.dsum
+                for q in range(k, max(k, last) + 1):
+                    v = inner.get(q, 0) + size
+                    inner[q] = v
+                    if v > self.inner_peak:
+                        self.inner_peak = v
+                    w = v + dsum.get(q, 0)
+                    if w > self.single_peak:
+                        self.single_peak = w
             if name in self.inputs:
                 lu = self.inputs.pop(name)
                 self.in_bytes -= size
@@ -333,6 +488,8 @@ class _NormalScan:
             info = graph.tensors[name]
             if info.is_const or name in self.inputs:
                 continue
+            if graph.producer(name) is None and self.tables.last_use[name] < self.stop:
+                self.dying += align(info.nbytes)
             self.inputs[name] = k
             self.in_bytes += align(info.nbytes)
             self.reads += info.nbytes
@@ -340,6 +497,10 @@ class _NormalScan:
         self.live[k] = now
         if now > self.peak:
             self.peak = now
+        self.dsum[k] = self.dying
+        w = self.inner.get(k, 0) + self.dying
+        if w > self.single_peak:
+            self.single_peak = w
 
 
 # ---------------------------------------------------------------------------
@@ -782,6 +943,41 @@ class _Ctx:
     _io: dict[tuple[int, int], tuple[tuple[str, ...], tuple[str, ...]]] = field(
         default_factory=dict[tuple[int, int], tuple[tuple[str, ...], tuple[str, ...]]]
     )
+    residents: Residents | None = None
+    """Set in a single-arena plan: every segment's budget is the fast budget
+    less what stays resident while it runs."""
+    _resident: dict[tuple[int, int], int] = field(default_factory=dict[tuple[int, int], int])
+
+    def resident(self, start: int, stop: int) -> int:
+        """Bytes resident in the fast arena while ops [start, stop) run (0
+        unless single-arena)."""
+        if self.residents is None:
+            return 0
+        key = (start, stop)
+        r = self._resident.get(key)
+        if r is None:
+            r = self._resident[key] = self.residents.of(start, stop)
+        return r
+
+    def budget_at(self, start: int, stop: int) -> int:
+        """What the buffers of a unit of ops [start, stop) may take."""
+        return self.budget - self.resident(start, stop)
+
+    def normal_work(self, start: int, stop: int) -> int:
+        """The peak of the stage's own buffers run normally: the normal peak,
+        or in a single arena the `single_peak` (inputs and outputs resident)."""
+        if self.residents is None:
+            return normal_peak(self.graph, start, stop, self.tables)
+        return single_peak(self.graph, start, stop, self.tables)
+
+    def normal_resident(self, start: int, stop: int) -> int:
+        """Resident beside a normal stage of ops [start, stop)."""
+        if self.residents is None:
+            return 0
+        return self.residents.normal(start, stop)
+
+    def fits_normal(self, start: int, stop: int) -> bool:
+        return self.normal_work(start, stop) <= self.budget - self.normal_resident(start, stop)
 
     def band(self, start: int, stop: int) -> BandModel | str:
         """The band of ops [start, stop), or why they form none."""
@@ -799,7 +995,10 @@ class _Ctx:
         key = (start, stop, exact)
         if key not in self._tilings:
             model = self.band(start, stop)
-            t = None if isinstance(model, str) else tile_band(model, self.budget, exact)
+            budget = self.budget_at(start, stop)
+            t = None
+            if not isinstance(model, str) and budget > 0:
+                t = tile_band(model, budget, exact)
             self._tilings[key] = t
         return self._tilings[key]
 
@@ -860,16 +1059,19 @@ class _Ctx:
         if isinstance(model, str) or model.kind not in CHAIN_KINDS:
             return None  # the band rule across the chain (residual exception)
         graph = self.graph
+        budget = self.budget_at(members[0][0], members[-1][1])
+        if budget <= 0:
+            return None
         concat: set[int] = set()
         for a, b in members:
             if any(graph.nodes[q].is_channel_concat for q in range(a, b)):
                 concat.update(range(a, b))
         if _has_halo(model):
-            found = _line_buffered(model, members, frozenset(concat), self.budget, exact)
+            found = _line_buffered(model, members, frozenset(concat), budget, exact)
             if found is not None:
                 return found
         # no halo, or no line buffers fit: every tile computes its whole range
-        plain = _strip_search(model, self.budget, exact)
+        plain = _strip_search(model, budget, exact)
         if plain is None:
             return None
         tile_h, rows, stats, ranges = plain
@@ -1059,14 +1261,25 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
         band = BandBuilder(tables, j)
         band_ok = True
         tiled: list[tuple[int, int, bool, int]] = []  # (bound, i, a chain may fit, reads)
+        single = ctx.residents is not None
         for i in range(j - 1, -1, -1):
             normal.prepend()
-            fits = normal.peak <= budget
+            if single:
+                assert ctx.residents is not None
+                room = budget - ctx.residents.across[i] - normal.out_bytes
+                work, normal_room = normal.single_peak, room + normal.dying
+                if i == 0 and j == n:  # the whole graph in place
+                    normal_room, work = budget, normal.peak
+            else:
+                room = normal_room = budget
+                work = normal.peak
+            fits = work <= normal_room
             if not fits and band_ok:
                 while band.start > i and band.prepend():
                     pass
+                # the resident bytes vary with the segment: prune on the whole budget
                 band_ok = band.start == i and _feasible_band(band, budget)
-            if not fits and not band_ok:
+            if not fits and not band_ok and work > budget:
                 break
             lb = normal.reads + normal.writes
             if fits:
@@ -1074,9 +1287,9 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
                 cand = (best[i][0] + cost, best[i][1] + 1)
                 if cand < best[j]:
                     best[j], back[j] = cand, ((i, j),)
-            elif best[i][0] < _INF:
+            elif best[i][0] < _INF and band_ok and (not single or _feasible_band(band, room)):
                 chainable = band.error is None and (
-                    band.bytes1 <= budget or band.lb_ok and band.lb1 <= budget
+                    band.bytes1 <= room or band.lb_ok and band.lb1 <= room
                 )
                 tiled.append((best[i][0] + lb, i, chainable, normal.reads))
         for bound, i, chainable, once in sorted(tiled):
@@ -1110,7 +1323,7 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
 
 def _stage_cost(ctx: _Ctx, start: int, stop: int) -> int:
     """Slow traffic of one stage alone: normal, or as its tiles load it."""
-    if normal_peak(ctx.graph, start, stop, ctx.tables) <= ctx.budget:
+    if ctx.fits_normal(start, stop):
         return ctx.traffic(start, stop)
     return ctx.tiled_cost(start, stop)
 
@@ -1173,12 +1386,14 @@ def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tup
         for a in range(b - 2, -1, -1):
             while builder.start > run[a][0] and builder.prepend():
                 pass
-            if (
-                builder.error is not None
-                or builder.floor1 > ctx.budget
+            room = ctx.budget_at(run[a][0], run[b - 1][1])
+            if builder.error is not None or (
+                builder.floor1 > ctx.budget
                 and not (builder.lb_ok and builder.floor_lb1 <= ctx.budget)
             ):
                 break
+            if builder.floor1 > room and not (builder.lb_ok and builder.floor_lb1 <= room):
+                continue
             cost = ctx.traffic(run[a][0], run[b - 1][1])
             if best[a] + cost >= best[b]:
                 continue
@@ -1268,14 +1483,21 @@ def _stage_plan(ctx: _Ctx, index: int, start: int, stop: int, single: bool) -> S
     graph = ctx.graph
     ins, outs = _stage_io(graph, ctx.tables.last_use, start, stop)
     names = tuple(graph.nodes[k].name for k in range(start, stop))
-    peak = normal_peak(graph, start, stop, ctx.tables)
     reads = sum(graph.tensors[x].nbytes for x in ins)
     writes = sum(graph.tensors[x].nbytes for x in outs)
     whole = any(graph.nodes[k].tiling is TilingClass.WHOLE for k in range(start, stop))
-    if peak <= ctx.budget:
-        if single:
+    if single:
+        peak = normal_peak(graph, start, stop, ctx.tables)
+        if peak <= ctx.budget:
             return StagePlan(index, start, stop, names, "inplace", ins, outs, True, peak)
+    resident = ctx.normal_resident(start, stop)
+    peak = ctx.normal_work(start, stop)
+    if peak <= ctx.budget - resident:
         strategy = "whole" if whole else "normal"
+        if ctx.residents is not None:
+            return StagePlan(
+                index, start, stop, names, strategy, ins, outs, True, peak, resident=resident
+            )
         return StagePlan(
             index,
             start,
@@ -1289,6 +1511,7 @@ def _stage_plan(ctx: _Ctx, index: int, start: int, stop: int, single: bool) -> S
             slow_reads=reads,
             slow_writes=writes,
         )
+    resident = ctx.resident(start, stop)
     model = ctx.band(start, stop)
     t = None if isinstance(model, str) else ctx.tiling(start, stop)
     if t is None or isinstance(model, str):
@@ -1305,6 +1528,7 @@ def _stage_plan(ctx: _Ctx, index: int, start: int, stop: int, single: bool) -> S
             False,
             peak,
             error=f"{why}; it needs at least {need} bytes ({format_bytes(need)})",
+            resident=resident,
         )
     return StagePlan(
         index,
@@ -1330,6 +1554,7 @@ def _stage_plan(ctx: _Ctx, index: int, start: int, stop: int, single: bool) -> S
         slow_writes=writes,
         recomputed_macs=t.recomputed,
         shared=_shared_names(model),
+        resident=resident,
     )
 
 
@@ -1383,11 +1608,26 @@ def _chain_plan(
         writes,
         found.recomputed,
         _shared_names(model),
+        ctx.resident(first.start, last.stop),
     )
 
 
-def plan(graph: PlanGraph, budget: int, *, chain_1d: bool = False, mac_weight: int = 1) -> Plan:
-    """The memory plan of `graph` under a fast budget of `budget` bytes.
+def plan(
+    graph: PlanGraph,
+    budget: int,
+    *,
+    slow_budget: int | None = None,
+    chain_1d: bool = False,
+    mac_weight: int = 1,
+) -> Plan:
+    """The memory plan of `graph` under a fast budget of `budget` bytes and a
+    slow budget of `slow_budget` (None: unbounded; 0: no slow memory).
+
+    Under a slow budget the plan is the unbounded one when its slow peak
+    fits, else the single-arena plan (`Plan.single_arena`: nothing in slow
+    memory, the fast budget holding every unit's buffers and the tensors
+    resident across it). A pair that neither fits is a failed plan naming the
+    node, the resident tensor and the smallest budgets that would fit.
 
     `chain_1d` lets rank-3 (1D) feature maps chain too; the spec's rule 2
     asks for rank 4, so it is off by default. `mac_weight` is what one
@@ -1396,7 +1636,31 @@ def plan(graph: PlanGraph, budget: int, *, chain_1d: bool = False, mac_weight: i
     """
     if budget <= 0:
         raise ValueError(f"budget must be positive, got {budget}")
-    ctx = _Ctx(graph, GraphTables(graph), budget, (3, 4) if chain_1d else (4,), mac_weight)
+    if slow_budget is not None and slow_budget < 0:
+        raise ValueError(f"slow budget must not be negative, got {slow_budget}")
+    ranks = (3, 4) if chain_1d else (4,)
+    tables = GraphTables(graph)
+    free = _plan(_Ctx(graph, tables, budget, ranks, mac_weight))
+    if slow_budget is None:
+        return free
+    if free.fits and free.slow_peak <= slow_budget:
+        return replace(free, slow_budget=slow_budget)
+    one = _Ctx(graph, tables, budget, ranks, mac_weight, residents=Residents(graph, tables))
+    single = _plan(one)
+    if single.fits:
+        return replace(single, slow_budget=slow_budget)
+    need = min_single_budget(graph, chain_1d=chain_1d, mac_weight=mac_weight, tables=tables)
+    return replace(
+        single,
+        slow_budget=slow_budget,
+        min_single=need,
+        slow_needed=free.slow_peak if free.fits else None,
+        failed_min_budget=free.failed_min_budget if not free.fits else single.failed_min_budget,
+    )
+
+
+def _plan(ctx: _Ctx) -> Plan:
+    graph = ctx.graph
     cuts, chosen = _verified_cuts(ctx)
     single = len(cuts) == 1
     stages = [_stage_plan(ctx, i, a, b, single) for i, (a, b) in enumerate(cuts)]
@@ -1458,7 +1722,7 @@ def _verified_cuts(
                 chosen.append((members, found))
         in_chain = {s for members in chains for s in members}
         for s, (a, b) in enumerate(cuts):
-            if s in in_chain or normal_peak(ctx.graph, a, b, ctx.tables) <= ctx.budget:
+            if s in in_chain or ctx.fits_normal(a, b):
                 continue
             if ctx.tiling(a, b) is None and ctx.tiling(a, b, exact=False) is not None:
                 ctx.rule_out_tiling(a, b)
@@ -1516,7 +1780,8 @@ def _figures(
         for k in range(s.start, s.stop):
             unit_of_node[k] = u
     slow_live = [0] * max(units, 1)
-    if not in_place:
+    single = ctx.residents is not None
+    if not in_place and not single:
         for name, info in graph.tensors.items():
             if info.is_const:
                 continue
@@ -1533,16 +1798,37 @@ def _figures(
                 slow_live[u] += align(info.nbytes)
     fits = all(s.fits for s in stages)
     failed = next((s for s in stages if not s.fits), None)
-    failed_node = failed_min = failure = None
+    failed_node = failed_min = failure = failed_tensor = None
     if failed is not None:
         need, k = max((_node_min(ctx, k), k) for k in range(failed.start, failed.stop))
         failed_node, failed_min = graph.nodes[k].name, need
         failure = _why(ctx, k)
-    peak = max([s.peak for s in stages] + [c.peak for c in chains] + [0])
+        if single and ctx.residents is not None:
+            own = min(_node_min(ctx, k), single_peak(graph, k, k + 1, ctx.tables))
+            held = ctx.resident(failed.start, failed.stop)
+            big = ctx.residents.largest(failed.start, failed.stop)
+            failure = (
+                f"in one arena, stage {failed.index} needs at least {own} bytes of its own "
+                f"beside {held} bytes of tensors resident while it runs"
+                if own
+                else f"in one arena, the tensors resident while stage {failed.index} runs "
+                f"take {held} bytes"
+            )
+            if big is not None:
+                failed_tensor = big[0]
+                failure += f", the largest '{big[0]}' of {big[1]} bytes"
+            failed_min = own + held
+    peak = max(
+        [s.peak + s.resident for s in stages if s.chain is None]
+        + [c.peak + c.resident for c in chains]
+        + [0]
+    )
     reads = sum(s.slow_reads for s in stages if s.chain is None) + sum(c.slow_reads for c in chains)
     writes = sum(s.slow_writes for s in stages if s.chain is None) + sum(
         c.slow_writes for c in chains
     )
+    if single:  # the loads and spills of a single arena move bytes within it
+        reads = writes = 0
     recomputed = sum(s.recomputed_macs for s in stages if s.chain is None) + sum(
         c.recomputed_macs for c in chains
     )
@@ -1561,7 +1847,82 @@ def _figures(
         failed_node,
         failed_min,
         failure,
+        single_arena=single,
+        failed_tensor=failed_tensor,
     )
+
+
+def min_single_budget(
+    graph: PlanGraph,
+    *,
+    chain_1d: bool = False,
+    mac_weight: int = 1,
+    tables: GraphTables | None = None,
+) -> int:
+    """The smallest fast budget of a plan without slow memory: a bisection
+    over `plan(graph, b, slow_budget=0).fits`, between the unbounded plan's
+    `min_budget` and the sum of every tensor (which always fits).
+
+    A larger budget never resident-fits less at the same cuts, but the cuts
+    the search chooses differ with the budget, so this is the smallest budget
+    the bisection finds, each end checked by planning it."""
+    tables = tables or GraphTables(graph)
+    ranks = (3, 4) if chain_1d else (4,)
+
+    def ok(b: int) -> bool:
+        free = _plan(_Ctx(graph, tables, b, ranks, mac_weight))
+        if free.fits and free.slow_peak == 0:
+            return True
+        ctx = _Ctx(graph, tables, b, ranks, mac_weight, residents=Residents(graph, tables))
+        return _plan(ctx).fits
+
+    lo = min_budget(graph)
+    hi = max(lo, sum(align(t.nbytes) for t in graph.tensors.values() if not t.is_const))
+    for _ in range(4):
+        if ok(hi):
+            break
+        hi *= 2
+    else:
+        raise ValueError("no single-arena budget found up to four times every tensor at once")
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
+def min_fast_budget(graph: PlanGraph, slow_budget: int | None = None) -> int:
+    """The smallest fast budget that fits beside `slow_budget` (None:
+    unbounded, `min_budget`; 0: a single arena, `min_single_budget`; else a
+    bisection over `plan(graph, b, slow_budget=...).fits` between the two)."""
+    if slow_budget is None:
+        return min_budget(graph)
+    tables = GraphTables(graph)
+    single = min_single_budget(graph, tables=tables)
+    if slow_budget == 0:
+        return single
+    lo, hi = min_budget(graph), single
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if plan(graph, mid, slow_budget=slow_budget).fits:
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
+def frontier(graph: PlanGraph, slow_budget: int | None = None, points: int = 8) -> list[Plan]:
+    """Plans from the smallest fast budget that fits beside `slow_budget` up
+    to the layer-by-layer peak, at `points` budgets spaced evenly in ratio:
+    the memory against recomputed MACs and slow traffic."""
+    least = min_fast_budget(graph, slow_budget)
+    most = max(least, normal_peak(graph, 0, len(graph.nodes)) if graph.nodes else least)
+    budgets = sorted(
+        {int(round(least * (most / least) ** (i / max(points - 1, 1)))) for i in range(points)}
+    )
+    return [plan(graph, b, slow_budget=slow_budget) for b in budgets]
 
 
 def min_budget(graph: PlanGraph) -> int:

@@ -1,0 +1,125 @@
+"""Plans under a slow-memory budget: `--slow-budget 0` keeps every tensor in
+the one fast arena. Every plan is lowered, placed and run at the loop level
+and checked against the untiled reference (int8 bit-exact) with its measured
+fast peak equal to the planned one and its slow peak within the slow budget."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import zoo
+from tigris_ir.dialects import nn
+from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+from tigris_ir.passes.plan_arena import PlanArenaPass
+from xdsl.context import Context
+
+from tigris_ir.frontend.onnx_import import import_model
+from tigris_ir.interp.loop_ir import run_loop_module
+from tigris_ir.plan.graph import GraphBuilder
+from tigris_ir.plan.ir import main_func
+from tigris_ir.plan.memory import parse_budget
+from tigris_ir.plan.nn_graph import build_view
+from tigris_ir.plan.planner import min_single_budget, plan
+from tigris_ir.reference.executor import run_function
+
+
+def rand(t, rng: np.random.Generator) -> np.ndarray:
+    shape, dt = nn.shape_of(t), nn.dtype_of(t)
+    if dt == np.float32:
+        return rng.standard_normal(shape).astype(np.float32)
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max + 1, shape).astype(dt)
+
+
+def _case(name: str, int8: bool):
+    imported = import_model(zoo.build(name, size="small", int8=int8))
+    fn = main_func(imported.module)
+    rng = np.random.default_rng(0)
+    args = [rand(a.type, rng) for a in fn.body.block.args]  # type: ignore[arg-type]
+    return imported.module, imported.weights, args, run_function(fn, imported.weights, args)
+
+
+def _check(module, weights, args, ref, budget: int, slow: int | None):
+    view = build_view(main_func(module))
+    p = plan(view.graph, budget, slow_budget=slow)
+    if not p.fits:
+        return p, None
+    m = module.clone()
+    LowerToLoopsPass(budget=budget, slow_budget="" if slow is None else slow).apply(Context(), m)
+    PlanArenaPass().apply(Context(), m)
+    res = run_loop_module(m, weights, args)
+    for r, y in zip(ref, res.outputs, strict=True):
+        if r.dtype == np.float32:
+            np.testing.assert_allclose(y, r, rtol=1e-5, atol=1e-5 * float(np.max(np.abs(r))))
+        else:
+            np.testing.assert_array_equal(y, r)
+    s = res.stats
+    assert s.arena_bytes == s.fast_peak == p.peak <= budget
+    assert s.slow_peak == p.slow_peak
+    if slow is not None:
+        assert s.slow_peak <= slow
+    if slow == 0:
+        assert s.slow_reads == s.slow_writes == 0
+    return p, s
+
+
+MODELS = ["mobilenet_v2_035", "vgg", "resnet", "ds_cnn", "dilated"]
+
+
+@pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
+@pytest.mark.parametrize("name", MODELS)
+def test_single_arena_plans_run_as_planned(name: str, int8: bool):
+    """At the smallest single-arena budget and above it, with no slow memory
+    the loop IR allocates no slow arena, and the run matches the reference."""
+    module, weights, args, ref = _case(name, int8)
+    g = build_view(main_func(module)).graph
+    least = min_single_budget(g)
+    p, s = _check(module, weights, args, ref, least, 0)
+    assert p.fits and s is not None and s.slow_peak == 0
+    below = plan(g, least - 1, slow_budget=0)
+    assert not below.fits and below.min_single == least
+    for budget in (least + least // 4, 2 * least):
+        p, s = _check(module, weights, args, ref, budget, 0)
+        assert p.fits and s is not None
+
+
+@pytest.mark.parametrize("name", ["mobilenet_v2_035", "resnet"])
+def test_a_slow_budget_between_is_held(name: str):
+    """A slow budget below the unbounded plan's slow peak gives a plan within
+    it; one at or above that peak keeps the unbounded plan."""
+    module, weights, args, ref = _case(name, True)
+    g = build_view(main_func(module)).graph
+    least = min_single_budget(g)
+    free = plan(g, least)
+    assert free.fits
+    _, s = _check(module, weights, args, ref, least, free.slow_peak)
+    assert s is not None and s.slow_peak == free.slow_peak
+    if free.slow_peak:
+        p, s = _check(module, weights, args, ref, least, free.slow_peak - 1)
+        assert p.fits and s is not None and s.slow_peak <= free.slow_peak - 1
+
+
+def test_a_pair_that_cannot_fit_names_the_stage_tensor_and_budgets():
+    b = GraphBuilder(elem_bytes=1)
+    x = b.input("x", (1, 32, 32, 8))
+    for _ in range(3):
+        x = b.conv(x, 8, 3, 1)
+    b.output(x)
+    g = b.build()
+    p = plan(g, 4096, slow_budget=0)
+    assert not p.fits
+    assert p.failed_tensor == "x"
+    need = min_single_budget(g)
+    assert p.min_single == need and plan(g, need, slow_budget=0).fits
+    assert "'x' of 8192 bytes" in p.message
+    assert f"a fast memory of {need} bytes" in p.message
+    assert p.slow_needed == plan(g, 4096).slow_peak
+
+
+def test_slow_budgets_parse_like_fast_ones():
+    assert parse_budget("0", zero_ok=True) == 0
+    assert parse_budget("64K", zero_ok=True) == 65536
+    with pytest.raises(ValueError, match="must not be negative"):
+        parse_budget("-1", zero_ok=True)
+    with pytest.raises(ValueError, match="expected bytes like"):
+        parse_budget("lots", zero_ok=True)

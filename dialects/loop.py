@@ -63,6 +63,9 @@ SLOW_ARENA_ATTR = "loop.slow_arena"
 FAST = StringAttr("fast")
 SLOW = StringAttr("slow")
 """The two memory spaces of a memref at the loop level."""
+STREAM = StringAttr("stream")
+"""A model input that arrives in bands of rows through a callback: it has no
+storage, only band loads (`memref.copy` of a subview) read it."""
 
 
 def space_of(t: Attribute) -> str:

@@ -49,11 +49,14 @@ class FuseChainsPass(ModulePass):
     slow_budget: int | str = ""
     """Bytes of slow memory (empty: unbounded, else the module's `tile.slow_budget`;
     0: none, every tensor in the fast arena)."""
+    stream_input: bool = False
+    """The model inputs arrive in bands of rows through a callback (recorded
+    on the module as `tile.stream_input`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from tigris_ir.passes.tile_stages import TileStagesPass
 
-        scopes = planned_scopes(op, self.budget, self.slow_budget)
+        scopes = planned_scopes(op, self.budget, self.slow_budget, self.stream_input)
         if any(_untiled(sc) for sc in scopes):
             TileStagesPass(budget=scopes[0].budget).apply(ctx, op)
             scopes = planned_scopes(op, scopes[0].budget)

@@ -66,7 +66,14 @@ from tigris_ir.loops.schedule import (
     weight_ref,
 )
 from tigris_ir.plan.band import Band
-from tigris_ir.plan.ir import budget_of, main_func, plan_of, require_fit, slow_budget_of
+from tigris_ir.plan.ir import (
+    budget_of,
+    main_func,
+    plan_of,
+    require_fit,
+    slow_budget_of,
+    stream_input_of,
+)
 from tigris_ir.plan.nn_graph import GraphView
 from tigris_ir.plan.tiling import GraphTables
 
@@ -227,7 +234,11 @@ class _Lowering:
         space = loop.FAST if in_place or single else loop.SLOW
         # a single arena keeps what would be in slow memory in the fast one
         resident = loop.FAST if single else loop.SLOW
-        arg_types = [memref_of(graph.tensors[x].shape, self.dtype(x), space) for x in graph.inputs]
+        stream = prog.plan.stream_input
+        arg_types = [
+            memref_of(graph.tensors[x].shape, self.dtype(x), loop.STREAM if stream else space)
+            for x in graph.inputs
+        ]
         self.block = Block(arg_types=arg_types)
         for x, a in zip(graph.inputs, self.block.args):
             a.name_hint = _hint(x)
@@ -287,12 +298,13 @@ class _Lowering:
         graph = self.graph
         in_place = u.in_place
         single = self.prog.plan.single_arena and not in_place
+        streamed = set(graph.inputs) if self.prog.plan.stream_input else set()
         stage_outs = set(u.stage.outputs)
         fast: dict[str, SSAValue] = {}
         for ev, what in u.events:
             if ev == "load":
                 assert isinstance(what, str)
-                if in_place or single:  # read where it is
+                if (in_place or single) and what not in streamed:  # read where it is
                     fast[what] = self.slow[what]
                     continue
                 buf = u.buffers[what]
@@ -318,9 +330,9 @@ class _Lowering:
                 self.add(self.band_op(what, ins, outs, [], cuts))
             elif ev == "free":
                 assert isinstance(what, str)
-                if single and what in u.stage.inputs:
+                if single and what in u.stage.inputs and what not in streamed:
                     continue  # resident: freed after its last reader's unit
-                if not (in_place and what in graph.inputs):
+                if not (in_place and what in graph.inputs and what not in streamed):
                     self.add(memref.DeallocOp.get(fast[what]))
             else:
                 assert isinstance(what, str)
@@ -763,17 +775,22 @@ class LowerToLoopsPass(ModulePass):
     slow_budget: int | str = ""
     """Bytes of slow memory (empty: unbounded, else the module's `tile.slow_budget`;
     0: none, every tensor in the fast arena)."""
+    stream_input: bool = False
+    """The model inputs arrive in bands of rows through a callback: they are
+    `"stream"` memrefs that only band loads read (recorded on the module as
+    `tile.stream_input`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         budget = budget_of(op, self.budget)
         slow = slow_budget_of(op, self.slow_budget)
+        stream = stream_input_of(op, self.stream_input)
         fn = main_func(op)
         if any(isinstance(o, loop.BandComputeOp) for o in fn.walk()):
             return  # already lowered
         refusal = nn.loop_level_refusal(fn)  # If / Loop stay at the nn level for now
         if refusal is not None:
             raise PassFailedException(refusal)
-        view, p = plan_of(fn, budget, slow)
+        view, p = plan_of(fn, budget, slow, stream)
         require_fit(view, p)
         try:
             prog = schedule(view, p)

@@ -33,9 +33,12 @@ class TileStagesPass(ModulePass):
     slow_budget: int | str = ""
     """Bytes of slow memory (empty: unbounded, else the module's `tile.slow_budget`;
     0: none, every tensor in the fast arena)."""
+    stream_input: bool = False
+    """The model inputs arrive in bands of rows through a callback (recorded
+    on the module as `tile.stream_input`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for sc in planned_scopes(op, self.budget, self.slow_budget):
+        for sc in planned_scopes(op, self.budget, self.slow_budget, self.stream_input):
             assert sc.plan is not None
             if not stages_in(sc.block):
                 form_stage_ops(sc.block, sc.view, sc.plan, sc.prefix)

@@ -52,6 +52,11 @@ def _parser() -> argparse.ArgumentParser:
         "fast arena)",
     )
     p.add_argument(
+        "--stream-input",
+        action="store_true",
+        help="the model input arrives in bands of rows (resident nowhere)",
+    )
+    p.add_argument(
         "--min-budget",
         action="store_true",
         help="also search the smallest fast budget that fits (beside --slow-budget)",
@@ -79,6 +84,7 @@ def analyze(
     with_min: bool,
     slow_budget: int | None = None,
     with_frontier: bool = False,
+    stream_input: bool = False,
 ) -> dict[str, Any]:
     """Import (or parse), plan, and collect the figures of the report.
 
@@ -103,7 +109,7 @@ def analyze(
     t0 = time.perf_counter()
     module, _ = load_module(path, shapes, need_weights=False)
     fn = main_func(module)
-    tree = plan_tree(fn, budget, slow_budget=slow_budget)
+    tree = plan_tree(fn, budget, slow_budget=slow_budget, stream_input=stream_input)
     compile_s = time.perf_counter() - t0
     view, p = tree.view, tree.plan
     assert p is not None
@@ -134,6 +140,9 @@ def analyze(
         "in_place": p.in_place,
         "slow_budget_bytes": slow_budget,
         "single_arena": p.single_arena,
+        "stream_input": p.stream_input,
+        "stream_rows": p.stream_rows,
+        "stream_bytes": p.stream_bytes,
         "not_fitting_message": p.message if not p.fits else None,
         "stages": _stages(tree),
         "chains": _chains(tree),
@@ -141,17 +150,17 @@ def analyze(
     if tree.bodies:
         out["bodies"] = [_body(b) for b in tree.bodies]
     flat = not tree.bodies
-    if (with_min or with_frontier) and slow_budget is not None and not flat:
+    if (with_min or with_frontier) and (slow_budget is not None or stream_input) and not flat:
         raise AnalyzeError(
-            f"'{path}': --min-budget and --frontier beside --slow-budget cover models "
-            "without If / Loop only"
+            f"'{path}': --min-budget and --frontier beside --slow-budget "
+            "and --stream-input cover models without If / Loop only"
         )
     if with_min:
         t0 = time.perf_counter()
-        if slow_budget is None:
+        if slow_budget is None and not stream_input:
             out["min_budget_bytes"] = tree_min_budget(fn)
         else:
-            out["min_budget_bytes"] = min_fast_budget(g, slow_budget)
+            out["min_budget_bytes"] = min_fast_budget(g, slow_budget, stream_input)
         out["min_budget_seconds"] = round(time.perf_counter() - t0, 4)
     if with_frontier:
         if not flat:
@@ -166,7 +175,7 @@ def analyze(
                 "recompute_percent": round(100 * q.recomputed_macs / max(q.macs, 1), 3),
                 "single_arena": q.single_arena,
             }
-            for q in frontier(g, slow_budget)
+            for q in frontier(g, slow_budget, stream_input=stream_input)
         ]
     return out
 
@@ -310,6 +319,8 @@ def render(r: dict[str, Any], verbose: bool) -> None:
     ]
     if r["single_arena"]:
         rows.insert(8, ("one arena", "every tensor in fast memory, none in slow"))
+    if r["stream_input"]:
+        rows.append(("input streamed", f"{r['stream_rows']} rows, {_kib(r['stream_bytes'])}"))
     if not r["fits"]:
         rows.insert(
             7,
@@ -441,7 +452,9 @@ def run(argv: Sequence[str] | None = None) -> int:
             slow = parse_budget(args.slow_budget, zero_ok=True)
         except ValueError as e:
             raise AnalyzeError(f"--slow-budget: {e}") from None
-    report = analyze(path, budget, shapes, args.min_budget, slow, args.frontier)
+    report = analyze(
+        path, budget, shapes, args.min_budget, slow, args.frontier, args.stream_input
+    )
     if args.json:
         print(json.dumps(report, indent=1))
     else:

@@ -86,6 +86,12 @@ def _parser() -> argparse.ArgumentParser:
         "tensor in the one fast arena)",
     )
     p.add_argument(
+        "--stream-input",
+        action="store_true",
+        help="with -m: the model input arrives in bands of rows through a callback "
+        "(tigris_input_rows in the C); the run counts the rows the plan asks for",
+    )
+    p.add_argument(
         "--stats",
         action="store_true",
         help="print the measured fast peak, slow peak, slow reads and slow writes (bytes)",
@@ -270,7 +276,11 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
         if budget is None:
             raise RunError("give the fast-memory budget of the plan with -m BUDGET")
         ctx = Context()
-        LowerToLoopsPass(budget=budget, slow_budget="" if slow is None else slow).apply(ctx, module)
+        LowerToLoopsPass(
+            budget=budget,
+            slow_budget="" if slow is None else slow,
+            stream_input=args.stream_input,
+        ).apply(ctx, module)
         PlanArenaPass(budget=budget).apply(ctx, module)
     else:
         problems = verify_arena(module, budget)

@@ -73,6 +73,8 @@ class LoopRunner:
         self.reads = 0
         self.writes = 0
         self.tiles = 0
+        self.stream_rows = 0
+        self.stream_bytes = 0
         self.slots: dict[SSAValue, int] = {}
         self.vals: list[object] = []
         self.globals = {op.sym_name.data: op for op in module.ops if isinstance(op, mr.GlobalOp)}
@@ -111,8 +113,10 @@ class LoopRunner:
                     f"input '{names[i]}' must be {dt} of shape {'x'.join(map(str, shape))}, got "
                     f"{x.dtype} of shape {'x'.join(map(str, x.shape))}"
                 )
-            if lv is None:
-                self.vals[self._slot(a)] = MemRef(np.array(x), None, "", names[i])
+            if lv is None:  # a streamed input is only read by band loads
+                space = loop.space_of(t)
+                stream = "stream" if space == loop.STREAM.data else ""
+                self.vals[self._slot(a)] = MemRef(np.array(x), None, stream, names[i])
                 continue
             m = self._alloc(lv, t)
             m.data[...] = x
@@ -315,7 +319,10 @@ class LoopRunner:
             raise LoopIRError(
                 f"{self.where}: copying '{src.name}' into '{dst.name}' reads elements never written"
             )
-        if src.space == "slow" and dst.space == "fast":
+        if src.space == "stream":  # the callback delivers whole rows (axis 1)
+            self.stream_rows += src.data.shape[1] if src.data.ndim >= 2 else 1
+            self.stream_bytes += src.data.nbytes
+        elif src.space == "slow" and dst.space == "fast":
             self.reads += src.data.nbytes
         elif src.space == "fast" and dst.space == "slow":
             self.writes += src.data.nbytes
@@ -428,7 +435,17 @@ def run_loop_module(
     """Run a lowered, arena-planned module on internal-layout inputs."""
     r = LoopRunner(module, weights, compute)
     outs = r.run(inputs)
-    stats = RunStats(r.fast.peak, r.fast.high, r.fast.size, r.slow.peak, r.reads, r.writes, r.tiles)
+    stats = RunStats(
+        r.fast.peak,
+        r.fast.high,
+        r.fast.size,
+        r.slow.peak,
+        r.reads,
+        r.writes,
+        r.tiles,
+        r.stream_rows,
+        r.stream_bytes,
+    )
     return RunResult(outs, stats)
 
 

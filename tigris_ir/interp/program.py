@@ -132,14 +132,20 @@ class RunStats:
     slow_reads: int
     slow_writes: int
     tiles: int
+    stream_rows: int = 0
+    """Rows asked of the input stream (a streamed input), and their bytes."""
+    stream_bytes: int = 0
 
     def lines(self) -> list[str]:
-        return [
+        out = [
             f"fast peak: {self.fast_peak}",
             f"slow peak: {self.slow_peak}",
             f"slow reads: {self.slow_reads}",
             f"slow writes: {self.slow_writes}",
         ]
+        if self.stream_rows:
+            out.append(f"input rows streamed: {self.stream_rows} ({self.stream_bytes} bytes)")
+        return out
 
 
 @dataclass(frozen=True)
@@ -402,11 +408,11 @@ def run_program(
 ) -> RunResult:
     """Run a program on internal-layout inputs; outputs and measured figures."""
     graph = view.graph
-    if prog.plan.single_arena:
+    if prog.plan.single_arena or prog.plan.stream_input:
         raise PlanRunError(
-            "a single-arena plan (no slow memory) places its resident tensors in the fast "
-            "arena: it runs at the loop level (lower-to-loops, plan-arena, run_loop_module), "
-            "not in this interpreter of unit-local arenas"
+            "a single-arena plan (no slow memory) or one with a streamed input runs at the "
+            "loop level (lower-to-loops, plan-arena, run_loop_module), not in this "
+            "interpreter of unit-local arenas"
         )
     if len(inputs) != len(graph.inputs):
         raise PlanRunError(f"the model takes {len(graph.inputs)} input(s), got {len(inputs)}")

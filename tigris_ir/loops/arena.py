@@ -72,8 +72,8 @@ def lifetimes(fn: func.FuncOp) -> list[Lifetime]:
     names = arg_names(fn)
     for i, a in enumerate(fn.body.block.args):
         space = loop.space_of(a.type)
-        if not space:
-            continue
+        if not space or space == loop.STREAM.data:
+            continue  # a constant, or a streamed input: no storage
         uses = [top[id(u.operation)] for u in a.uses]
         returned = any(isinstance(u.operation, func.ReturnOp) for u in a.uses)
         last = end if returned else max(uses, default=0)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
@@ -35,6 +35,17 @@ DEFAULT_BUDGET = 256 * 1024
 BUDGET_ATTR = "tile.budget"
 SLOW_BUDGET_ATTR = "tile.slow_budget"
 """The slow-memory budget in bytes (absent: unbounded; 0: no slow memory)."""
+STREAM_INPUT_ATTR = "tile.stream_input"
+"""Present: the model inputs arrive in bands of rows through a callback."""
+
+
+def stream_input_of(module: ModuleOp, option: bool) -> bool:
+    """The pass option if set (recorded on the module), else the module's
+    `tile.stream_input`."""
+    if option:
+        module.attributes[STREAM_INPUT_ATTR] = UnitAttr()
+        return True
+    return STREAM_INPUT_ATTR in module.attributes
 
 
 def budget_of(module: ModuleOp, option: str | int | None) -> int:
@@ -76,7 +87,7 @@ def main_func(module: ModuleOp) -> func.FuncOp:
     return next((f for f in fns if f.sym_name.data == "main"), fns[0])
 
 
-_CACHE: dict[tuple[int, int, int | None], tuple[str, Plan]] = {}
+_CACHE: dict[tuple[int, int, int | None, bool], tuple[str, Plan]] = {}
 
 
 def _fingerprint(view: GraphView) -> str:
@@ -85,15 +96,20 @@ def _fingerprint(view: GraphView) -> str:
 
 
 def _plan_cached(
-    key: int, view: GraphView, budget: int, cache: bool, slow_budget: int | None = None
+    key: int,
+    view: GraphView,
+    budget: int,
+    cache: bool,
+    slow_budget: int | None = None,
+    stream_input: bool = False,
 ) -> Plan:
     fp = _fingerprint(view)
-    hit = _CACHE.get((key, budget, slow_budget)) if cache else None
+    hit = _CACHE.get((key, budget, slow_budget, stream_input)) if cache else None
     if hit is not None and hit[0] == fp:
         return hit[1]
-    p = plan(view.graph, budget, slow_budget=slow_budget)
+    p = plan(view.graph, budget, slow_budget=slow_budget, stream_input=stream_input)
     if cache:
-        _CACHE[(key, budget, slow_budget)] = (fp, p)
+        _CACHE[(key, budget, slow_budget, stream_input)] = (fp, p)
     return p
 
 
@@ -181,6 +197,7 @@ def _plan_scope(
     build: Callable[[Mapping[Operation, BodyNeed] | None], GraphView],
     cache: bool,
     slow_budget: int | None = None,
+    stream_input: bool = False,
 ) -> tuple[GraphView, Plan | None, tuple[ScopePlan, ...]]:
     """Plan one graph after its bodies, whose peaks its control-flow nodes hold."""
     view = build(None)
@@ -189,7 +206,7 @@ def _plan_scope(
         top = path == ""
         p = None
         if top or view.graph.nodes:
-            p = _plan_cached(id(block), view, budget, cache, slow_budget)
+            p = _plan_cached(id(block), view, budget, cache, slow_budget, stream_input)
         return view, p, ()
     names = {id(op): n for n, op in view.ops.items()}
     counts: dict[str, int] = {}
@@ -224,7 +241,7 @@ def _plan_scope(
     view = build(needs)
     p = None
     if path == "" or view.graph.nodes:
-        p = _plan_cached(id(block), view, budget, cache, slow_budget)
+        p = _plan_cached(id(block), view, budget, cache, slow_budget, stream_input)
     return view, p, tuple(bodies)
 
 
@@ -263,22 +280,36 @@ def _body_plan(
 
 
 def plan_tree(
-    fn: func.FuncOp, budget: int, *, cache: bool = True, slow_budget: int | None = None
+    fn: func.FuncOp,
+    budget: int,
+    *,
+    cache: bool = True,
+    slow_budget: int | None = None,
+    stream_input: bool = False,
 ) -> ScopePlan:
     """The plan of the function and, recursively, of every If and Loop body,
-    each under the fast budget and the slow one (None: unbounded)."""
+    each under the fast budget and the slow one (None: unbounded). With
+    `stream_input` the function's inputs arrive as rows (a body's do not)."""
     if budget <= 0:
         raise ValueError(f"budget must be positive, got {budget}")
     view, p, bodies = _plan_scope(
-        fn.body.block, budget, "", lambda needs: build_view(fn, needs), cache, slow_budget
+        fn.body.block,
+        budget,
+        "",
+        lambda needs: build_view(fn, needs),
+        cache,
+        slow_budget,
+        stream_input,
     )
     return ScopePlan("", fn.body.block, view, p, budget, bodies=bodies)
 
 
-def plan_of(fn: func.FuncOp, budget: int, slow_budget: int | None = None) -> tuple[GraphView, Plan]:
+def plan_of(
+    fn: func.FuncOp, budget: int, slow_budget: int | None = None, stream_input: bool = False
+) -> tuple[GraphView, Plan]:
     """The plan of the function's `nn` ops under `budget` (memoised per graph);
     an If or Loop node holds its bodies' peak (see `ScopePlan`)."""
-    tree = plan_tree(fn, budget, slow_budget=slow_budget)
+    tree = plan_tree(fn, budget, slow_budget=slow_budget, stream_input=stream_input)
     assert tree.plan is not None
     return tree.view, tree.plan
 
@@ -426,22 +457,29 @@ def require_tree_fit(tree: ScopePlan) -> None:
 
 
 def planned_tree(
-    module: ModuleOp, option: str | int | None, slow_option: str | int | None = None
+    module: ModuleOp,
+    option: str | int | None,
+    slow_option: str | int | None = None,
+    stream_option: bool = False,
 ) -> ScopePlan:
     """The fitting plan tree of the module's function under the budgets."""
     budget = budget_of(module, option)
     slow = slow_budget_of(module, slow_option)
-    tree = plan_tree(main_func(module), budget, slow_budget=slow)
+    stream = stream_input_of(module, stream_option)
+    tree = plan_tree(main_func(module), budget, slow_budget=slow, stream_input=stream)
     require_tree_fit(tree)
     return tree
 
 
 def planned_scopes(
-    module: ModuleOp, option: str | int | None, slow_option: str | int | None = None
+    module: ModuleOp,
+    option: str | int | None,
+    slow_option: str | int | None = None,
+    stream_option: bool = False,
 ) -> list[ScopePlan]:
     """Every graph the tiling passes materialise, the function's first; a body
     without ops has nothing to tile."""
-    tree = planned_tree(module, option, slow_option)
+    tree = planned_tree(module, option, slow_option, stream_option)
     return [sc for sc in tree.walk() if sc.plan is not None]
 
 

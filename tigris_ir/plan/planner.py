@@ -97,6 +97,9 @@ STRATEGIES = (
 CHAIN_KINDS = ("strips", "whole_rows")
 """Band kinds that tile along the height (chain rule 1)."""
 
+STREAM_KINDS = ("strips", "whole_rows")
+"""Tiled stages that may read a streamed input: bands of whole rows."""
+
 _INF = 1 << 62
 
 GRID_MAX_WINDOWS = 1
@@ -242,6 +245,12 @@ class Plan:
     """Every tensor lives in the fast arena: what an unbounded plan keeps in
     slow memory stays there from its producer's unit to its last reader's
     (`resident` bytes per unit), and units read and write it in place."""
+    stream_input: bool = False
+    """The model inputs arrive in bands of rows through a callback: they are
+    resident nowhere, each unit reading one loads its rows as it needs them
+    (`stream_rows` rows in all, `stream_bytes` bytes)."""
+    stream_rows: int = 0
+    stream_bytes: int = 0
     failed_tensor: str | None = None
     """With `failed_node`: the tensor that does not fit (single arena)."""
     min_single: int | None = None
@@ -329,14 +338,21 @@ def normal_peak(graph: PlanGraph, start: int, stop: int, tables: GraphTables | N
     return scan.peak
 
 
-def single_peak(graph: PlanGraph, start: int, stop: int, tables: GraphTables | None = None) -> int:
+def single_peak(
+    graph: PlanGraph,
+    start: int,
+    stop: int,
+    tables: GraphTables | None = None,
+    streamed: frozenset[str] = frozenset(),
+) -> int:
     """Peak of ops [start, stop) run as a normal stage of a single-arena plan:
     its inputs and outputs are resident (`Residents`), so only the tensors it
     produces and last reads itself are its own, each live from its producer
     to its last reader in the stage; and the model inputs it reads last,
     which live (as the caller's buffers) up to their last reader.
-    `Residents.normal` is what stays resident beside them."""
-    scan = _NormalScan(graph, tables or GraphTables(graph), stop)
+    `Residents.normal` is what stays resident beside them. A streamed input
+    is loaded by every normal stage reading it, as a model input it reads last."""
+    scan = _NormalScan(graph, tables or GraphTables(graph), stop, streamed)
     while scan.start > start:
         scan.prepend()
     return scan.single_peak
@@ -353,13 +369,16 @@ class Residents:
     input, and last read at or after op i) and every output of the unit. This
     depends on i and j only, so stage formation can weigh it per segment."""
 
-    def __init__(self, graph: PlanGraph, tables: GraphTables):
+    def __init__(
+        self, graph: PlanGraph, tables: GraphTables, streamed: frozenset[str] = frozenset()
+    ):
         n = len(graph.nodes)
         delta = [0] * (n + 2)
         self.graph = graph
         self.tables = tables
+        self.streamed = streamed
         for name, info in graph.tensors.items():
-            if info.is_const:
+            if info.is_const or name in streamed:
                 continue
             last = tables.last_use[name]
             p = graph.producer(name)
@@ -394,7 +413,9 @@ class Residents:
         return sum(
             align(graph.tensors[x].nbytes)
             for x in graph.inputs
-            if not graph.tensors[x].is_const and start <= last_use[x] < stop
+            if not graph.tensors[x].is_const
+            and x not in self.streamed
+            and start <= last_use[x] < stop
         )
 
     def normal(self, start: int, stop: int) -> int:
@@ -407,7 +428,7 @@ class Residents:
         graph, last_use = self.graph, self.tables.last_use
         best: tuple[int, str] | None = None
         for name, info in graph.tensors.items():
-            if info.is_const:
+            if info.is_const or name in self.streamed:
                 continue
             p = graph.producer(name)
             last = last_use[name]
@@ -423,7 +444,14 @@ class _NormalScan:
     at a time. Adding an op upstream never shrinks a live set, so the peak only
     grows as the start moves up."""
 
-    def __init__(self, graph: PlanGraph, tables: GraphTables, stop: int):
+    def __init__(
+        self,
+        graph: PlanGraph,
+        tables: GraphTables,
+        stop: int,
+        streamed: frozenset[str] = frozenset(),
+    ):
+        self.streamed = streamed
         self.graph = graph
         self.tables = tables
         self.stop = stop
@@ -440,6 +468,7 @@ class _NormalScan:
         # a single arena: the inner tensors plus the model inputs last read in
         # the stage, live from its start to their last reader (`single_peak`)
         self.dying = 0
+        self.dying_streamed = 0  # of `dying`: streamed inputs (resident nowhere)
         self.dsum: dict[int, int] = {}
         self.single_peak = 0
 
@@ -488,8 +517,12 @@ class _NormalScan:
             info = graph.tensors[name]
             if info.is_const or name in self.inputs:
                 continue
-            if graph.producer(name) is None and self.tables.last_use[name] < self.stop:
+            if graph.producer(name) is None and (
+                self.tables.last_use[name] < self.stop or name in self.streamed
+            ):
                 self.dying += align(info.nbytes)
+                if name in self.streamed:
+                    self.dying_streamed += align(info.nbytes)
             self.inputs[name] = k
             self.in_bytes += align(info.nbytes)
             self.reads += info.nbytes
@@ -943,6 +976,8 @@ class _Ctx:
     _io: dict[tuple[int, int], tuple[tuple[str, ...], tuple[str, ...]]] = field(
         default_factory=dict[tuple[int, int], tuple[tuple[str, ...], tuple[str, ...]]]
     )
+    streamed: frozenset[str] = frozenset()
+    """The model inputs that arrive as a stream of rows (resident nowhere)."""
     residents: Residents | None = None
     """Set in a single-arena plan: every segment's budget is the fast budget
     less what stays resident while it runs."""
@@ -968,7 +1003,7 @@ class _Ctx:
         or in a single arena the `single_peak` (inputs and outputs resident)."""
         if self.residents is None:
             return normal_peak(self.graph, start, stop, self.tables)
-        return single_peak(self.graph, start, stop, self.tables)
+        return single_peak(self.graph, start, stop, self.tables, self.streamed)
 
     def normal_resident(self, start: int, stop: int) -> int:
         """Resident beside a normal stage of ops [start, stop)."""
@@ -999,8 +1034,19 @@ class _Ctx:
             t = None
             if not isinstance(model, str) and budget > 0:
                 t = tile_band(model, budget, exact)
+                if (
+                    t is not None
+                    and t.strategy not in STREAM_KINDS
+                    and self.reads_stream(start, stop)
+                ):
+                    # a streamed input arrives in whole rows: strips only
+                    t = _strips(model, budget, exact) if model.kind in STREAM_KINDS else None
             self._tilings[key] = t
         return self._tilings[key]
+
+    def reads_stream(self, start: int, stop: int) -> bool:
+        ins, _ = self.io(start, stop)
+        return any(x in self.streamed for x in ins)
 
     def io(self, start: int, stop: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         key = (start, stop)
@@ -1257,7 +1303,7 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
     best: list[tuple[int, int]] = [(0, 0)] + [(_INF, 0)] * n
     back: list[tuple[tuple[int, int], ...]] = [()] * (n + 1)
     for j in range(1, n + 1):
-        normal = _NormalScan(graph, tables, j)
+        normal = _NormalScan(graph, tables, j, ctx.streamed)
         band = BandBuilder(tables, j)
         band_ok = True
         tiled: list[tuple[int, int, bool, int]] = []  # (bound, i, a chain may fit, reads)
@@ -1267,7 +1313,8 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
             if single:
                 assert ctx.residents is not None
                 room = budget - ctx.residents.across[i] - normal.out_bytes
-                work, normal_room = normal.single_peak, room + normal.dying
+                work = normal.single_peak
+                normal_room = room + normal.dying - normal.dying_streamed
                 if i == 0 and j == n:  # the whole graph in place
                     normal_room, work = budget, normal.peak
             else:
@@ -1617,6 +1664,7 @@ def plan(
     budget: int,
     *,
     slow_budget: int | None = None,
+    stream_input: bool = False,
     chain_1d: bool = False,
     mac_weight: int = 1,
 ) -> Plan:
@@ -1627,7 +1675,13 @@ def plan(
     fits, else the single-arena plan (`Plan.single_arena`: nothing in slow
     memory, the fast budget holding every unit's buffers and the tensors
     resident across it). A pair that neither fits is a failed plan naming the
-    node, the resident tensor and the smallest budgets that would fit.
+    node, the
+    resident tensor and the smallest budgets that would fit.
+
+    With `stream_input` the model inputs are resident nowhere: every unit
+    reading one asks a callback for the rows it loads (bands of whole rows,
+    so such a unit runs normally, in strips or in a chain; a line-buffered
+    chain asks for each row once).
 
     `chain_1d` lets rank-3 (1D) feature maps chain too; the spec's rule 2
     asks for rank 4, so it is off by default. `mac_weight` is what one
@@ -1640,16 +1694,27 @@ def plan(
         raise ValueError(f"slow budget must not be negative, got {slow_budget}")
     ranks = (3, 4) if chain_1d else (4,)
     tables = GraphTables(graph)
-    free = _plan(_Ctx(graph, tables, budget, ranks, mac_weight))
+    streamed = _streamed(graph, stream_input)
+    free = _plan(_Ctx(graph, tables, budget, ranks, mac_weight, streamed=streamed))
     if slow_budget is None:
         return free
     if free.fits and free.slow_peak <= slow_budget:
         return replace(free, slow_budget=slow_budget)
-    one = _Ctx(graph, tables, budget, ranks, mac_weight, residents=Residents(graph, tables))
+    one = _Ctx(
+        graph,
+        tables,
+        budget,
+        ranks,
+        mac_weight,
+        streamed=streamed,
+        residents=Residents(graph, tables, streamed),
+    )
     single = _plan(one)
     if single.fits:
         return replace(single, slow_budget=slow_budget)
-    need = min_single_budget(graph, chain_1d=chain_1d, mac_weight=mac_weight, tables=tables)
+    need = min_single_budget(
+        graph, chain_1d=chain_1d, mac_weight=mac_weight, tables=tables, stream_input=stream_input
+    )
     return replace(
         single,
         slow_budget=slow_budget,
@@ -1657,6 +1722,13 @@ def plan(
         slow_needed=free.slow_peak if free.fits else None,
         failed_min_budget=free.failed_min_budget if not free.fits else single.failed_min_budget,
     )
+
+
+def _streamed(graph: PlanGraph, stream_input: bool) -> frozenset[str]:
+    """The model inputs a streamed plan reads by rows: every non-constant one."""
+    if not stream_input:
+        return frozenset()
+    return frozenset(x for x in graph.inputs if not graph.tensors[x].is_const)
 
 
 def _plan(ctx: _Ctx) -> Plan:
@@ -1788,6 +1860,8 @@ def _figures(
             p = graph.producer(name)
             readers = {unit_of_node[k] for k in graph.consumers(name)}
             birth = 0 if p is None else unit_of_node[p]
+            if name in ctx.streamed:
+                continue
             in_slow = (p is None and (readers or name in graph.outputs)) or (
                 p is not None and (name in graph.outputs or any(r != birth for r in readers))
             )
@@ -1827,6 +1901,8 @@ def _figures(
     writes = sum(s.slow_writes for s in stages if s.chain is None) + sum(
         c.slow_writes for c in chains
     )
+    rows, streamed_bytes = _stream_loads(ctx, stages, chains, in_place)
+    reads -= streamed_bytes
     if single:  # the loads and spills of a single arena move bytes within it
         reads = writes = 0
     recomputed = sum(s.recomputed_macs for s in stages if s.chain is None) + sum(
@@ -1848,8 +1924,56 @@ def _figures(
         failed_min,
         failure,
         single_arena=single,
+        stream_input=bool(ctx.streamed),
+        stream_rows=rows,
+        stream_bytes=streamed_bytes + _in_place_stream(ctx, stages, in_place),
         failed_tensor=failed_tensor,
     )
+
+
+def _row_bytes(graph: PlanGraph, name: str) -> int:
+    info = graph.tensors[name]
+    return info.nbytes // info.shape[1] if info.rank >= 2 else info.nbytes
+
+
+def _stream_loads(
+    ctx: _Ctx, stages: Sequence[StagePlan], chains: Sequence[ChainPlan], in_place: bool
+) -> tuple[int, int]:
+    """Rows asked of the input stream and the bytes of those counted in the
+    units' slow reads: a normal stage loads every row, a strip every row of
+    its range, a line-buffered chain each row once, a plain chain every row
+    of every tile's range."""
+    graph = ctx.graph
+    rows = total = 0
+    for x in sorted(ctx.streamed):
+        info = graph.tensors[x]
+        height = info.shape[1] if info.rank >= 2 else 1
+        rb = _row_bytes(graph, x)
+        for st in stages:
+            if st.chain is not None or x not in st.inputs:
+                continue
+            if not st.tiled:
+                rows += height
+                total += 0 if in_place else info.nbytes
+                continue
+            got = sum(b - a for a, b in (t.rows[x] for t in st.tiles if x in t.rows))
+            rows += got
+            total += got * rb
+        for c in chains:
+            if x not in c.inputs:
+                continue
+            seq = [t.rows[x] for t in c.tiles if x in t.rows]
+            got = union_length(seq) if c.line_buffered else sum(b - a for a, b in seq)
+            rows += got
+            total += got * rb
+    return rows, total
+
+
+def _in_place_stream(ctx: _Ctx, stages: Sequence[StagePlan], in_place: bool) -> int:
+    """An in-place plan loads its streamed inputs whole (not a slow read)."""
+    if not in_place:
+        return 0
+    return sum(ctx.graph.tensors[x].nbytes for x in ctx.streamed if x in stages[0].inputs)
 
 
 def min_single_budget(
@@ -1858,6 +1982,7 @@ def min_single_budget(
     chain_1d: bool = False,
     mac_weight: int = 1,
     tables: GraphTables | None = None,
+    stream_input: bool = False,
 ) -> int:
     """The smallest fast budget of a plan without slow memory: a bisection
     over `plan(graph, b, slow_budget=0).fits`, between the unbounded plan's
@@ -1869,11 +1994,21 @@ def min_single_budget(
     tables = tables or GraphTables(graph)
     ranks = (3, 4) if chain_1d else (4,)
 
+    streamed = _streamed(graph, stream_input)
+
     def ok(b: int) -> bool:
-        free = _plan(_Ctx(graph, tables, b, ranks, mac_weight))
+        free = _plan(_Ctx(graph, tables, b, ranks, mac_weight, streamed=streamed))
         if free.fits and free.slow_peak == 0:
             return True
-        ctx = _Ctx(graph, tables, b, ranks, mac_weight, residents=Residents(graph, tables))
+        ctx = _Ctx(
+            graph,
+            tables,
+            b,
+            ranks,
+            mac_weight,
+            streamed=streamed,
+            residents=Residents(graph, tables, streamed),
+        )
         return _plan(ctx).fits
 
     lo = min_budget(graph)
@@ -1893,36 +2028,40 @@ def min_single_budget(
     return hi
 
 
-def min_fast_budget(graph: PlanGraph, slow_budget: int | None = None) -> int:
+def min_fast_budget(
+    graph: PlanGraph, slow_budget: int | None = None, stream_input: bool = False
+) -> int:
     """The smallest fast budget that fits beside `slow_budget` (None:
     unbounded, `min_budget`; 0: a single arena, `min_single_budget`; else a
     bisection over `plan(graph, b, slow_budget=...).fits` between the two)."""
-    if slow_budget is None:
+    if slow_budget is None and not stream_input:
         return min_budget(graph)
     tables = GraphTables(graph)
-    single = min_single_budget(graph, tables=tables)
+    single = min_single_budget(graph, tables=tables, stream_input=stream_input)
     if slow_budget == 0:
         return single
     lo, hi = min_budget(graph), single
     while lo < hi:
         mid = (lo + hi) // 2
-        if plan(graph, mid, slow_budget=slow_budget).fits:
+        if plan(graph, mid, slow_budget=slow_budget, stream_input=stream_input).fits:
             hi = mid
         else:
             lo = mid + 1
     return hi
 
 
-def frontier(graph: PlanGraph, slow_budget: int | None = None, points: int = 8) -> list[Plan]:
+def frontier(
+    graph: PlanGraph, slow_budget: int | None = None, points: int = 8, stream_input: bool = False
+) -> list[Plan]:
     """Plans from the smallest fast budget that fits beside `slow_budget` up
     to the layer-by-layer peak, at `points` budgets spaced evenly in ratio:
     the memory against recomputed MACs and slow traffic."""
-    least = min_fast_budget(graph, slow_budget)
+    least = min_fast_budget(graph, slow_budget, stream_input)
     most = max(least, normal_peak(graph, 0, len(graph.nodes)) if graph.nodes else least)
     budgets = sorted(
         {int(round(least * (most / least) ** (i / max(points - 1, 1)))) for i in range(points)}
     )
-    return [plan(graph, b, slow_budget=slow_budget) for b in budgets]
+    return [plan(graph, b, slow_budget=slow_budget, stream_input=stream_input) for b in budgets]
 
 
 def min_budget(graph: PlanGraph) -> int:

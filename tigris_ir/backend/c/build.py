@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tigris_ir.backend.c.network import CSource, print_network
 from tigris_ir.interp.program import RunStats
+from tigris_ir.reference.executor import to_internal
 
 REQUIRED_FLAGS = ("-std=c99", "-ffp-contract=off")
 DEFAULT_FLAGS = ("-O3", "-march=native")
@@ -135,6 +136,30 @@ def harness(source: CSource) -> str:
     in_bytes = ", ".join(str(p.nbytes) for p in source.inputs) or "0"
     out_bytes = ", ".join(str(p.nbytes) for p in source.outputs) or "0"
     slow = max(source.slow_arena, 1)
+    streamed = bool(source.inputs) and source.inputs[0].streamed
+    stream = ""
+    if streamed:
+        rb = source.inputs[0].nbytes // source.inputs[0].shape[1]
+        stream = f"""
+/* The input stream: rows of the input file (channels-last), counted. */
+static const unsigned char *stream_data;
+static unsigned long long stream_rows;
+
+int {n}_input_rows(int first_row, int rows, void *dst)
+{{
+    if (first_row < 0 || rows < 0 || first_row + rows > {source.inputs[0].shape[1]}) return 1;
+    memcpy(dst, stream_data + (size_t)first_row * {rb}, (size_t)rows * {rb});
+    stream_rows += (unsigned long long)rows;
+    return 0;
+}}
+"""
+    pass_input = (
+        "    stream_data = (const unsigned char *)ins[0];\n    ins[0] = NULL;\n"
+        if streamed
+        else ""
+    )
+    free_stream = "    free((void *)stream_data);\n" if streamed else ""
+    print_rows = '    printf("stream rows: %llu\\n", stream_rows);\n' if streamed else ""
     return f"""\
 /* The harness of '{n}': {n}_run_n on files of raw bytes.
  *   ./run [-r REPEAT] IN0 ... OUT0 ...
@@ -151,6 +176,7 @@ unsigned char {n}_slow_arena[{slow}] __attribute__((aligned({u}_ARENA_ALIGN)));
 #endif
 
 static const size_t in_bytes[] = {{{in_bytes}}};
+{stream}
 static const size_t out_bytes[] = {{{out_bytes}}};
 
 static void *read_file(const char *path, size_t n)
@@ -183,7 +209,7 @@ int main(int argc, char **argv)
         ins[i] = read_file(argv[a + i], in_bytes[i]);
     for (i = 0; i < {no}; ++i)
         outs[i] = malloc(out_bytes[i] ? out_bytes[i] : 1);
-    rc = {n}_run_n(ins, outs);
+{pass_input}    rc = {n}_run_n(ins, outs);
     if (rc != 0) {{
         fprintf(stderr, "{n}_run_n returned %d\\n", rc);
         return 3;
@@ -206,7 +232,7 @@ int main(int argc, char **argv)
         }}
         fclose(f);
     }}
-#ifdef TIGRIS_STATS
+{print_rows}#ifdef TIGRIS_STATS
     {{
         {n}_stats_t st;
         if ({n}_stats(&st) != 0) {{
@@ -224,6 +250,7 @@ int main(int argc, char **argv)
 #endif
     for (i = 0; i < {ni}; ++i)
         free((void *)ins[i]);
+{free_stream}
     for (i = 0; i < {no}; ++i)
         free(outs[i]);
     return rc;
@@ -298,7 +325,8 @@ def execute(
     if len(inputs) != len(source.inputs):
         raise CRunError(f"the model takes {len(source.inputs)} input(s), got {len(inputs)}")
     for x, p in zip(inputs, source.inputs):
-        if tuple(x.shape) != p.shape or x.dtype != p.dtype:
+        shape = tuple(x.shape) if not p.streamed else tuple(to_internal(x, p.layout).shape)
+        if shape != p.shape or x.dtype != p.dtype:
             raise CRunError(
                 f"input '{p.name}' must be {p.dtype} of shape {'x'.join(map(str, p.shape))}, "
                 f"got {x.dtype} of shape {'x'.join(map(str, x.shape))}"
@@ -306,7 +334,9 @@ def execute(
     with tempfile.TemporaryDirectory(prefix="tigris-run-") as d:
         ins = [Path(d) / f"in{i}.bin" for i in range(len(inputs))]
         outs = [Path(d) / f"out{i}.bin" for i in range(len(source.outputs))]
-        for path, x in zip(ins, inputs):
+        for path, x, p in zip(ins, inputs, source.inputs):
+            if p.streamed:  # the stream delivers channels-last rows
+                x = to_internal(x, p.layout)
             path.write_bytes(np.ascontiguousarray(x).tobytes())
         cmd = [str(exe), *(["-r", str(repeat)] if repeat else []), *map(str, ins + outs)]
         try:
@@ -367,7 +397,15 @@ def stats_of(source: CSource, figures: Mapping[str, float]) -> RunStats:
         get("slow reads"),
         get("slow writes"),
         get("tiles"),
+        int(figures.get("stream rows", 0)),
+        int(figures.get("stream rows", 0)) * _stream_row_bytes(source),
     )
+
+
+def _stream_row_bytes(source: CSource) -> int:
+    if not source.inputs or not source.inputs[0].streamed:
+        return 0
+    return source.inputs[0].nbytes // source.inputs[0].shape[1]
 
 
 def run_c(

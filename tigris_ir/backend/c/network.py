@@ -76,6 +76,9 @@ class CPort:
     dtype: np.dtype
     shape: tuple[int, ...]
     layout: str
+    streamed: bool = False
+    """A streamed input: the unit asks `<name>_input_rows` for bands of its rows,
+    channels-last (`shape` is then (N, H, W, C)); its pointer is not read."""
 
     @property
     def nbytes(self) -> int:
@@ -448,6 +451,23 @@ class _Printer:
             t = _mem_type(a.type, f"argument #{i}")
             space = loop.space_of(t)
             lv = self.lives.get(id(a))
+            if space == loop.STREAM.data:
+                if len(block.args) != 1:
+                    raise NetworkError("a streamed input is printed for a model of one input")
+                # no storage: subviews of it are element offsets that a copy
+                # turns into a call of the row callback
+                dt = _elem_dtype(t)
+                m = _Mem(
+                    "0",
+                    c_band.c_type(dt),
+                    tuple(str(d) for d in t.get_shape()),
+                    _static_strides(t, f"argument #{i}"),
+                    space,
+                    f"stream{i}",
+                )
+                self.vals[a] = m
+                self.arg_mems.append(m)
+                continue
             if not space or lv is None:
                 raise NetworkError(f"argument #{i} is in no memory space (run lower-to-loops)")
             off = self._arg_offset(i, OFFSET_ATTR)
@@ -644,6 +664,12 @@ class _Printer:
             self.emit(f"TIGRIS_BOUND({c});")
         off = c_linear(list(zip(offs, src.strides)))
         var = self.fresh(self._hint(op.result, "v"))
+        if src.space == loop.STREAM.data:  # an element offset into the input stream
+            self.declare(var, f"long {var} = {c_add(src.ptr, off)};")
+            self.vals[op.result] = _Mem(
+                var, src.ctype, tuple(sizes), strides, src.space, src.root, None
+            )
+            return
         const = "const " if src.space == "" else ""
         init = src.ptr if off == "0" else f"{src.ptr} + {off}"
         self.declare(var, f"{const}{src.ctype} *{var} = {init};")
@@ -666,6 +692,9 @@ class _Printer:
             )
         if not dst.space:
             raise NetworkError(f"{_what(op)}: a copy into a constant array")
+        if src.space == loop.STREAM.data:
+            self._stream_rows(op, src, dst)
+            return
         sizes = []
         for ax, (a, b) in enumerate(zip(src.sizes, dst.sizes)):
             if _is_int(a) and _is_int(b) and a != b:
@@ -696,6 +725,27 @@ class _Printer:
             self._copy_loops(src, dst, sizes, backward=False)
         self.emit(f"TIGRIS_PROF_END({k});")
         self.close()
+
+    def _stream_rows(self, op: mr.CopyOp, src: _Mem, dst: _Mem) -> None:
+        """A band of whole input rows asked of the callback, written densely
+        into the destination (which holds whole rows of every channel)."""
+        if src.rank < 2 or not all(_is_int(s) for s in src.sizes[2:]):
+            raise NetworkError(f"{_what(op)}: a streamed input is read in bands of rows")
+        row = 1
+        for k in range(src.rank - 1, 1, -1):
+            if dst.strides[k] != row or int(src.sizes[k]) != int(dst.sizes[k]):
+                raise NetworkError(
+                    f"{_what(op)}: a band of a streamed input must land in whole dense rows"
+                )
+            row *= int(src.sizes[k])
+        if src.sizes[0] != "1" or dst.strides[1] != row or src.strides[1] != row:
+            raise NetworkError(
+                f"{_what(op)}: a band of a streamed input must be whole rows of one image"
+            )
+        self.emit(
+            f"if ({self.name}_input_rows((int)({src.ptr} / {row}), (int)({src.sizes[1]}), "
+            f"(void *)({dst.ptr})) != 0) return 2;"
+        )
 
     def _count(self, sizes: Sequence[str]) -> str:
         out = "1"
@@ -971,10 +1021,11 @@ def _ports(fn: func.FuncOp, mems: Sequence[_Mem], key: str, layouts: Sequence[st
     for i, m in enumerate(mems):
         shape = tuple(int(s) for s in m.sizes)
         lay = layouts[i] if i < len(layouts) else "plain"
-        if lay in ("nchw", "ncw"):
+        streamed = m.space == loop.STREAM.data
+        if lay in ("nchw", "ncw") and not streamed:
             shape = (shape[0], shape[-1], *shape[1:-1])
         dt = {v: k for k, v in c_band.C_TYPES.items()}[m.ctype]
-        out.append(CPort(names[i], dt, shape, lay))
+        out.append(CPort(names[i], dt, shape, lay, streamed))
     return out
 
 
@@ -1141,9 +1192,10 @@ def _header(p: _Printer, ins: Sequence[CPort], outs: Sequence[CPort]) -> str:
     ]
     for kind, ports in (("INPUT", ins), ("OUTPUT", outs)):
         for i, port in enumerate(ports):
+            lay = "streamed by rows, channels-last" if port.streamed else port.layout
             lines.append(
                 f"#define {u}_{kind}{i}_BYTES {port.nbytes} /* '{port.name}': "
-                f"{port.dtype} {'x'.join(map(str, port.shape))} ({port.layout}) */"
+                f"{port.dtype} {'x'.join(map(str, port.shape))} ({lay}) */"
             )
     lines += [
         "",
@@ -1160,6 +1212,19 @@ def _header(p: _Printer, ins: Sequence[CPort], outs: Sequence[CPort]) -> str:
     ]
     if len(ins) == 1 and len(outs) == 1:
         lines.append(f"int {n}_run(const void *input, void *output);")
+    if any(port.streamed for port in ins):
+        port = ins[0]
+        rb = port.nbytes // port.shape[1]
+        lines += [
+            f"/* The input '{port.name}' is streamed: the caller defines this function, which",
+            " * writes rows [first_row, first_row + rows) of the input, channels-last",
+            f" * (row by row, {rb} bytes a row: W x C), densely to dst and returns 0;",
+            f" * anything else stops the run, which then returns 2. {n}_run_n does not read",
+            " * inputs[0] (it may be NULL). A line-buffered plan asks for each row once, in",
+            " * order. */",
+            f"#define {u}_INPUT0_ROW_BYTES {rb}",
+            f"int {n}_input_rows(int first_row, int rows, void *dst);",
+        ]
     lines += [
         "/* The last run's figures: 0 in a -DTIGRIS_STATS build after a run, else -1. */",
         f"int {n}_stats({n}_stats_t *out);",
@@ -1224,7 +1289,8 @@ def print_network(
     outs = _ports(fn, p.returned, "nn.output_names", out_lay)
     pre = ["if (inputs == NULL || outputs == NULL) return 1;"]
     for i in range(len(ins)):
-        pre.append(f"if (inputs[{i}] == NULL) return 1;")
+        if not ins[i].streamed:
+            pre.append(f"if (inputs[{i}] == NULL) return 1;")
     for i in range(len(outs)):
         pre.append(f"if (outputs[{i}] == NULL) return 1;")
     pre.append("#ifdef TIGRIS_STATS")
@@ -1235,7 +1301,8 @@ def print_network(
     at = p.input_lines_at
     inputs_text: list[str] = []
     for i, (m, port) in enumerate(zip(p.arg_mems, ins)):
-        inputs_text += _boundary_copy(p, m, port, f"inputs[{i}]", True)
+        if not port.streamed:
+            inputs_text += _boundary_copy(p, m, port, f"inputs[{i}]", True)
     outputs_text: list[str] = []
     for i, (m, port) in enumerate(zip(p.returned, outs)):
         outputs_text += _boundary_copy(p, m, port, f"outputs[{i}]", False)

@@ -8,13 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import zoo
-from tigris_ir.dialects import nn
-from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
-from tigris_ir.passes.plan_arena import PlanArenaPass
 from xdsl.context import Context
 
+from tigris_ir.dialects import nn
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.interp.loop_ir import run_loop_module
+from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+from tigris_ir.passes.plan_arena import PlanArenaPass
 from tigris_ir.plan.graph import GraphBuilder
 from tigris_ir.plan.ir import main_func
 from tigris_ir.plan.memory import parse_budget

@@ -1,0 +1,139 @@
+"""Plans without external memory: the smallest single SRAM of the zoo models.
+
+For every model (full size), int8 and float32: the layer-by-layer peak (every
+op run whole), the smallest fast budget with unbounded slow memory, and the
+smallest single SRAM (`--slow-budget 0`: every tensor in the one fast arena)
+with the model input resident and with it streamed in by rows
+(`--stream-input`), each with its recomputed MACs (percent of the model's) and
+the planning time of one plan at that budget. Beside them, side by side, the
+measured anchors of ANCHORS.md ("Plans without external memory") and the
+ratio of our figure to theirs (below 1: less memory than the anchor).
+
+The figures are the planner's; tests/test_planner_slow_budget.py holds them
+equal to what the loop-level interpreter and the C measure. The planner does
+not depend on the ISA; the planning times are measured on this machine
+(Intel Sapphire Rapids, one thread).
+
+    python bench/sram_only.py [--models mobilenet_v2,mobilenet_v2_035] [--dtypes int8,f32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test support: the zoo
+import zoo  # noqa: E402
+
+from tigris_ir.frontend.onnx_import import import_model
+from tigris_ir.plan.ir import layer_by_layer_peak, main_func
+from tigris_ir.plan.memory import format_bytes
+from tigris_ir.plan.nn_graph import build_view
+from tigris_ir.plan.planner import Plan, min_budget, min_single_budget, plan
+
+KB = 1000
+KIB = 1024
+
+# ANCHORS.md, "Plans without external memory" (SRAM peaks; kB = 1000 bytes)
+ANCHORS: dict[tuple[str, str, str], tuple[str, int]] = {
+    ("mobilenet_v2", "int8", "streamed"): ("MCUNetV2 patch-based, +3..10% MACs", 172 * KB),
+    ("mobilenet_v2", "int8", "resident"): ("line-buffer estimate, image resident", 264 * KIB),
+    ("mobilenet_v2_035", "int8", "streamed"): ("msf-CNN at 1.68x MACs (no residuals)", 8600),
+    ("mobilenet_v2_035", "int8", "resident"): ("line-buffer estimate, image resident", 86 * KIB),
+    ("mobilenet_v2", "f32", "fast"): ("reference tool, smallest fast budget", 38 * KIB),
+}
+TARGETS = {  # issue 15
+    ("mobilenet_v2", "int8", "streamed"): "<= 128 KiB at <= 3% MACs",
+    ("mobilenet_v2", "int8", "resident"): "<= 270 KiB",
+    ("mobilenet_v2_035", "int8", "streamed"): "<= 26 KiB at 0% MACs",
+    ("mobilenet_v2", "f32", "fast"): "<= 32 KiB",
+}
+
+
+def _pct(p: Plan) -> str:
+    return f"{100 * p.recomputed_macs / max(p.macs, 1):.2f}%"
+
+
+def _timed(graph, budget: int, **kw) -> tuple[Plan, float]:
+    t0 = time.perf_counter()
+    p = plan(graph, budget, **kw)
+    return p, time.perf_counter() - t0
+
+
+def _vs(key: tuple[str, str, str], ours: int) -> str:
+    a = ANCHORS.get(key)
+    if a is None:
+        return ""
+    return f"{ours / a[1]:.2f}x of {format_bytes(a[1])} ({a[0]})"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--models", default="mobilenet_v2,mobilenet_v2_035,vgg,resnet,ds_cnn")
+    ap.add_argument("--dtypes", default="int8,f32")
+    args = ap.parse_args()
+    console = Console(width=200)
+    t = Table(title="smallest SRAM budgets of the zoo models (full size)")
+    for col in (
+        "model",
+        "dtype",
+        "layer-by-layer",
+        "fast, slow unbounded",
+        "one SRAM, input resident",
+        "MACs +",
+        "one SRAM, input streamed",
+        "MACs +",
+        "plan s (both)",
+        "against the anchors",
+        "target (issue 15)",
+    ):
+        t.add_column(col, justify="left" if col in ("model", "dtype") else "right")
+    for name in args.models.split(","):
+        for dt in args.dtypes.split(","):
+            model = zoo.build(name, size="full", int8=dt == "int8")
+            fn = main_func(import_model(model).module)
+            g = build_view(fn).graph
+            naive = layer_by_layer_peak(fn)
+            fast = min_budget(g)
+            resident = min_single_budget(g)
+            streamed = min_single_budget(g, stream_input=True)
+            pr, tr = _timed(g, resident, slow_budget=0)
+            ps, ts = _timed(g, streamed, slow_budget=0, stream_input=True)
+            assert pr.fits and ps.fits and pr.slow_peak == ps.slow_peak == 0
+            notes = [
+                _vs((name, dt, "fast"), fast),
+                _vs((name, dt, "resident"), resident),
+                _vs((name, dt, "streamed"), streamed),
+            ]
+            targets = [
+                f"{k[2]} {v}" for k, v in TARGETS.items() if k[0] == name and k[1] == dt
+            ]
+            t.add_row(
+                name,
+                dt,
+                format_bytes(naive),
+                format_bytes(fast),
+                f"{format_bytes(resident)} ({resident / naive:.3f}x)",
+                _pct(pr),
+                f"{format_bytes(streamed)} ({streamed / naive:.3f}x)",
+                _pct(ps),
+                f"{tr:.2f} / {ts:.2f}",
+                "\n".join(n for n in notes if n),
+                "\n".join(targets),
+            )
+    console.print(t)
+    console.print(
+        "Ratios in brackets: of the layer-by-layer peak. 'plan s': one plan at the "
+        "resident / streamed budget. The zoo's int8 models take a float32 input "
+        "(QuantizeLinear first), which a resident plan holds whole."
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

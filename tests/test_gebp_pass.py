@@ -556,10 +556,9 @@ def compile_and_run(
     src: Path, cases, dtype: str, target: tg.Target, run: bool, names: list[str] | None = None
 ) -> None:
     """Compile k.c for the target; run each case's function (@f<i>) where it runs."""
-    path = gebp_c.compile_shared(src.read_text(), target)
+    lib = gebp_c.load(src.read_text(), ("-O3", "-march=native", *target.cflags()))
     if not run:
         return
-    lib = ctypes.CDLL(str(path))
     for idx, (m, n, k, _) in enumerate(cases):
         fn = getattr(lib, names[idx] if names else f"f{idx}")
         fn.restype = None

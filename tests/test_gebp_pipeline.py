@@ -130,3 +130,34 @@ def test_the_c_target_prints_what_the_ir_prints(tmp_path: Path):
     assert tigris_opt([str(path), *PIPELINE, "-t", "c", "-o", str(tmp_path / "ds.c")]) == 0
     module = Parser(_context(), (tmp_path / "ds.mlir").read_text()).parse_module()
     assert print_network(module, base=tmp_path).c == (tmp_path / "ds.c").read_text()
+
+
+def test_a_requested_geometry_on_a_band_is_honoured_or_declined(tmp_path: Path, capsys):
+    """`rtile.request` on the op of a band: a geometry `check` accepts is the
+    band's tile and its micro-kernel is in the C; one it refuses is declined
+    with the rule, and the band keeps the model's default."""
+    from tigris_ir.dialects.rtile import REQUEST
+    from tigris_ir.passes.gebp_tile import GebpTilePass
+    from tigris_ir.passes.lower_gebp import LowerGebpPass
+    from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+    from tigris_ir.passes.plan_arena import PlanArenaPass
+
+    model = zoo.build("ds_cnn", size="small")
+    imported = import_model(model)
+    module = imported.module
+    LowerToLoopsPass(budget=65536).apply(Context(), module)
+    convs = [op for op, s in decide.sites(module) if s.kind == "1x1 conv"]
+    assert len(convs) >= 2
+    convs[0].attributes[REQUEST] = GeomAttr(2, 2, 8)  # n = 16: fits
+    convs[1].attributes[REQUEST] = GeomAttr(4, 3, 8)  # 24 columns > 16: declined
+    GebpTilePass(target="avx2").apply(Context(), module)
+    LowerGebpPass().apply(Context(), module)
+    PlanArenaPass().apply(Context(), module)
+    err = capsys.readouterr().err
+    assert "declined the requested geometry rm4 rn3 lanes8" in err
+    assert "falls back to the default rm4 rn2 lanes8" in err
+    assert convs[0].attributes[GEOM] == GeomAttr(2, 2, 8)
+    assert convs[1].attributes[GEOM] == GeomAttr(4, 2, 8)
+    src = print_network(module, weights=imported.weights)
+    assert "for (; i + 2 <= m; i += 2)" in src.c  # two-row passes: the request's
+    assert "for (; i + 4 <= m; i += 4)" in src.c  # four-row ones: the default's

@@ -2,8 +2,10 @@
 
 The model (`register_tile.default`) only ranks; where it proposes alternatives
 (and, under `autotune_register_tile_rm_twin`, the two-row twin) the choice is a
-timing question. `autotune` compiles every candidate with `gebp_c`, times them
-in alternating rounds (machine noise hits all alike), keeps the fastest and
+timing question. `autotune` compiles every candidate with the network's own
+GEBP generator and flags (`backend.c.gebp`: the code and `-std=c99
+-ffp-contract=off -O3 -march=native` a network with that tile is built with),
+times them in alternating rounds (machine noise hits all alike), keeps the fastest and
 records it in a JSON cache keyed by target and site (m, n, k, dtype), so that a
 second compilation of the same network does not time again.
 """
@@ -27,7 +29,7 @@ from tigris_ir.rtile.targets import Target, can_run
 
 Dtype = Literal["float32", "int8"]
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 """Bumped whenever the meaning of a cache entry changes; older files are ignored."""
 
 
@@ -115,17 +117,34 @@ Timer = Callable[[Sequence[rt.Geometry], gebp_c.Problem, Target], dict[rt.Geomet
 """Seconds per call of each candidate on a problem (injectable for tests)."""
 
 
-def _operands(p: gebp_c.Problem) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(0)
+def operands(
+    p: gebp_c.Problem, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """A, B, the bias and (int8) the requantization multipliers of a problem."""
+    rng = np.random.default_rng(seed)
     if p.dtype == "float32":
         return (
             rng.standard_normal((p.m, p.k), dtype=np.float32),
             rng.standard_normal((p.k, p.n), dtype=np.float32),
+            rng.standard_normal(p.n, dtype=np.float32),
+            None,
         )
     return (
         rng.integers(-128, 128, (p.m, p.k), dtype=np.int8),
         rng.integers(-128, 128, (p.k, p.n), dtype=np.int8),
+        rng.integers(-1000, 1000, p.n, dtype=np.int32),
+        np.full(p.n, 1.0 / (128.0 * max(1, p.k) ** 0.5), np.float32),
     )
+
+
+def call_of(kernel: gebp_c.Kernel, a: np.ndarray, b: np.ndarray, bias: np.ndarray,
+            mult: np.ndarray | None) -> tuple[Callable[[], object], np.ndarray]:
+    """A call of the kernel on packed operands (packed once, as a network's
+    weights are) and the array it writes."""
+    out = np.empty((kernel.problem.m, kernel.problem.n), a.dtype)
+    bp, bs = kernel.pack(b), kernel.pad(bias)
+    ms = None if mult is None else kernel.pad(mult)
+    return (lambda: kernel.call(a, bp, bs, out, ms)), out
 
 
 def time_candidates(
@@ -137,12 +156,10 @@ def time_candidates(
     round_seconds: float = 0.01,
 ) -> dict[rt.Geometry, float]:
     """Best seconds per call of each compiled candidate, in alternating rounds."""
-    a, b = _operands(problem)
+    a, b, bias, mult = operands(problem)
     calls: dict[rt.Geometry, Callable[[], object]] = {}
     for g in geoms:
-        kernel = gebp_c.build(g, problem, target)
-        out = np.empty((problem.m, problem.n), kernel.acc_dtype)
-        calls[g] = lambda kernel=kernel, out=out: kernel(a, b, None, out)
+        calls[g] = call_of(gebp_c.build(g, problem, target), a, b, bias, mult)[0]
     reps: dict[rt.Geometry, int] = {}
     for g, f in calls.items():
         f()  # warm up: page in the code and the operands
@@ -178,8 +195,9 @@ class Choice:
 def candidates(
     target: Target, m: int, n: int, config: rt.TileConfig = rt.DEFAULT_CONFIG
 ) -> list[rt.Geometry]:
-    """The default first, then the alternatives and (if configured) the twin, and
-    on files of 16 lanes or more one tile at half the width.
+    """The default first, then the alternatives and (if configured) the twin, on
+    files of 16 lanes or more one tile at half the width, and at each width the
+    tallest tile the register budget admits.
 
     The spec's alternatives stay at the widest width the site fills; but the
     model cannot see that a narrower vector with more columns per pass can win
@@ -188,15 +206,28 @@ def candidates(
     width, the widest tile the register budget accepts there.
     """
     seen = rt.seeds(target, m, n, config)
-    if not seen or seen[0].lanes < 16:
+    if not seen:
         return seen
     rm = seen[0].rm
+    widths = [seen[0].lanes]
+    if seen[0].lanes >= 16:
+        widths.append(seen[0].lanes // 2)
     for lanes in rt.renderable_lanes(target.vector_bytes, target.elt_bytes):
-        if lanes != seen[0].lanes // 2:
+        if lanes not in widths[1:]:
             continue
         for rn in range(rt.rn_cap(target), 0, -1):
             g = rt.Geometry(rm, rn, lanes)
             if g not in seen and rt.check(target, m, n, g) is None:
+                seen.append(g)
+                break
+    # and, at each of those widths, the tallest tile of the default's columns
+    # the register budget admits: more rows reuse each B vector more often,
+    # which the model (ranking at rm_cap rows) does not price
+    for lanes in widths:
+        rn = max((g.rn for g in seen if g.lanes == lanes), default=0)
+        for rows in range(2 * rt.rm_cap, rm, -1):
+            g = rt.Geometry(rows, rn, lanes)
+            if rn and g not in seen and rt.check(target, m, n, g) is None:
                 seen.append(g)
                 break
     return seen

@@ -524,15 +524,48 @@ def _panels(op: nn.NNOp, k: int, n: int, int8: bool) -> _Panels:
         target = tg.get_target(name)
     except ValueError as e:
         raise CLoweringError(f"{op.name}: rtile.target: {e}") from None
+    try:
+        return panels(g, plan, target, k, n, int8)
+    except CLoweringError as e:
+        raise CLoweringError(f"{op.name}: {e}") from None
+
+
+def panels(
+    g: rt.Geometry, plan: rk.KernelPlan, target: tg.Target, k: int, n: int, int8: bool
+) -> _Panels:
+    """The panels of a k x n B under a geometry and kernel plan on `target`."""
     vu = target.unit(g.lanes) or tg.unit_of(target.arch, 4 * g.lanes)
     if vu is None:
         raise CLoweringError(
-            f"{op.name}: no vector unit of {4 * g.lanes} bytes on {target.arch} for {rt.show(g)}"
+            f"no vector unit of {4 * g.lanes} bytes on {target.arch} for {rt.show(g)}"
         )
     cv = rt.cover(g, g.rm, n)
     tv = len(cv.tail_widths)
     last = cv.tail_widths[-1] if tv else g.lanes
     return _Panels(k, n, int8, g.rm, g.rn, g.lanes, cv.n_full, tv, last, plan, vu)
+
+
+def pack_b(p: _Panels, b: np.ndarray) -> np.ndarray:
+    """B[k, n] in the kernel's panels (what the network stores as its weights)."""
+    return _pack_b(p, b)
+
+
+def pad_cols(p: _Panels, v: np.ndarray) -> np.ndarray:
+    """A per-column vector (bias, multipliers) padded to the panels' columns."""
+    return _pad_cols(p, v)
+
+
+def float_rows(unit: CUnit, p: _Panels) -> str:
+    """The name of the float32 row driver `f(a, lda, m, bp, bias, y, ldy)`: the
+    GEBP the network's pointwise convolutions and matrix products call."""
+    return _matrix_rows(unit, p, None, "float")
+
+
+def int8_rows(unit: CUnit, p: _Panels, xzp: int, yzp: int) -> str:
+    """The int8 row driver `f(a, lda, m, bp, bias, mult, y, ldy)` of int8_t
+    operands and results with these zero points (requantized by `mult`)."""
+    one = np.float32(1.0)
+    return _matrix_rows(unit, p, _Q("int8_t", "int8_t", xzp, yzp, -128, 127, one, one), "int8_t")
 
 
 def _pack_b(p: _Panels, b: np.ndarray) -> np.ndarray:

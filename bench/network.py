@@ -16,8 +16,15 @@ kernel, `tg_pw` a pointwise GEBP, `tg_conv` an im2col or direct one), per copy
 direction (slow -> fast loads, fast -> slow spills, fast -> fast line-buffer
 shifts) and the boundary transposes, as shares of the run's time-stamp ticks.
 
+`--before REV` (default: BEFORE, the C backend before the performance work of
+issue 10; `--before none` leaves it out) prints the same plans with the printer
+of that git revision too, built with the same flags and timed alternately with
+today's in the same run: the "before ms" and "before / ort" columns. The
+table's title names the host's ISA.
+
     python bench/network.py [--models mobilenet_v2,resnet,ds_cnn] [--budgets 256K,64K]
-                            [--dtypes f32,int8] [--repeat 20] [--profile]
+                            [--dtypes f32,int8] [--repeat 20] [--rounds 3] [--profile]
+                            [--before REV]
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test s
 import zoo  # noqa: E402
 
 from tigris_ir.backend.c.build import build, execute, profile_of
-from tigris_ir.backend.c.network import print_network
+from tigris_ir.backend.c.network import CSource, print_network
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.plan.ir import main_func
 from tigris_ir.plan.memory import parse_budget
@@ -88,6 +96,79 @@ print(json.dumps({"seconds": best, "peak_bytes": peak}))
 """
 
 
+BEFORE = "bae3857"
+"""The revision whose printer the "before" columns run."""
+
+_BEFORE_CHILD = r"""
+import json, sys
+import numpy as np
+import zoo
+from xdsl.context import Context
+import tigris_ir
+from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+from tigris_ir.passes.plan_arena import PlanArenaPass
+from tigris_ir.backend.c.network import print_network
+from tigris_ir.frontend.onnx_import import import_model
+from tigris_ir.plan.memory import parse_budget
+
+name, dtype, budget = sys.argv[1], sys.argv[2], sys.argv[3]
+model = zoo.build(name, size="full", int8=dtype == "int8")
+imp = import_model(model, origin=name)
+LowerToLoopsPass(budget=parse_budget(budget)).apply(Context(), imp.module)
+PlanArenaPass().apply(Context(), imp.module)
+src = print_network(imp.module, weights=imp.weights)
+json.dump({"c": src.c, "h": src.h, "fast": src.fast_arena, "slow": src.slow_arena,
+           "package": tigris_ir.__file__}, open(sys.argv[4], "w"))
+"""
+
+
+def export_revision(rev: str, into: Path) -> Path | None:
+    """The tree of git revision `rev` of this repository under `into`, or None."""
+    root = Path(__file__).resolve().parents[1]
+    tree = into / f"rev-{rev}"
+    if tree.exists():
+        return tree
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(root), "archive", rev], capture_output=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    tree.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
+def before_source(tree: Path, today: CSource, name: str, dtype: str, budget: str) -> CSource:
+    """The network of the same plan as printed by the exported revision."""
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "src.json"
+        env = dict(os.environ, PYTHONPATH=f"{tree}{os.pathsep}{tree / 'tests'}")
+        subprocess.run(
+            [sys.executable, "-c", _BEFORE_CHILD, name, dtype, budget, str(out)],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        got = json.loads(out.read_text())
+    if not str(got["package"]).startswith(str(tree)):
+        raise RuntimeError(f"the revision's child imported {got['package']}")
+    return CSource(
+        today.name, got["c"], got["h"], today.inputs, today.outputs, got["fast"], got["slow"]
+    )
+
+
+def isa_name() -> str:
+    """The host's vector ISA as the C build sees it (-march=native)."""
+    from tigris_ir.rtile.targets import host_target
+
+    t = host_target()
+    isa = {"avx512": "AVX-512", "avx2": "AVX2", "sse": "SSE", "neon": "NEON"}.get(t.isa, t.isa)
+    return f"{isa}{' with VNNI' if t.vnni else ''}"
+
+
 def ort_run(data: bytes, x: np.ndarray, repeat: int) -> tuple[float, int, np.ndarray]:
     """onnxruntime's best mean latency, its peak memory growth, its output."""
     with tempfile.TemporaryDirectory() as d:
@@ -122,17 +203,23 @@ def main() -> None:
     ap.add_argument("--budgets", default="256K,64K")
     ap.add_argument("--dtypes", default="f32,int8")
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=3, help="timed runs per build (the best)")
     ap.add_argument("--profile", action="store_true", help="time per op kind, copy, boundary")
+    ap.add_argument("--before", default=BEFORE, help="a git revision to compare, or 'none'")
     args = ap.parse_args()
     profiles: list[tuple[str, dict[str, tuple[float, int]]]] = []
+    scratch = Path(tempfile.mkdtemp(prefix="tigris-bench-net-"))
+    tree = None if args.before == "none" else export_revision(args.before, scratch)
     table = Table(
-        title="Generated C (one thread, -O3 -march=native) against onnxruntime "
+        title=f"Generated C (one thread, -O3 -march=native, {isa_name()}) against onnxruntime "
         "(ORT_ENABLE_ALL, one intra-op thread), full-size models"
     )
+    before_cols = (f"{args.before} ms", f"{args.before} / ort") if tree is not None else ()
     for col in (
         "model",
         "dtype",
         "budget",
+        *before_cols,
         "C ms",
         "ort ms",
         "C / ort",
@@ -167,9 +254,27 @@ def main() -> None:
                     table.add_row(name, dtype, budget, f"[red]{type(e).__name__}: {e}"[:80])
                     continue
                 t_build = time.perf_counter() - t
+                before: tuple[str, ...] = ()
+                old_exe = None
+                if tree is not None:
+                    try:
+                        old = before_source(tree, source, name, dtype, budget)
+                        old_exe = build(old)
+                    except Exception as e:  # noqa: BLE001 - the column says what failed
+                        before = (f"{type(e).__name__}"[:20], "")
+                # the best of `--rounds` runs each, today's and the revision's alternately
                 outs, fig = execute(source, exe, [x], repeat=args.repeat)
-                _, fig2 = execute(source, exe, [x], repeat=args.repeat)
-                t_c = min(fig["time"], fig2["time"])
+                t_c, t_old = fig["time"], float("inf")
+                for k in range(args.rounds):
+                    if old_exe is not None:
+                        t = execute(old, old_exe, [x], repeat=args.repeat)[1]["time"]
+                        t_old = min(t_old, t)
+                    if k:
+                        t_c = min(t_c, execute(source, exe, [x], repeat=args.repeat)[1]["time"])
+                if old_exe is not None:
+                    before = (f"{t_old * 1e3:.2f}", f"{t_old / t_ort:.2f}x")
+                elif tree is not None and not before:
+                    before = ("", "")
                 if args.profile:
                     pexe = build(source, variant="profile")
                     _, pfig = execute(source, pexe, [x], repeat=args.repeat)
@@ -178,6 +283,7 @@ def main() -> None:
                     name,
                     dtype,
                     budget,
+                    *before,
                     f"{t_c * 1e3:.2f}",
                     f"{t_ort * 1e3:.2f}",
                     f"{t_c / t_ort:.2f}x",
@@ -192,6 +298,7 @@ def main() -> None:
     console.print(table)
     if profiles:
         console.print(profile_table(profiles, args.repeat + 1))
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def profile_table(profiles: list[tuple[str, dict[str, tuple[float, int]]]], runs: int) -> Table:
@@ -202,9 +309,7 @@ def profile_table(profiles: list[tuple[str, dict[str, tuple[float, int]]]], runs
         table.add_column(col, justify="left" if col in ("row", "label") else "right")
     for row, prof in profiles:
         total = prof["total"][0] or 1.0
-        items = sorted(
-            ((k, v) for k, v in prof.items() if k != "total"), key=lambda kv: -kv[1][0]
-        )
+        items = sorted(((k, v) for k, v in prof.items() if k != "total"), key=lambda kv: -kv[1][0])
         for i, (label, (ticks, calls)) in enumerate(items):
             if ticks / total < 0.005:
                 continue

@@ -1223,8 +1223,10 @@ def _emit_pointwise(
     p = _panels(op, g.c, g.co, q is not None)
     mat = _matrix_rows(unit, p, q, x.ctype)
     xt, yt = x.ctype, y.ctype
-    # whole dense rows of both memrefs make the band's pixels one run
-    merge = x.rank == 4 and x.strides[1] == g.w * g.c and y.strides[1] == g.w * g.co
+    # a band over the whole width of both memrefs, dense rows of equal width
+    # (the image's, or a 2D tile's): the band's pixels are one run
+    wb = x.strides[1] // g.c if x.rank == 4 else 0
+    merge = x.rank == 4 and x.strides[1] == wb * g.c and y.strides[1] == wb * g.co and wb > 0
     bt, it = ("float", "float") if q is None else ("int8_t", "int32_t")
     mid = [f"const {bt} *restrict bp", f"const {it} *restrict bias"]
     extra = "" if q is None else " mult,"
@@ -1239,10 +1241,10 @@ def _emit_pointwise(
         body = []
         if merge:
             body += [
-                f"    if (yl2 == 0 && yn2 == {g.w} && xl2 == 0 && xn2 == {g.w}) {{",
+                f"    if (yl2 == xl2 && yn2 == {wb} && xn2 == {wb}) {{",
                 "      TIGRIS_BOUND(yl1 >= xl1 && yl1 + yn1 <= xl1 + xn1);",
                 f"      {mat}(xn + (long)(yl1 - xl1) * {xv.strides[1]}, {g.c},"
-                f" yn1 * {g.w}, bp, bias,{extra} yn, {g.co});",
+                f" yn1 * {wb}, bp, bias,{extra} yn, {g.co});",
                 "      continue;",
                 "    }",
             ]

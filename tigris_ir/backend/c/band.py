@@ -202,6 +202,13 @@ void tigris_bound_fail(const char *what, int line);
 #define TIGRIS_VECTOR 1
 #endif
 
+/* GCC vectorises loops 256 bits wide on AVX-512 hosts unless told otherwise:
+   the elementwise, requantization and gather loops take the full width. */
+#if !defined(TIGRIS_PORTABLE) && defined(__GNUC__) && !defined(__clang__) && \
+    defined(__AVX512F__)
+#pragma GCC target("prefer-vector-width=512")
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 #define TIGRIS_UNUSED __attribute__((unused))
 #else

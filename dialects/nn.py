@@ -354,11 +354,8 @@ def _require(cond: bool, msg: str) -> None:
 def _check_tensor_type(op: NNOp, v: SSAValue, what: str) -> None:
     """Element type and encoding rules every operand and result obeys."""
     t = v.type
-    _require(
-        isinstance(t, TensorType),
-        f"{op.name}: {what} must be a tensor, got {t}",
-    )
-    assert isinstance(t, TensorType)
+    if not isinstance(t, TensorType):  # the message only on failure: printing a type is slow
+        raise VerifyException(f"{op.name}: {what} must be a tensor, got {t}")
     try:
         dt = element_dtype(t.element_type)
     except VerifyException as e:
@@ -366,11 +363,8 @@ def _check_tensor_type(op: NNOp, v: SSAValue, what: str) -> None:
     enc = t.encoding
     if isinstance(enc, NoneAttr):
         return
-    _require(
-        isinstance(enc, QuantAttr),
-        f"{op.name}: {what} has the encoding {enc}; only #nn.q is supported",
-    )
-    assert isinstance(enc, QuantAttr)
+    if not isinstance(enc, QuantAttr):
+        raise VerifyException(f"{op.name}: {what} has the encoding {enc}; only #nn.q is supported")
     _require(
         dt in (np.int8, np.uint8),
         f"{op.name}: {what} carries #nn.q on {t.element_type}; quantized tensors are i8 or ui8",

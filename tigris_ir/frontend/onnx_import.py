@@ -43,6 +43,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
 from tigris_ir.dialects import nn
+from tigris_ir.frontend.qoperator import QOperatorError
 from tigris_ir.frontend.simplify import Simplified, default_opset, simplify
 
 Layout = str  # "cl": channels-last permutation of ONNX's NC..., "plain": as in ONNX
@@ -370,9 +371,13 @@ class _Importer:
         return scale.astype(np.float32), zp, axis
 
     def quant_attr(self, node: onnx.NodeProto) -> tuple[nn.QuantAttr, np.dtype]:
-        scale, zp, _ = self.quant_params(node)
+        scale, zp, axis = self.quant_params(node)
         if scale.size != 1:
-            raise self.fail("per-axis quantization of activations is not supported", node)
+            raise self.fail(
+                f"per-axis {node.op_type} of the activation '{node.input[0]}' (axis {axis}, "
+                f"{scale.size} scales) is not supported; activations take one scale per tensor",
+                node,
+            )
         if zp.dtype not in (np.int8, np.uint8):
             raise self.fail(f"unsupported quantized type {zp.dtype}; supported: int8, uint8", node)
         return nn.QuantAttr(float(scale.reshape(())), int(zp.reshape(()))), zp.dtype
@@ -401,6 +406,34 @@ class _Importer:
             src = self.env.get(dq.input[0])
             if src is None:
                 raise self.fail(f"value '{dq.input[0]}' is used before it is defined", dq)
+            scale, _, axis = self.quant_params(dq)
+            if scale.size != 1:
+                raise self.fail(
+                    f"per-axis DequantizeLinear of the activation '{dq.input[0]}' "
+                    f"(axis {axis}, {scale.size} scales) is not supported; activations "
+                    "take one scale per tensor",
+                    dq,
+                )
+            sq = nn.quant_of(src.ssa)
+            if sq is not None and (
+                np.float32(scale.reshape(())) != sq.scale_value
+                or int(np.asarray(self.quant_params(dq)[1]).reshape(())) != sq.zp_value
+            ):
+                raise self.fail(
+                    f"DequantizeLinear reads '{dq.input[0]}' with scale "
+                    f"{float(scale.reshape(()))} and zero point "
+                    f"{int(np.asarray(self.quant_params(dq)[1]).reshape(()))}, but it was "
+                    f"quantized with scale {float(sq.scale_value)} and zero point "
+                    f"{sq.zp_value}; requantizing between them is not supported",
+                    dq,
+                )
+            if sq is None:
+                raise self.fail(
+                    f"DequantizeLinear of '{dq.input[0]}', an integer tensor without a "
+                    "quantization of its own (a model input or an integer result), is "
+                    "not supported; quantize it in the model with QuantizeLinear",
+                    dq,
+                )
             op = self.emit(nn.DequantizeOp, [src.ssa])
             v = _Val(op.results[0], src.layout)
             self.env[name] = v
@@ -1830,7 +1863,13 @@ def import_model(
     shapes = dict(input_shapes or {})
     model = onnx.ModelProto.FromString(model.SerializeToString())  # we edit nodes
     _check_opset(model, origin)
-    simplified = simplify(model, shapes)
+    try:
+        simplified = simplify(model, shapes)
+    except QOperatorError as e:
+        node = model.graph.node[e.index]
+        raise ImportDiagnostic(
+            f"{origin}: node {e.index} '{node.name}' ({node.op_type})", e.message
+        ) from None
     imp = _Importer(model, origin, shapes, simplified=simplified)
     result = imp.run()
     result.simplified = simplified

@@ -18,6 +18,9 @@ and Identity nodes. This module removes them from the graph the importer sees:
    their outputs renamed to their inputs;
 4. nodes whose outputs nobody reads are dropped.
 
+Before all this, onnxruntime's QOperator nodes (QLinearConv, ...) become the
+QDQ groups they stand for (`qoperator.py`), which the importer fuses.
+
 The kept nodes remember their index in the original graph, so diagnostics
 still name the node the user wrote. What was folded or removed is counted per
 operator (`Simplified.folded`, `Simplified.removed`).
@@ -31,6 +34,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 from onnx import numpy_helper
+
+from tigris_ir.frontend.qoperator import expand_qoperators
 
 _NEVER_FOLD = frozenset(
     {
@@ -50,10 +55,14 @@ _NEVER_FOLD = frozenset(
         "SplitToSequence",
         "ConcatFromSequence",
         "Optional",
+        "QuantizeLinear",
+        "DequantizeLinear",
     }
 )
 """Operators never evaluated at import: random ones (not constants even with
-constant inputs), control flow (imported as nn.if / nn.loop) and sequences."""
+constant inputs), control flow (imported as nn.if / nn.loop), sequences, and
+Quantize/DequantizeLinear (the importer fuses them with the ops they wrap:
+a dequantized weight stays int8)."""
 
 _ROUNDS = 4
 
@@ -370,7 +379,9 @@ class _Folder:
 
 
 def _live(
-    kept: list[tuple[int, onnx.NodeProto]], pinned: set[str], consts: dict[str, np.ndarray]
+    kept: list[tuple[int, onnx.NodeProto]],
+    pinned: set[str],
+    consts: dict[str, np.ndarray],
 ) -> list[tuple[int, onnx.NodeProto]]:
     """The kept nodes some output of which is read (by a node, a body or the graph)."""
     needed = set(pinned)
@@ -395,8 +406,13 @@ def simplify(
     set_input_shapes(model, dict(input_shapes or {}))
     g = model.graph
     consts = {init.name: numpy_helper.to_array(init) for init in g.initializer}
-    nodes = list(enumerate(g.node))
-    before = len(nodes)
+    for node in g.node:  # QOperator rewriting reads scales given as Constant nodes
+        if node.op_type == "Constant" and node.output:
+            v = constant_node_value(node)
+            if v is not None:
+                consts[node.output[0]] = v
+    before = len(g.node)
+    nodes = expand_qoperators(g, consts)
     folded: collections.Counter[str] = collections.Counter()
     removed: collections.Counter[str] = collections.Counter()
     shapes: dict[str, tuple[int | str | None, ...]] = {}

@@ -1,0 +1,249 @@
+"""Quantized forms users produce: onnxruntime's QOperator format and
+import onto the int8 ops of the QDQ form, checked
+against onnxruntime running the QOperator model itself (within one
+quantization step of the output: onnxruntime's integer kernels round their
+own way) and bit for bit against our import of the equivalent QDQ model.
+Per-axis scales on activations, a DequantizeLinear whose parameters differ
+from its QuantizeLinear's, and ConvInteger are refused by name, never read
+another way."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from tigris_ir.frontend.onnx_import import ImportDiagnostic, import_model
+from tigris_ir.reference.executor import run_reference
+
+ort = pytest.importorskip("onnxruntime")
+RNG = np.random.default_rng(5)
+MS = "com.microsoft"
+
+
+def _t(name: str, v) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(v), name)
+
+
+def _model(nodes, inits, shape_in, shape_out) -> onnx.ModelProto:
+    g = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape_in))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(shape_out))],
+        inits,
+    )
+    m = helper.make_model(
+        g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid(MS, 1)]
+    )
+    m.ir_version = 7
+    return m
+
+
+def ort_run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    s = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return s.run(None, {"x": x})[0]
+
+
+def common_inits():
+    rng = np.random.default_rng(7)  # the same values for both forms of the model
+    w = rng.integers(-60, 60, (8, 3, 3, 3)).astype(np.int8)
+    ws = (rng.uniform(0.5, 1.5, 8) * 0.01).astype(np.float32)
+    b = rng.integers(-500, 500, 8).astype(np.int32)
+    return [
+        _t("xs", np.float32(0.02)),
+        _t("xz", np.int8(3)),
+        _t("w", w),
+        _t("ws", ws),
+        _t("wz", np.zeros(8, np.int8)),
+        _t("cs", np.float32(0.05)),
+        _t("cz", np.int8(-5)),
+        _t("b", b),
+        _t("as", np.float32(0.08)),
+        _t("az", np.int8(-2)),
+        _t("gs", np.float32(0.04)),
+        _t("gz", np.int8(1)),
+        _t("ls", np.float32(0.03)),
+        _t("lz", np.int8(0)),
+    ]
+
+
+def qoperator_model() -> onnx.ModelProto:
+    """Q -> QLinearConv -> QLinearLeakyRelu -> QLinearAdd (with the conv) ->
+    QLinearConcat -> QLinearAveragePool -> QLinearGlobalAveragePool -> DQ."""
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="q"),
+        helper.make_node(
+            "QLinearConv",
+            ["xq", "xs", "xz", "w", "ws", "wz", "cs", "cz", "b"],
+            ["c"],
+            name="conv",
+            pads=[1, 1, 1, 1],
+        ),
+        helper.make_node(
+            "QLinearLeakyRelu", ["c", "cs", "cz", "ls", "lz"], ["l"], name="lrelu",
+            domain=MS, alpha=0.1,
+        ),
+        helper.make_node(
+            "QLinearAdd", ["c", "cs", "cz", "l", "ls", "lz", "as", "az"], ["a"], name="add",
+            domain=MS,
+        ),
+        helper.make_node(
+            "QLinearConcat", ["as", "az", "a", "as", "az", "c", "cs", "cz"], ["cat"],
+            name="concat", domain=MS, axis=1,
+        ),
+        helper.make_node(
+            "QLinearAveragePool", ["cat", "as", "az", "as", "az"], ["p"], name="pool",
+            domain=MS, kernel_shape=[2, 2], strides=[2, 2],
+        ),
+        helper.make_node(
+            "QLinearGlobalAveragePool", ["p", "as", "az", "gs", "gz"], ["g"], name="gap",
+            domain=MS,
+        ),
+        helper.make_node("DequantizeLinear", ["g", "gs", "gz"], ["y"], name="dq"),
+    ]  # fmt: skip
+    return _model(nodes, common_inits(), (1, 3, 8, 8), (1, 16, 1, 1))
+
+
+def qdq_equivalent() -> onnx.ModelProto:
+    def dq(x, s, z, y, **kw):
+        return helper.make_node("DequantizeLinear", [x, s, z], [y], **kw)
+
+    def q(x, s, z, y):
+        return helper.make_node("QuantizeLinear", [x, s, z], [y])
+
+    inits = common_inits()
+    xs, ws = 0.02, numpy_helper.to_array(inits[3])
+    inits += [
+        _t("bs", (np.float32(xs) * ws).astype(np.float32)),
+        _t("bz", np.zeros(8, np.int32)),
+    ]
+    nodes = [
+        q("x", "xs", "xz", "xq"),
+        dq("xq", "xs", "xz", "xd"),
+        dq("w", "ws", "wz", "wd", axis=0),
+        dq("b", "bs", "bz", "bd", axis=0),
+        helper.make_node("Conv", ["xd", "wd", "bd"], ["cf"], pads=[1, 1, 1, 1]),
+        q("cf", "cs", "cz", "c"),
+        dq("c", "cs", "cz", "cd1"),
+        helper.make_node("LeakyRelu", ["cd1"], ["lf"], alpha=0.1),
+        q("lf", "ls", "lz", "l"),
+        dq("c", "cs", "cz", "cd2"),
+        dq("l", "ls", "lz", "ld"),
+        helper.make_node("Add", ["cd2", "ld"], ["af"]),
+        q("af", "as", "az", "a"),
+        dq("a", "as", "az", "ad"),
+        dq("c", "cs", "cz", "cd3"),
+        helper.make_node("Concat", ["ad", "cd3"], ["catf"], axis=1),
+        q("catf", "as", "az", "cat"),
+        dq("cat", "as", "az", "catd"),
+        helper.make_node("AveragePool", ["catd"], ["pf"], kernel_shape=[2, 2], strides=[2, 2]),
+        q("pf", "as", "az", "p"),
+        dq("p", "as", "az", "pd"),
+        helper.make_node("GlobalAveragePool", ["pd"], ["gf"]),
+        q("gf", "gs", "gz", "g"),
+        dq("g", "gs", "gz", "y"),
+    ]
+    return _model(nodes, inits, (1, 3, 8, 8), (1, 16, 1, 1))
+
+
+def test_qoperator_model_imports_onto_the_int8_ops() -> None:
+    model = qoperator_model()
+    imp = import_model(model, origin="qop")
+    names = [op.name for op in imp.module.walk()]
+    assert names.count("nn.conv") == 1 and "nn.global_average_pool" in names
+    # the conv is the fused int8 one: its weight is int8
+    conv = next(op for op in imp.module.walk() if op.name == "nn.conv")
+    assert "i8" in str(conv.operands[1].type)
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    (got,) = run_reference(imp.module, imp.weights, [x])
+    want = ort_run(model, x)
+    assert np.max(np.abs(got - want)) <= 0.04 + 1e-6  # one step of the output scale
+    qdq = import_model(qdq_equivalent(), origin="qdq")
+    (same,) = run_reference(qdq.module, qdq.weights, [x])
+    np.testing.assert_array_equal(got, same)
+
+
+def test_qlinear_matmul_and_sigmoid() -> None:
+    b = RNG.integers(-100, 100, (6, 4)).astype(np.int8)
+    inits = [
+        _t("xs", np.float32(0.05)),
+        _t("xz", np.int8(0)),
+        _t("b", b),
+        _t("bs", np.float32(0.01)),
+        _t("bz", np.int8(0)),
+        _t("ms", np.float32(0.1)),
+        _t("mz", np.int8(4)),
+        _t("ss", np.float32(1 / 256)),
+        _t("sz", np.int8(-128)),
+    ]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="q"),
+        helper.make_node(
+            "QLinearMatMul",
+            ["xq", "xs", "xz", "b", "bs", "bz", "ms", "mz"],
+            ["m"],
+            name="mm",
+        ),
+        helper.make_node(
+            "QLinearSigmoid",
+            ["m", "ms", "mz", "ss", "sz"],
+            ["s"],
+            name="sig",
+            domain=MS,
+        ),
+        helper.make_node("DequantizeLinear", ["s", "ss", "sz"], ["y"], name="dq"),
+    ]
+    model = _model(nodes, inits, (2, 6), (2, 4))
+    imp = import_model(model, origin="qmm")
+    x = RNG.standard_normal((2, 6)).astype(np.float32)
+    (got,) = run_reference(imp.module, imp.weights, [x])
+    want = ort_run(model, x)
+    assert np.max(np.abs(got - want)) <= 1 / 256 + 1e-7
+
+
+def test_conv_integer_is_refused_by_name() -> None:
+    inits = [
+        _t("w", np.ones((2, 3, 1, 1), np.int8)),
+        _t("xs", np.float32(1)),
+        _t("xz", np.int8(0)),
+    ]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="q"),
+        helper.make_node("ConvInteger", ["xq", "w"], ["acc"], name="ci"),
+        helper.make_node("Cast", ["acc"], ["y"], name="cast", to=TensorProto.FLOAT),
+    ]
+    model = _model(nodes, inits, (1, 3, 2, 2), (1, 2, 2, 2))
+    with pytest.raises(ImportDiagnostic, match=r"node 1 'ci' \(ConvInteger\).*'ConvInteger'"):
+        import_model(model, origin="ci.onnx")
+
+
+def test_a_dequantize_with_other_parameters_than_its_quantize_is_refused() -> None:
+    inits = [_t("s", np.float32(0.1)), _t("z", np.int8(0)), _t("s2", np.float32(0.2))]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="q"),
+        helper.make_node("DequantizeLinear", ["q", "s2", "z"], ["d"], name="dq"),
+        helper.make_node("Relu", ["d"], ["y"], name="relu"),
+    ]
+    model = _model(nodes, inits, (1, 3, 4, 4), (1, 3, 4, 4))
+    with pytest.raises(ImportDiagnostic, match="node 1 'dq'.*scale 0.2.*quantized with scale 0.1"):
+        import_model(model, origin="m.onnx")
+
+
+def test_per_axis_dequantize_of_an_activation_is_refused_not_read_per_tensor() -> None:
+    inits = [
+        _t("s", np.array([0.1, 0.5, 2.0], np.float32)),
+        _t("z", np.array([1, -3, 5], np.int8)),
+    ]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="q", axis=1),
+        helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"], name="dq", axis=1),
+        helper.make_node("Relu", ["d"], ["y"], name="relu"),
+    ]
+    model = _model(nodes, inits, (1, 3, 4, 4), (1, 3, 4, 4))
+    with pytest.raises(ImportDiagnostic, match="per-axis"):
+        import_model(model, origin="pa.onnx")

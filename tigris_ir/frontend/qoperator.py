@@ -164,7 +164,7 @@ class _Rewriter:
                 "QLinearConcat takes (Y_scale, Y_zero_point, then X, scale, zp per input)"
             )
         out: list[onnx.NodeProto] = []
-        parts = [self.dq(*rest[i : i + 3], out) for i in range(0, len(rest), 3)]
+        parts = [self.dq(rest[i], rest[i + 1], rest[i + 2], out) for i in range(0, len(rest), 3)]
         r = self.fresh("concat")
         out.append(self.make("Concat", parts, [r], **self.attrs(n)))
         self.q(r, ys, yz, n.output[0], out)

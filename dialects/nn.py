@@ -2242,6 +2242,140 @@ CONDITION_OPS: list[type[IRDLOperation]] = [
 CONTROL_FLOW_OPS: list[type[IRDLOperation]] = [IfOp, LoopOp, YieldOp]
 
 
+# ------------------------------------------------------------ more elementwise ops
+#
+# Unary functions map int8 through a 256-entry table of their reference (the
+# REAL path), like the ones above; Pow is a binary op with broadcasting.
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    name = "nn.neg"
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.neg(x)
+
+
+@irdl_op_definition
+class ReciprocalOp(UnaryOp):
+    name = "nn.reciprocal"
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.reciprocal(x)
+
+
+@irdl_op_definition
+class SoftplusOp(UnaryOp):
+    name = "nn.softplus"
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.softplus(x)
+
+
+@irdl_op_definition
+class SoftsignOp(UnaryOp):
+    name = "nn.softsign"
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.softsign(x)
+
+
+@irdl_op_definition
+class SeluOp(UnaryOp):
+    name = "nn.selu"
+    alpha = prop_def(FloatAttr)
+    gamma = prop_def(FloatAttr)
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.selu(x, alpha=self.float_("alpha"), gamma=self.float_("gamma"))
+
+
+@irdl_op_definition
+class SignOp(UnaryOp):
+    name = "nn.sign"
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.sign(x)
+
+
+@irdl_op_definition
+class ShrinkOp(UnaryOp):
+    name = "nn.shrink"
+    bias = prop_def(FloatAttr)
+    lambd = prop_def(FloatAttr)
+
+    def check_operands(self) -> None:
+        super().check_operands()
+        _require(
+            self.float_("lambd") >= 0,
+            f"{self.name}: lambd must be >= 0, got {self.float_('lambd')}",
+        )
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.shrink(x, bias=self.float_("bias"), lambd=self.float_("lambd"))
+
+
+@irdl_op_definition
+class ErfOp(UnaryOp):
+    name = "nn.erf"
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.erf(x)
+
+
+@irdl_op_definition
+class MishOp(UnaryOp):
+    name = "nn.mish"
+
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        return K.mish(x)
+
+
+@irdl_op_definition
+class PowOp(BinaryOp):
+    name = "nn.pow"
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return K.power(a, b)
+
+
+@irdl_op_definition
+class ReduceMinOp(ReduceOp):
+    name = "nn.reduce_min"
+    KIND: ClassVar[str] = "min"
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
+
+
+@irdl_op_definition
+class ReduceL2Op(ReduceOp):
+    name = "nn.reduce_l2"
+    KIND: ClassVar[str] = "l2"
+
+
+@irdl_op_definition
+class ReduceProdOp(ReduceOp):
+    name = "nn.reduce_prod"
+    KIND: ClassVar[str] = "prod"
+
+
+EXTRA_OPS: list[type[IRDLOperation]] = [
+    NegOp,
+    ReciprocalOp,
+    SoftplusOp,
+    SoftsignOp,
+    SeluOp,
+    SignOp,
+    ShrinkOp,
+    ErfOp,
+    MishOp,
+    PowOp,
+    ReduceMinOp,
+    ReduceL2Op,
+    ReduceProdOp,
+]
+"""Operators of the extended set, in the catalogue `NN_OPS` too."""
+
+
 def loop_level_refusal(root: Operation) -> str | None:
     """Why the loop level cannot lower `root` yet (None when it can): control
     flow and the i1 flags of its conditions stay at the `nn` level."""
@@ -2303,6 +2437,7 @@ NN_OPS: list[type[IRDLOperation]] = [
     ReduceSumOp,
     QuantizeOp,
     DequantizeOp,
+    *EXTRA_OPS,
 ]
 
 NN = Dialect("nn", [*NN_OPS, *CONDITION_OPS, *CONTROL_FLOW_OPS], [QuantAttr])

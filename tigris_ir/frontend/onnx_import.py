@@ -1934,3 +1934,6 @@ __all__ = [
     "module_io",
     "parse_shape_spec",
 ]
+
+# the handlers of the extended operator set register themselves on import
+from tigris_ir.frontend import extra_ops as _extra_ops  # noqa: E402, F401

@@ -765,15 +765,17 @@ def prelu(x: ArrayLike, slope: ArrayLike) -> Array:
 def reduce(
     x: ArrayLike, *, kind: str, axes: Sequence[int] | None, keepdims: bool = True
 ) -> Array:
-    """ONNX ReduceMean / ReduceMax / ReduceSum; axes None reduces every axis.
+    """ONNX ReduceMean / Max / Min / Sum / L2 / Prod; axes None reduces every axis.
 
-    Floats give float32 (float64 accumulation); integers support "max" (same
-    dtype) and "sum" (exact int32).
+    Floats give float32 (float64 accumulation, one rounding); integers support
+    "max" and "min" (same dtype) and "sum" (exact int32).
     """
     xa = np.asarray(x)
     ax = None if axes is None else tuple(int(a) for a in axes)
     if kind == "max":
         return np.asarray(np.max(xa, axis=ax, keepdims=keepdims))
+    if kind == "min":
+        return np.asarray(np.min(xa, axis=ax, keepdims=keepdims))
     if _is_int(xa):
         if kind == "sum":
             total = np.sum(xa.astype(np.int64), axis=ax, keepdims=keepdims)
@@ -783,6 +785,12 @@ def reduce(
         fn = np.sum if kind == "sum" else np.mean
         total = fn(xa, axis=ax, keepdims=keepdims, dtype=np.float64)
         return np.asarray(total).astype(np.float32)
+    if kind == "l2":
+        xd = xa.astype(np.float64)
+        return np.asarray(np.sqrt(np.sum(xd * xd, axis=ax, keepdims=keepdims))).astype(np.float32)
+    if kind == "prod":
+        xd = xa.astype(np.float64)
+        return np.asarray(np.prod(xd, axis=ax, keepdims=keepdims)).astype(np.float32)
     raise ValueError(f"unsupported reduce kind {kind!r}")
 
 
@@ -861,3 +869,66 @@ def requantize_multiplier(
     ws = np.asarray(w_scale, dtype=np.float32)
     ys = np.asarray(y_scale, dtype=np.float32)
     return np.asarray((xs * ws) / ys, dtype=np.float32)
+
+
+# ---------------------------------------------------------------------------
+# More elementwise functions (float64, one rounding to float32, unless said)
+
+
+def neg(x: ArrayLike) -> Array:
+    """-x, keeping the dtype."""
+    return np.negative(np.asarray(x))
+
+
+def reciprocal(x: ArrayLike) -> Array:
+    """1 / x in float32 (correctly rounded, as C's float division)."""
+    with np.errstate(divide="ignore"):
+        return (np.float32(1.0) / np.asarray(x, dtype=np.float32)).astype(np.float32)
+
+
+def softplus(x: ArrayLike) -> Array:
+    """log(1 + exp(x)), written so that it never overflows."""
+    xd = _f64(x)
+    big = xd > 0
+    y = np.where(big, xd, 0.0) + np.log1p(np.exp(-np.abs(xd)))
+    return y.astype(np.float32)
+
+
+def softsign(x: ArrayLike) -> Array:
+    """x / (1 + |x|) in float32 operations."""
+    xf = np.asarray(x, dtype=np.float32)
+    return (xf / (np.float32(1.0) + np.abs(xf))).astype(np.float32)
+
+
+def selu(x: ArrayLike, *, alpha: float, gamma: float) -> Array:
+    """ONNX Selu: gamma * x above zero, gamma * alpha * (exp(x) - 1) below."""
+    xd = _f64(x)
+    y = np.where(xd > 0, gamma * xd, gamma * (alpha * np.expm1(np.minimum(xd, 0.0))))
+    return y.astype(np.float32)
+
+
+def sign(x: ArrayLike) -> Array:
+    """-1, 0 or 1 (NaN stays NaN), keeping the dtype."""
+    return np.sign(np.asarray(x))
+
+
+def shrink(x: ArrayLike, *, bias: float, lambd: float) -> Array:
+    """ONNX Shrink: x + bias below -lambd, x - bias above lambd, else 0 (float32)."""
+    xf = np.asarray(x, dtype=np.float32)
+    b, lam = np.float32(bias), np.float32(lambd)
+    y = np.where(xf < -lam, xf + b, np.where(xf > lam, xf - b, np.float32(0.0)))
+    return y.astype(np.float32)
+
+
+def mish(x: ArrayLike) -> Array:
+    """x * tanh(softplus(x))."""
+    xd = _f64(x)
+    sp = np.where(xd > 0, xd, 0.0) + np.log1p(np.exp(-np.abs(xd)))
+    return (xd * np.tanh(sp)).astype(np.float32)
+
+
+def power(a: ArrayLike, b: ArrayLike) -> Array:
+    """ONNX Pow on floats: a ** b in float64, rounded once."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return np.power(_f64(a), _f64(b)).astype(np.float32)
+

@@ -350,6 +350,18 @@ def _low(ctype: str) -> str:
     ]
 
 
+def _high(ctype: str) -> str:
+    """The start of a min reduction: the highest value of the type."""
+    return {"float": "INFINITY", "int8_t": "127", "uint8_t": "255", "int32_t": "INT32_MAX"}[ctype]
+
+
+def _min_expr(ctype: str, a: str, b: str) -> str:
+    """numpy's minimum(a, b): a NaN in either wins."""
+    if ctype == "float":
+        return f"(({a} <= {b} || {a} != {a}) ? {a} : {b})"
+    return f"({b} < {a} ? {b} : {a})"
+
+
 def _max_expr(ctype: str, a: str, b: str) -> str:
     """numpy's maximum(a, b): a NaN in either wins."""
     if ctype == "float":
@@ -529,7 +541,46 @@ def _gelu(op: nn.NNOp, x: str) -> tuple[list[str], str, bool]:
     return d, f"(float)(0.5 * d_ * (1.0 + erf(d_ / {_f64(math.sqrt(2.0))})))", False
 
 
+def _softplus_d(d: str) -> str:
+    """log(1 + exp(d)) of a double, as `kernels.softplus` writes it."""
+    return f"(({d} > 0.0 ? {d} : 0.0) + log1p(exp(-fabs({d}))))"
+
+
+def _softplus(op: nn.NNOp, x: str) -> tuple[list[str], str, bool]:
+    return [f"const double d_ = (double){x};"], f"(float){_softplus_d('d_')}", False
+
+
+def _mish(op: nn.NNOp, x: str) -> tuple[list[str], str, bool]:
+    stmts = [f"const double d_ = (double){x};", f"const double s_ = {_softplus_d('d_')};"]
+    return stmts, "(float)(d_ * tanh(s_))", False
+
+
+def _selu(op: nn.NNOp, x: str) -> tuple[list[str], str, bool]:
+    a, g = _f64(op.float_("alpha")), _f64(op.float_("gamma"))
+    stmts = [f"const double d_ = (double){x};"]
+    return stmts, f"(float)(d_ > 0.0 ? {g} * d_ : {g} * ({a} * expm1(d_)))", False
+
+
+def _sign(op: nn.NNOp, x: str) -> tuple[list[str], str, bool]:
+    return [], f"({x} > 0.0f ? 1.0f : ({x} < 0.0f ? -1.0f : {x}))", True
+
+
+def _shrink(op: nn.NNOp, x: str) -> tuple[list[str], str, bool]:
+    b, lam = _f32(op.float_("bias")), _f32(op.float_("lambd"))
+    stmt = f"const float t_ = {x} < -{lam} ? {x} + {b} : ({x} > {lam} ? {x} - {b} : 0.0f);"
+    return [stmt], "t_", True
+
+
 _UNARY: dict[type[nn.NNOp], UnaryC] = {
+    nn.NegOp: lambda op, x: ([], f"(-{_par(x)})", True),
+    nn.ReciprocalOp: lambda op, x: ([], f"(1.0f / {_par(x)})", True),
+    nn.SoftsignOp: lambda op, x: ([], f"({_par(x)} / (1.0f + fabsf({x})))", True),
+    nn.SoftplusOp: _softplus,
+    nn.MishOp: _mish,
+    nn.SeluOp: _selu,
+    nn.SignOp: _sign,
+    nn.ShrinkOp: _shrink,
+    nn.ErfOp: _via_double("erf"),
     nn.ReluOp: lambda op, x: ([], f"({x} < 0.0f ? 0.0f : {x})", True),
     nn.IdentityOp: lambda op, x: ([], x, True),
     nn.AbsOp: lambda op, x: ([], f"fabsf({x})", True),
@@ -592,6 +643,7 @@ _BINARY: dict[type[nn.NNOp], str] = {
     nn.MaxOp: "(({a} >= {b} || {a} != {a}) ? {a} : {b})",
     nn.MinOp: "(({a} <= {b} || {a} != {a}) ? {a} : {b})",
     nn.PReluOp: "({a} >= 0.0f ? {a} : {b} * {a})",
+    nn.PowOp: "(float)pow((double){a}, (double){b})",
 }
 """float32 expressions: numpy's float32 operations (PRelu's float64 product of
 two float32 values is exact, so its one rounding is the float32 product)."""
@@ -1206,8 +1258,9 @@ def emit_resize(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], un
 
 @register("band", nn.ReduceOp)
 def emit_reduce(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
-    """ReduceSum / ReduceMean (double sums, one division, one rounding) and
-    ReduceMax (numpy's maximum) over axes the band does not cut."""
+    """ReduceSum / ReduceMean / ReduceL2 / ReduceProd (double sums or products,
+    one rounding) and ReduceMax / ReduceMin (numpy's maximum / minimum) over
+    axes the band does not cut."""
     assert isinstance(op, nn.ReduceOp)
     x, y = ins[0], outs[0]
     ex, ey = _elem(op.operands[0].type), _elem(op.results[0].type)
@@ -1220,7 +1273,13 @@ def emit_reduce(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], un
     if any(a in x.cut for a in red):
         raise CLoweringError(f"{op.name}: a band cuts a reduced axis")
     count = math.prod(x.shape[a] for a in red)
-    if kind != "max":
+    select = kind in ("max", "min")
+    if kind in ("l2", "prod") and (ex.quant is not None or ey.quant is not None):
+        raise CLoweringError(
+            f"{op.name}: an int8 {kind} depends on numpy's float64 summation order; "
+            "not lowered (dequantize around it)"
+        )
+    if not select:
         _check_exact_sum(op, ex, ey, count)
     fn = _Fn("tigris_reduce_" + kind)
     xs = fn.ptr(x.ctype, x.name)
@@ -1237,8 +1296,8 @@ def emit_reduce(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], un
         w(f"const {x.ctype} *x_{a} = {cx} + (k{a} + {off}) * {x.strides[a]};")
         w(f"{y.ctype} *y_{a} = {cy} + k{a} * {y.strides[oa]};")
         cx, cy = f"x_{a}", f"y_{a}"
-    acc_t = x.ctype if kind == "max" else "double"
-    init = _low(x.ctype) if kind == "max" else "0.0"
+    acc_t = x.ctype if select else "double"
+    init = {"max": _low(x.ctype), "min": _high(x.ctype), "prod": "1.0"}.get(kind, "0.0")
     if last_kept:
         a = rank - 1
         oa = out_axis[a]
@@ -1260,11 +1319,19 @@ def emit_reduce(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], un
     el = f"{cx}[{' + '.join([f'r{a} * {x.strides[a]}' for a in red] + [ci])}]"
     if kind == "max":
         w(f"{each}{cur} = {_max_expr(x.ctype, cur, el)};")
+    elif kind == "min":
+        w(f"{each}{cur} = {_min_expr(x.ctype, cur, el)};")
+    elif kind == "l2":
+        w(f"{each}{cur} += (double){_deq(ex, el)} * (double){_deq(ex, el)};")
+    elif kind == "prod":
+        w(f"{each}{cur} *= (double){_deq(ex, el)};")
     else:
         w(f"{each}{cur} += (double){_deq(ex, el)};")
     w.close(len(red))
-    if kind == "max":
+    if select:
         res = _move(unit, ex, ey, cur)
+    elif kind == "l2":
+        res = _quant(unit, ey, f"(float)sqrt({cur})")
     elif kind == "mean":
         res = _quant(unit, ey, f"(float)({cur} / {count}.0)")
     else:

@@ -1,0 +1,44 @@
+// RUN: tigris-opt %s | filecheck %s
+// RUN: tigris-opt %s | tigris-opt | filecheck %s
+// RUN: tigris-opt %s --print-op-generic | tigris-opt | filecheck %s
+// RUN: tigris-opt %s --print-op-generic | filecheck %s --check-prefix=GENERIC
+
+// Round trips of the extended set's elementwise and reduction ops.
+
+// GENERIC: "nn.selu"(%3) <{alpha = 1.500000e+00 : f32, gamma = 5.000000e-01 : f32}>
+// GENERIC: "nn.shrink"(%5) <{bias = 0.000000e+00 : f32, lambd = 5.000000e-01 : f32}>
+// GENERIC: "nn.reduce_l2"(%9) <{axes = array<i64: 1, 2>, keepdims = 0 : i64}>
+
+// CHECK-LABEL: func.func @extra(%x: tensor<1x4x4x8xf32>, %e: tensor<8xf32>) -> tensor<1x4x4x8xf32> {
+// CHECK-NEXT: %0 = nn.neg %x : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+// CHECK-NEXT: %1 = nn.reciprocal %0 : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+// CHECK-NEXT: %2 = nn.softplus %1 : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+// CHECK-NEXT: %3 = nn.softsign %2 : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+// CHECK-NEXT: %4 = nn.selu %3 {alpha = 1.500000e+00 : f32, gamma = 5.000000e-01 : f32} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+// CHECK-NEXT: %5 = nn.sign %4 : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+// CHECK-NEXT: %6 = nn.shrink %5 {bias = 0.000000e+00 : f32, lambd = 5.000000e-01 : f32} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+// CHECK-NEXT: %7 = nn.erf %6 : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+// CHECK-NEXT: %8 = nn.mish %7 : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+// CHECK-NEXT: %9 = nn.pow %8, %e : (tensor<1x4x4x8xf32>, tensor<8xf32>) -> tensor<1x4x4x8xf32>
+// CHECK-NEXT: %10 = nn.reduce_min %9 {axes = array<i64: 3>, keepdims = 1 : i64} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x1xf32>
+// CHECK-NEXT: %11 = nn.reduce_l2 %9 {axes = array<i64: 1, 2>, keepdims = 0 : i64} : (tensor<1x4x4x8xf32>) -> tensor<1x8xf32>
+// CHECK-NEXT: %12 = nn.reduce_prod %9 {axes = array<i64: 3>, keepdims = 1 : i64} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x1xf32>
+// CHECK-NEXT: func.return %9 : tensor<1x4x4x8xf32>
+// CHECK-NEXT: }
+
+func.func @extra(%x: tensor<1x4x4x8xf32>, %e: tensor<8xf32>) -> tensor<1x4x4x8xf32> {
+  %0 = nn.neg %x : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %1 = nn.reciprocal %0 : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %2 = nn.softplus %1 : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %3 = nn.softsign %2 : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %4 = nn.selu %3 {alpha = 1.5 : f32, gamma = 0.5 : f32} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %5 = nn.sign %4 : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %6 = nn.shrink %5 {bias = 0.0 : f32, lambd = 0.5 : f32} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %7 = nn.erf %6 : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %8 = nn.mish %7 : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %9 = nn.pow %8, %e : (tensor<1x4x4x8xf32>, tensor<8xf32>) -> tensor<1x4x4x8xf32>
+  %10 = nn.reduce_min %9 {axes = array<i64: 3>, keepdims = 1} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x1xf32>
+  %11 = nn.reduce_l2 %9 {axes = array<i64: 1, 2>, keepdims = 0} : (tensor<1x4x4x8xf32>) -> tensor<1x8xf32>
+  %12 = nn.reduce_prod %9 {axes = array<i64: 3>, keepdims = 1} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x1xf32>
+  func.return %9 : tensor<1x4x4x8xf32>
+}

@@ -1,0 +1,190 @@
+"""Import handlers of the extended operator set.
+
+Registered with `onnx_import`'s `_handles` (this module is imported at the
+end of `onnx_import`, so every handler here is known to the importer). Each
+handler follows the conventions of the base handlers: channels-last feature
+maps, QDQ groups fused into the op on quantized tensors where the op has
+quantized semantics, every problem an `ImportDiagnostic` naming the node.
+
+Some operators are written with ops the dialect already has, exactly:
+variadic Sum / Mean / Max / Min as a chain of binary ops (Mean divides the
+sum by the count once), GlobalMaxPool as a ReduceMax over the spatial axes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from xdsl.ir import Attribute
+
+from tigris_ir.dialects import nn
+from tigris_ir.frontend import onnx_import as base
+from tigris_ir.frontend.onnx_import import _float_unary, _handles, _Importer, _Val
+
+_PLAIN_UNARY: dict[str, type[nn.NNOp]] = {
+    "Neg": nn.NegOp,
+    "Reciprocal": nn.ReciprocalOp,
+    "Softplus": nn.SoftplusOp,
+    "Softsign": nn.SoftsignOp,
+    "Sign": nn.SignOp,
+    "Erf": nn.ErfOp,
+    "Mish": nn.MishOp,
+}
+
+
+@_handles(*_PLAIN_UNARY)
+def _plain_unary(imp: _Importer, node: onnx.NodeProto) -> None:
+    _float_unary(imp, node, _PLAIN_UNARY[node.op_type], {})
+
+
+@_handles("Selu")
+def _selu(imp: _Importer, node: onnx.NodeProto) -> None:
+    a = imp.attrs(node)
+    props: dict[str, Attribute] = {
+        "alpha": nn.float_prop(a.get("alpha", 1.67326319217681884765625)),
+        "gamma": nn.float_prop(a.get("gamma", 1.05070102214813232421875)),
+    }
+    _float_unary(imp, node, nn.SeluOp, props)
+
+
+@_handles("Shrink")
+def _shrink(imp: _Importer, node: onnx.NodeProto) -> None:
+    a = imp.attrs(node)
+    props: dict[str, Attribute] = {
+        "bias": nn.float_prop(a.get("bias", 0.0)),
+        "lambd": nn.float_prop(a.get("lambd", 0.5)),
+    }
+    _float_unary(imp, node, nn.ShrinkOp, props)
+
+
+base._BINARY["Pow"] = nn.PowOp  # noqa: SLF001
+_handles("Pow")(base._binary)  # noqa: SLF001
+
+
+def _opset(imp: _Importer) -> int:
+    for o in imp.model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            return int(o.version)
+    return 1
+
+
+def _sub_node(
+    imp: _Importer, node: onnx.NodeProto, op_type: str, inputs: list[str], output: str
+) -> onnx.NodeProto:
+    """A node standing for one step of `node`, reported under its name."""
+    step = onnx.helper.make_node(op_type, inputs, [output], name=node.name)
+    imp.node_index[id(step)] = imp.node_index.get(id(node), -1)
+    return step
+
+
+def _run(imp: _Importer, step: onnx.NodeProto, handler: base.Handler) -> None:
+    saved = imp.current
+    imp.current = step
+    try:
+        handler(imp, step)
+    finally:
+        imp.current = saved
+
+
+_VARIADIC = {"Sum": "Add", "Mean": "Add", "Max": "Max", "Min": "Min"}
+
+
+@_handles(*_VARIADIC)
+def _variadic(imp: _Importer, node: onnx.NodeProto) -> None:
+    """Sum, Mean, Max and Min of any number of inputs, with broadcasting: a
+    chain of binary ops from the left (Mean then divides by the count)."""
+    names = [n for n in node.input]
+    if not names or any(not n for n in names):
+        raise imp.fail(f"{node.op_type} needs at least one input, and no empty input names")
+    out = node.output[0]
+    if len(names) == 1 and node.op_type != "Mean":
+        imp.env[out] = imp.value(names[0])
+        return
+    binary = _VARIADIC[node.op_type]
+    mean = node.op_type == "Mean"
+    if len(names) == 2 and not mean:
+        _run(imp, _sub_node(imp, node, binary, names, out), base._binary)  # noqa: SLF001
+        return
+    acc = names[0]
+    for i, name in enumerate(names[1:], 1):
+        last = i == len(names) - 1 and not mean
+        dest = out if last else f"{out}::{node.op_type.lower()}{i}"
+        _run(imp, _sub_node(imp, node, binary, [acc, name], dest), base._binary)  # noqa: SLF001
+        acc = dest
+    if mean:
+        count = f"{out}::count"
+        imp.consts[count] = np.array(len(names), np.float32)
+        _run(imp, _sub_node(imp, node, "Div", [acc, count], out), base._binary)  # noqa: SLF001
+
+
+@_handles("GlobalMaxPool")
+def _global_max_pool(imp: _Importer, node: onnx.NodeProto) -> None:
+    """The maximum over every spatial position: ReduceMax over H and W (or W)."""
+    q = imp.fused_output(node)
+    qin = imp.quantized_inputs(node, [node.input[0]]) if q is not None else None
+    x = imp.value(node.input[0]) if qin is None else qin[0]
+    rank = len(nn.shape_of(x.ssa))
+    if rank < 3:
+        raise imp.fail(f"GlobalMaxPool takes an (N, C, spatial...) tensor, got rank {rank}")
+    if rank in (3, 4):
+        x = imp.to_cl(x)
+        axes, layout = list(range(1, rank - 1)), "cl"
+    else:
+        axes, layout = list(range(2, rank)), x.layout
+    attr, dt = imp.result_quant(q if qin is not None else None)
+    props: dict[str, Attribute] = {"axes": nn.ints_prop(axes), "keepdims": nn.int_prop(1)}
+    op = imp.emit(nn.ReduceMaxOp, [x.ssa], props, dtype=dt, quant=attr)
+    imp.finish(node, op, layout, q if qin is not None else None)
+
+
+base._REDUCE.update(  # noqa: SLF001
+    {"ReduceMin": nn.ReduceMinOp, "ReduceL2": nn.ReduceL2Op, "ReduceProd": nn.ReduceProdOp}
+)
+_handles("ReduceMin", "ReduceL2", "ReduceProd")(base._reduce)  # noqa: SLF001
+
+_base_prelu = base._HANDLERS["PRelu"]  # noqa: SLF001
+
+
+@_handles("PRelu")
+def _prelu(imp: _Importer, node: onnx.NodeProto) -> None:
+    """PRelu; before opset 7 a slope of shape (C,) is per channel (axis 1),
+    which numpy broadcasting (opset 7 on) would align with the last axis."""
+    slope = imp.const(node.input[1]) if len(node.input) > 1 else None
+    if _opset(imp) < 7 and slope is not None and slope.ndim == 1 and slope.size > 1:
+        x = imp.value(node.input[0])
+        shape = _onnx_shape(x)
+        if len(shape) < 2 or shape[1] != slope.size:
+            raise imp.fail(
+                f"the slope has {slope.size} values but the input {list(shape)} has "
+                f"{shape[1] if len(shape) > 1 else 1} channels (axis 1); before opset 7 "
+                "a slope of shape (C,) is per channel"
+            )
+        name = f"{node.output[0]}::slope"
+        imp.consts[name] = slope.reshape(slope.size, *([1] * (len(shape) - 2)))
+        step = _sub_node(imp, node, "PRelu", [node.input[0], name], node.output[0])
+        _run(imp, step, _base_prelu)
+        return
+    _base_prelu(imp, node)
+
+
+def _onnx_shape(v: _Val) -> tuple[int, ...]:
+    """The ONNX (NCHW) shape of a value, whatever its layout inside."""
+    shape = nn.shape_of(v.ssa)
+    if v.layout == "cl" and len(shape) in (3, 4):
+        return (shape[0], shape[-1], *shape[1:-1])
+    return shape
+
+
+
+_NEW = (
+    *_PLAIN_UNARY,
+    "Selu",
+    "Shrink",
+    "Pow",
+    *_VARIADIC,
+    "GlobalMaxPool",
+    "ReduceMin",
+    "ReduceL2",
+    "ReduceProd",
+)
+base.SUPPORTED_OPS = tuple(sorted({*base.SUPPORTED_OPS, *_NEW}))

@@ -255,6 +255,11 @@ class NNOp(IRDLOperation):
     def quant_kind(self) -> QuantKind:
         return self.QUANT_KIND
 
+    def whole_axes(self) -> tuple[int, ...]:
+        """Axes of the result that every band holds whole: the axes a
+        WHOLE_ROWS op normalises along (none for the other classes)."""
+        return ()
+
     # -- properties -------------------------------------------------------------
     def ints(self, name: str) -> tuple[int, ...]:
         p = self.properties.get(name)
@@ -1611,9 +1616,50 @@ class AxisOp(NNOp):
         _check_values(self)
         _norm_axis(self.int_("axis"), _rank(self.input), self.name)
 
+    def whole_axes(self) -> tuple[int, ...]:
+        return (self.int_("axis") % _rank(self.input),)
+
+
+class SoftmaxLikeOp(AxisOp):
+    """Softmax and LogSoftmax. On quantized input and result they run the
+    integer definition of `kernels.softmax_quantized` (an exp table, integer
+    sums and divisions), which the C prints with the same tables."""
+
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.INTEGER
+    LOG: ClassVar[bool] = False
+
+    def check_operands(self) -> None:
+        super().check_operands()
+        qx, qy = quant_of(self.input), quant_of(self.output)
+        if qx is not None and qy is not None:
+            _require(
+                qy.scale_value >= K.SOFTMAX_MIN_OUT_SCALE,
+                f"{self.name}: a quantized result needs a scale >= 2^-15 (the integer "
+                f"softmax's range), got {qy.scale_value}",
+            )
+
+    def compute_quantized(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        qx, qy = quant_of(self.input), quant_of(self.output)
+        if qx is None or qy is None:  # one side float: dequantize, compute, quantize
+            real = dequantize_array(args[0], qx)
+            out = self.compute([real])[0]
+            t = cast(TensorType, self.output.type)
+            return [quantize_array(out, t) if qy is not None else out]
+        return [
+            K.softmax_quantized(
+                args[0],
+                axis=self.int_("axis"),
+                s_x=qx.scale_value,
+                s_y=qy.scale_value,
+                zp_y=qy.zp_value,
+                dtype=dtype_of(self.output),
+                log=self.LOG,
+            )
+        ]
+
 
 @irdl_op_definition
-class SoftmaxOp(AxisOp):
+class SoftmaxOp(SoftmaxLikeOp):
     name = "nn.softmax"
 
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -1621,8 +1667,9 @@ class SoftmaxOp(AxisOp):
 
 
 @irdl_op_definition
-class LogSoftmaxOp(AxisOp):
+class LogSoftmaxOp(SoftmaxLikeOp):
     name = "nn.log_softmax"
+    LOG: ClassVar[bool] = True
 
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         return [K.log_softmax(args[0], axis=self.int_("axis"))]
@@ -2374,6 +2421,121 @@ EXTRA_OPS: list[type[IRDLOperation]] = [
     ReduceProdOp,
 ]
 """Operators of the extended set, in the catalogue `NN_OPS` too."""
+
+
+# ------------------------------------------------------------ more normalisations
+
+
+@irdl_op_definition
+class LRNOp(NNOp):
+    """Local response normalisation across the channels (the last axis)."""
+
+    name = "nn.lrn"
+    TILING: ClassVar[TilingClass] = TilingClass.WHOLE_ROWS
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    size = prop_def(IntegerAttr[I64])
+    alpha = prop_def(FloatAttr)
+    beta = prop_def(FloatAttr)
+    bias = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        _check_values(self)
+        _require(_rank(self.input) >= 3, f"{self.name}: the input needs rank >= 3")
+        _require(self.int_("size") >= 1, f"{self.name}: size must be >= 1, got {self.int_('size')}")
+
+    def whole_axes(self) -> tuple[int, ...]:
+        return (_rank(self.input) - 1,)
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [
+            K.lrn(
+                args[0],
+                size=self.int_("size"),
+                alpha=self.float_("alpha"),
+                beta=self.float_("beta"),
+                bias=self.float_("bias"),
+            )
+        ]
+
+
+@irdl_op_definition
+class LayerNormOp(NNOp):
+    """LayerNormalization over the axes from `axis` to the last; scale and bias
+    broadcast against those axes. It tiles with whole rows when it normalises
+    the last axis only, and runs whole otherwise."""
+
+    name = "nn.layer_norm"
+    TILING: ClassVar[TilingClass] = TilingClass.WHOLE_ROWS
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64])
+    epsilon = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        _check_float_or_quant(self, self.input, "the input")
+        _check_float_or_quant(self, self.output, "the result")
+        xs = shape_of(self.input)
+        a = _norm_axis(self.int_("axis"), len(xs), self.name)
+        for v, what in ((self.scale, "scale"), (self.bias, "bias")):
+            _require(dtype_of(v) == np.float32, f"{self.name}: the {what} must be f32")
+            got = broadcast_shapes(xs[a:], shape_of(v), op=f"{self.name} {what}")
+            _require(
+                got == tuple(xs[a:]),
+                f"{self.name}: the {what} {_dims(shape_of(v))} must broadcast to the "
+                f"normalised shape {_dims(xs[a:])}",
+            )
+
+    def tiling(self) -> TilingClass:
+        rank = _rank(self.input)
+        return TilingClass.WHOLE_ROWS if self.int_("axis") % rank == rank - 1 else TilingClass.WHOLE
+
+    def whole_axes(self) -> tuple[int, ...]:
+        rank = _rank(self.input)
+        return tuple(range(self.int_("axis") % rank, rank))
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [
+            K.layer_norm(
+                args[0], args[1], args[2], axis=self.int_("axis"), epsilon=self.float_("epsilon")
+            )
+        ]
+
+
+@irdl_op_definition
+class InstanceNormOp(NNOp):
+    """InstanceNormalization, channels-last: per sample and channel over the
+    spatial positions. It reads every row to produce any: it runs whole."""
+
+    name = "nn.instance_norm"
+    TILING: ClassVar[TilingClass] = TilingClass.WHOLE
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    output = result_def(TensorType)
+    epsilon = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        _check_float_or_quant(self, self.input, "the input")
+        _check_float_or_quant(self, self.output, "the result")
+        xs = shape_of(self.input)
+        _require(len(xs) >= 3, f"{self.name}: the input needs rank >= 3 (N, spatial..., C)")
+        for v, what in ((self.scale, "scale"), (self.bias, "bias")):
+            _require(
+                shape_of(v) == (xs[-1],) and dtype_of(v) == np.float32,
+                f"{self.name}: the {what} must be f32 of shape ({xs[-1]},), got {v.type}",
+            )
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [K.instance_norm(args[0], args[1], args[2], epsilon=self.float_("epsilon"))]
+
+
+EXTRA_OPS += [LRNOp, LayerNormOp, InstanceNormOp]
 
 
 def loop_level_refusal(root: Operation) -> str | None:

@@ -568,11 +568,22 @@ def test_softmax() -> None:
         b.check(op, rows(6, TILES[:1]))
         op = make_op(cls, [f32(1, 6, 5, 10)], props={"axis": nn.int_prop(1)})
         b.check(op, [{}, {2: (1, 3)}, {3: (4, 9)}])
+    for cls in (nn.SoftmaxOp, nn.LogSoftmaxOp):  # the integer softmax, bit for bit
+        out = (
+            q8(1, 6, 5, 10, scale=1 / 256, zp=-128)
+            if cls is nn.SoftmaxOp
+            else q8(1, 6, 5, 10, scale=0.08, zp=120)
+        )
+        q = make_op(cls, [q8(1, 6, 5, 10, scale=0.1)], [out], {"axis": nn.int_prop(-1)})
+        b.check(q, rows(6, TILES[:1]))
+        uout = u8(1, 6, 5, 10, scale=1 / 255, zp=0) if cls is nn.SoftmaxOp else u8(1, 6, 5, 10)
+        q = make_op(cls, [u8(1, 6, 5, 10)], [uout], {"axis": nn.int_prop(1)})
+        b.check(q, [{}, {2: (1, 3)}])
     b.run()
     for cls in (nn.SoftmaxOp, nn.LogSoftmaxOp):
-        q = make_op(cls, [q8(1, 6, 5, 10)], [q8(1, 6, 5, 10)], {"axis": nn.int_prop(-1)})
+        q = make_op(cls, [f32(1, 6, 5, 10)], [q8(1, 6, 5, 10)], {"axis": nn.int_prop(-1)})
         with pytest.raises(c_band.CLoweringError, match=cls.name):
-            run_band(q, [np.zeros((1, 6, 5, 10), np.int8)], [{}], {})
+            run_band(q, [np.zeros((1, 6, 5, 10), np.float32)], [{}], {})
 
 
 # ---------------------------------------------------------------------------

@@ -142,7 +142,21 @@ SPEC_TILING: dict[str, T] = {
     "nn.flatten": T.RESHAPE,
     "nn.squeeze": T.RESHAPE,
     "nn.unsqueeze": T.RESHAPE,
-}
+    # the extended set
+    **{
+        f"nn.{n}": T.POINTWISE
+        for n in (
+            "neg", "reciprocal", "softplus", "softsign", "selu", "sign", "shrink", "erf",
+            "mish", "pow",
+        )
+    },
+    "nn.reduce_min": T.INDEPENDENT_AXIS,
+    "nn.reduce_l2": T.INDEPENDENT_AXIS,
+    "nn.reduce_prod": T.INDEPENDENT_AXIS,
+    "nn.lrn": T.WHOLE_ROWS,
+    "nn.layer_norm": T.WHOLE_ROWS,  # over its last axis; whole otherwise (test below)
+    "nn.instance_norm": T.WHOLE,
+}  # fmt: skip
 
 OPS = [c for c in nn.NN_OPS if issubclass(c, nn.NNOp)]
 
@@ -177,9 +191,12 @@ SPEC_QUANT: dict[str, nn.QuantKind] = {
         for n in (
             "nn.identity", "nn.max", "nn.min", "nn.max_pool", "nn.concat", "nn.split",
             "nn.reshape", "nn.flatten", "nn.squeeze", "nn.unsqueeze", "nn.transpose",
-            "nn.pad", "nn.reduce_max",
+            "nn.pad", "nn.reduce_max", "nn.reduce_min",
         )
     },
+    # one integer definition: an exp table, int64 sums (kernels.softmax_quantized)
+    "nn.softmax": nn.QuantKind.INTEGER,
+    "nn.log_softmax": nn.QuantKind.INTEGER,
 }  # fmt: skip
 
 
@@ -517,6 +534,38 @@ CASES: list[Case] = [
          [arr([4, 5, 6])], {"axes": ints(0), "keepdims": i(0)}),
     Case(nn.ReduceSumOp, [f32(2, 3)], [f32()], [arr([[1, 5, 6], [4, 0, 3]])], [arr(19)],
          {"axes": ints(), "keepdims": i(0)}),
+    # -------- the extended set
+    unary(nn.NegOp, lambda v: -v),
+    unary(nn.ReciprocalOp, lambda v: 1.0 / v, x=arr([0.5, 2.0, -4.0, 1.0])),
+    unary(nn.SoftplusOp, lambda v: math.log1p(math.exp(v))),
+    unary(nn.SoftsignOp, lambda v: v / (1.0 + abs(v))),
+    unary(nn.SeluOp, lambda v: 2.0 * v if v > 0 else 2.0 * 1.5 * (math.exp(v) - 1.0),
+          props={"alpha": fl(1.5), "gamma": fl(2.0)}),
+    unary(nn.SignOp, lambda v: float(np.sign(v)), x=arr([-2.0, 0.0, 3.0])),
+    unary(nn.ShrinkOp, lambda v: v + 0.5 if v < -1 else v - 0.5 if v > 1 else 0.0,
+          x=arr([-2.0, -0.5, 0.5, 2.0]), props={"bias": fl(0.5), "lambd": fl(1.0)}),
+    unary(nn.ErfOp, math.erf),
+    unary(nn.MishOp, lambda v: v * math.tanh(math.log1p(math.exp(v)))),
+    Case(nn.PowOp, [f32(2, 2), f32(2)], [f32(2, 2)], [M22, arr([2, 0.5])],
+         [arr([[1, math.sqrt(2)], [9, 2]])]),
+    Case(nn.ReduceMinOp, [f32(2, 3)], [f32(2, 1)], [arr([[1, 5, 6], [4, 0, 3]])],
+         [arr([[1], [0]])], {"axes": ints(1), "keepdims": i(1)}),
+    Case(nn.ReduceL2Op, [f32(2, 3)], [f32(2, 1)], [arr([[1, 5, 6], [4, 0, 3]])],
+         [arr([[math.sqrt(62)], [5]])], {"axes": ints(1), "keepdims": i(1)}),
+    Case(nn.ReduceProdOp, [f32(2, 3)], [f32(2)], [arr([[1, 5, 6], [4, 0, 3]])],
+         [arr([30, 0])], {"axes": ints(1), "keepdims": i(0)}),
+    # channel windows {0,1}, {0,1,2}, {1,2}: squares 5, 14, 13; alpha / size = 1
+    Case(nn.LRNOp, [f32(1, 1, 3)], [f32(1, 1, 3)], [arr([[[1, 2, 3]]])],
+         [arr([[[1 / 6, 2 / 15, 3 / 14]]])],
+         {"size": i(3), "alpha": fl(3.0), "beta": fl(1.0), "bias": fl(1.0)}),
+    # mean 2, variance 1: (-1, 1) * (1, 2) + (0, 1)
+    Case(nn.LayerNormOp, [f32(1, 2), f32(2), f32(2)], [f32(1, 2)],
+         [arr([[1, 3]]), arr([1, 2]), arr([0, 1])], [arr([[-1, 3]])],
+         {"axis": i(-1), "epsilon": fl(0.0)}),
+    # one channel over two positions: mean 2, variance 1, then * 2 + 1
+    Case(nn.InstanceNormOp, [f32(1, 2, 1), f32(1), f32(1)], [f32(1, 2, 1)],
+         [arr([[[1], [3]]]), arr([2]), arr([1])], [arr([[[-1], [3]]])],
+         {"epsilon": fl(0.0)}),
     # -------- quantization: q = saturate(rint(x / 0.5) + 1), half to even
     Case(nn.QuantizeOp, [f32(5)], [qt((5,), 0.5, 1)], [arr([0.0, 0.25, 0.75, -1.0, 100.0])],
          [arr([1, 1, 3, -1, 127], np.int8)]),

@@ -176,6 +176,74 @@ def _onnx_shape(v: _Val) -> tuple[int, ...]:
 
 
 
+@_handles("LRN")
+def _lrn(imp: _Importer, node: onnx.NodeProto) -> None:
+    a = imp.attrs(node)
+    if "size" not in a:
+        raise imp.fail("LRN needs its 'size' attribute")
+    x = imp.value(node.input[0])
+    if len(nn.shape_of(x.ssa)) not in (3, 4):
+        raise imp.fail(f"LRN takes an NCW or NCHW tensor, got rank {len(nn.shape_of(x.ssa))}")
+    x = imp.to_cl(x)
+    props: dict[str, Attribute] = {
+        "size": nn.int_prop(int(a["size"])),
+        "alpha": nn.float_prop(a.get("alpha", 1e-4)),
+        "beta": nn.float_prop(a.get("beta", 0.75)),
+        "bias": nn.float_prop(a.get("bias", 1.0)),
+    }
+    op = imp.emit(nn.LRNOp, [x.ssa], props)
+    imp.finish(node, op, "cl")
+
+
+def _param(imp: _Importer, node: onnx.NodeProto, index: int, what: str) -> np.ndarray:
+    arr = imp.require_const(node, node.input[index], what)
+    return np.asarray(arr, np.float32)
+
+
+@_handles("LayerNormalization")
+def _layer_norm(imp: _Importer, node: onnx.NodeProto) -> None:
+    """Normalised over the ONNX axes from `axis` on, in the model's own layout."""
+    a = imp.attrs(node)
+    if any(o for o in node.output[1:]):
+        raise imp.fail("LayerNormalization's Mean and InvStdDev outputs are not supported")
+    x = imp.to_plain(imp.value(node.input[0]))
+    shape = nn.shape_of(x.ssa)
+    axis = int(a.get("axis", -1))
+    if not -len(shape) <= axis < len(shape):
+        raise imp.fail(f"axis {axis} is outside the rank-{len(shape)} input")
+    axis %= len(shape)
+    scale = _param(imp, node, 1, "the scale")
+    has_bias = len(node.input) > 2 and node.input[2]
+    bias = _param(imp, node, 2, "the bias") if has_bias else np.zeros((), np.float32)
+    props: dict[str, Attribute] = {
+        "axis": nn.int_prop(axis),
+        "epsilon": nn.float_prop(a.get("epsilon", 1e-5)),
+    }
+    ops = [x.ssa, imp.weight(scale, "scale"), imp.weight(bias, "bias")]
+    op = imp.emit(nn.LayerNormOp, ops, props)
+    imp.finish(node, op, "plain")
+
+
+@_handles("InstanceNormalization")
+def _instance_norm(imp: _Importer, node: onnx.NodeProto) -> None:
+    a = imp.attrs(node)
+    x = imp.value(node.input[0])
+    rank = len(nn.shape_of(x.ssa))
+    if rank not in (3, 4):
+        raise imp.fail(f"InstanceNormalization takes an NCW or NCHW tensor, got rank {rank}")
+    x = imp.to_cl(x)
+    c = nn.shape_of(x.ssa)[-1]
+    params = []
+    for i, what in ((1, "scale"), (2, "bias")):
+        p = _param(imp, node, i, f"the {what}")
+        if p.shape != (c,):
+            raise imp.fail(f"the {what} has shape {list(p.shape)}; the input has {c} channels")
+        params.append(imp.weight(p, what))
+    props: dict[str, Attribute] = {"epsilon": nn.float_prop(a.get("epsilon", 1e-5))}
+    op = imp.emit(nn.InstanceNormOp, [x.ssa, *params], props)
+    imp.finish(node, op, "cl")
+
+
 _NEW = (
     *_PLAIN_UNARY,
     "Selu",
@@ -186,5 +254,8 @@ _NEW = (
     "ReduceMin",
     "ReduceL2",
     "ReduceProd",
+    "LRN",
+    "LayerNormalization",
+    "InstanceNormalization",
 )
 base.SUPPORTED_OPS = tuple(sorted({*base.SUPPORTED_OPS, *_NEW}))

@@ -497,10 +497,9 @@ def compute(
     else:
         cls = op.tiling()
         if cls is TilingClass.WHOLE_ROWS:
-            rank = len(nn.shape_of(op.results[0]))
-            axis = op.int_("axis") % rank
-            if axis in out:
-                raise BandError(f"{op.name}: normalises along axis {axis}, which the band cuts")
+            for axis in op.whole_axes():
+                if axis in out:
+                    raise BandError(f"{op.name}: normalises along axis {axis}, which the band cuts")
         if cls in (TilingClass.POINTWISE, TilingClass.WHOLE_ROWS):
             a = _fit_whole(op, a, held, out)
         elif isinstance(op, nn.GemmOp) and out and not held[2] and a[2].ndim == 2:

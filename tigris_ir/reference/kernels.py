@@ -932,3 +932,147 @@ def power(a: ArrayLike, b: ArrayLike) -> Array:
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         return np.power(_f64(a), _f64(b)).astype(np.float32)
 
+
+
+# ---------------------------------------------------------------------------
+# int8 Softmax and LogSoftmax: one integer definition
+#
+# The reference, the interpreter and the C compute quantized Softmax and
+# LogSoftmax with integers only, from tables made here once per op (the C
+# receives the same tables as constant data), in the manner TFLite documents
+# for its 8-bit Softmax: the exponentials of the 256 possible distances to the
+# row's maximum are a table, the rest is integer arithmetic.
+#
+# Softmax along an axis, input scale s_x, output scale s_y and zero point z:
+#   d      = max(q) - q                       0 <= d <= 255
+#   E[d]   = rint(exp(-s_x d) 2^30)           int32 table (E[0] = 2^30)
+#   S      = sum E[d]                         int64, S >= 2^30
+#   P      = (E[d] 2^31 + S // 2) // S        the probability, Q31, rounded
+#   R      = rint(2^16 / s_y)                 1 / s_y in Q16
+#   y      = saturate(z + (P R + 2^46) >> 47)
+# LogSoftmax, with the same E and S:
+#   k      = floor(log2 S) >= 30;  m = S >> (k - 30), in [2^30, 2^31)
+#   ln m   = Q24, T[i] + ((T[i+1] - T[i]) f) >> 22 with i, f the top 8 and
+#            next 22 bits of m - 2^30, T[i] = rint(ln(1 + i/256) 2^24), i <= 256
+#   L      = (k - 30) LN2 + ln m              ln(sum exp(-s_x d)) in Q24
+#   A[d]   = rint(s_x d / s_y 2^16)           int64 table
+#   y      = saturate(z + floor((2^15 - A[d] - (L R) >> 24) / 2^16))
+# Every product stays below 2^63 when s_y >= 2^-15 and a row holds fewer than
+# 2^32 elements; `softmax_tables` refuses other scales.
+
+SOFTMAX_EXP_BITS = 30
+SOFTMAX_PROB_BITS = 31
+SOFTMAX_RECIP_BITS = 16
+SOFTMAX_LN_BITS = 24
+SOFTMAX_LN_SEGMENTS = 256
+SOFTMAX_MIN_OUT_SCALE = 2.0**-15
+
+
+def softmax_tables(s_x: float, s_y: float, log: bool) -> dict[str, Any]:
+    """The constants of the integer Softmax (log=False) or LogSoftmax."""
+    if not (s_y >= SOFTMAX_MIN_OUT_SCALE and math.isfinite(s_y)):
+        raise ValueError(
+            f"an int8 {'LogSoftmax' if log else 'Softmax'} needs an output scale >= 2^-15, "
+            f"got {s_y}"
+        )
+    d = np.arange(256, dtype=np.float64)
+    exp_t = np.rint(np.exp(-float(s_x) * d) * 2.0**SOFTMAX_EXP_BITS).astype(np.int32)
+    recip = int(np.rint(2.0**SOFTMAX_RECIP_BITS / float(s_y)))
+    out: dict[str, Any] = {"exp": exp_t, "recip": recip}
+    if log:
+        i = np.arange(SOFTMAX_LN_SEGMENTS + 1, dtype=np.float64)
+        ln_t = np.rint(np.log1p(i / SOFTMAX_LN_SEGMENTS) * 2.0**SOFTMAX_LN_BITS).astype(np.int32)
+        lin = np.rint(float(s_x) * d / float(s_y) * 2.0**SOFTMAX_RECIP_BITS).astype(np.int64)
+        if int(lin[-1]) >= 2**52:
+            raise ValueError(f"an int8 LogSoftmax of input scale {s_x} over {s_y} is out of range")
+        out |= {
+            "ln": ln_t,
+            "ln2": int(np.rint(math.log(2.0) * 2.0**SOFTMAX_LN_BITS)),
+            "lin": lin,
+        }
+    return out
+
+
+def _floor_shift(v: Array, bits: int) -> Array:
+    """floor(v / 2^bits) of int64 values (numpy's >> is an arithmetic shift)."""
+    return np.right_shift(v, bits)
+
+
+def softmax_quantized(
+    q: ArrayLike, *, axis: int, s_x: float, s_y: float, zp_y: int, dtype: DTypeLike, log: bool
+) -> Array:
+    """int8 / uint8 Softmax or LogSoftmax of stored integers (the definition above)."""
+    qa = np.asarray(q).astype(np.int64)
+    t = softmax_tables(s_x, s_y, log)
+    d = qa.max(axis=axis, keepdims=True) - qa
+    e = t["exp"].astype(np.int64)[d]
+    s = e.sum(axis=axis, keepdims=True)
+    if np.any(s >= 2**62):
+        raise OverflowError("a softmax row too long for the int64 sum")
+    recip = np.int64(t["recip"])
+    if not log:
+        p = (e * np.int64(2**SOFTMAX_PROB_BITS) + s // 2) // s
+        half = np.int64(1 << (SOFTMAX_PROB_BITS + SOFTMAX_RECIP_BITS - 1))
+        y = np.right_shift(p * recip + half, SOFTMAX_PROB_BITS + SOFTMAX_RECIP_BITS)
+        return saturate(y + zp_y, dtype)
+    k = np.floor(np.log2(s.astype(np.float64))).astype(np.int64)
+    # log2 in float64 can be off by one next to a power of two: correct it
+    k = np.where(np.left_shift(np.int64(1), k) > s, k - 1, k)
+    k = np.where(np.left_shift(np.int64(1), k + 1) <= s, k + 1, k)
+    m = np.right_shift(s, k - SOFTMAX_EXP_BITS)
+    frac_bits = SOFTMAX_EXP_BITS - 8
+    f = m - np.int64(2**SOFTMAX_EXP_BITS)
+    i = np.right_shift(f, frac_bits)
+    r = f & np.int64((1 << frac_bits) - 1)
+    ln_t = t["ln"].astype(np.int64)
+    ln_m = ln_t[i] + np.right_shift((ln_t[i + 1] - ln_t[i]) * r, frac_bits)
+    big_l = (k - SOFTMAX_EXP_BITS) * np.int64(t["ln2"]) + ln_m
+    b = np.right_shift(big_l * recip, SOFTMAX_LN_BITS)
+    v = np.int64(1 << (SOFTMAX_RECIP_BITS - 1)) - t["lin"][d] - b
+    return saturate(_floor_shift(v, SOFTMAX_RECIP_BITS) + zp_y, dtype)
+
+
+# ---------------------------------------------------------------------------
+# Normalisations of the extended set (float64, one rounding)
+
+
+def lrn(x: ArrayLike, *, size: int, alpha: float, beta: float, bias: float) -> Array:
+    """ONNX LRN across the channels (the last axis here): x / (bias + alpha /
+    size * sum of squares over the channel window)^beta; the window of channel
+    c spans [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)]."""
+    xd = _f64(x)
+    c = xd.shape[-1]
+    lo, hi = (size - 1) // 2, -(-(size - 1) // 2)
+    sq = xd * xd
+    padded = np.pad(sq, [(0, 0)] * (xd.ndim - 1) + [(lo, hi)])
+    total = np.zeros_like(xd)
+    for k in range(size):
+        total += padded[..., k : k + c]
+    return (xd / (bias + (alpha / size) * total) ** beta).astype(np.float32)
+
+
+def layer_norm(
+    x: ArrayLike, scale: ArrayLike, bias: ArrayLike | None, *, axis: int, epsilon: float
+) -> Array:
+    """ONNX LayerNormalization: normalised over the axes from `axis` on, then
+    scaled and shifted (scale and bias broadcast against those axes)."""
+    xd = _f64(x)
+    axes = tuple(range(axis % xd.ndim, xd.ndim))
+    mean = xd.mean(axis=axes, keepdims=True)
+    cen = xd - mean
+    var = (cen * cen).mean(axis=axes, keepdims=True)
+    y = cen / np.sqrt(var + epsilon) * _f64(scale)
+    if bias is not None:
+        y = y + _f64(bias)
+    return y.astype(np.float32)
+
+
+def instance_norm(x: ArrayLike, scale: ArrayLike, bias: ArrayLike, *, epsilon: float) -> Array:
+    """ONNX InstanceNormalization, channels-last: per sample and channel over
+    the spatial positions, then scale and bias per channel."""
+    xd = _f64(x)
+    axes = tuple(range(1, xd.ndim - 1))
+    mean = xd.mean(axis=axes, keepdims=True)
+    cen = xd - mean
+    var = (cen * cen).mean(axis=axes, keepdims=True)
+    return (cen / np.sqrt(var + epsilon) * _f64(scale) + _f64(bias)).astype(np.float32)

@@ -8,6 +8,7 @@
 // GENERIC: "nn.selu"(%3) <{alpha = 1.500000e+00 : f32, gamma = 5.000000e-01 : f32}>
 // GENERIC: "nn.shrink"(%5) <{bias = 0.000000e+00 : f32, lambd = 5.000000e-01 : f32}>
 // GENERIC: "nn.reduce_l2"(%9) <{axes = array<i64: 1, 2>, keepdims = 0 : i64}>
+// GENERIC: "nn.layer_norm"(%0, %g, %b) <{axis = 3 : i64, epsilon = 1.000000e-05 : f32}>
 
 // CHECK-LABEL: func.func @extra(%x: tensor<1x4x4x8xf32>, %e: tensor<8xf32>) -> tensor<1x4x4x8xf32> {
 // CHECK-NEXT: %0 = nn.neg %x : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
@@ -41,4 +42,19 @@ func.func @extra(%x: tensor<1x4x4x8xf32>, %e: tensor<8xf32>) -> tensor<1x4x4x8xf
   %11 = nn.reduce_l2 %9 {axes = array<i64: 1, 2>, keepdims = 0} : (tensor<1x4x4x8xf32>) -> tensor<1x8xf32>
   %12 = nn.reduce_prod %9 {axes = array<i64: 3>, keepdims = 1} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x1xf32>
   func.return %9 : tensor<1x4x4x8xf32>
+}
+
+// CHECK-LABEL: func.func @norms(%x: tensor<1x4x4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<1x4x4x8xf32> {
+// CHECK-NEXT: %0 = nn.lrn %x {size = 5 : i64, alpha = 1.000000e-04 : f32, beta = 7.500000e-01 : f32, bias = 1.000000e+00 : f32} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+// CHECK-NEXT: %1 = nn.layer_norm %0, %g, %b {axis = 3 : i64, epsilon = 1.000000e-05 : f32} : (tensor<1x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<1x4x4x8xf32>
+// CHECK-NEXT: %2 = nn.instance_norm %1, %g, %b {epsilon = 1.000000e-05 : f32} : (tensor<1x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<1x4x4x8xf32>
+// CHECK-NEXT: func.return %2 : tensor<1x4x4x8xf32>
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+
+func.func @norms(%x: tensor<1x4x4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<1x4x4x8xf32> {
+  %0 = nn.lrn %x {size = 5, alpha = 1.0e-04 : f32, beta = 0.75 : f32, bias = 1.0 : f32} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %1 = nn.layer_norm %0, %g, %b {axis = 3, epsilon = 1.0e-05 : f32} : (tensor<1x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<1x4x4x8xf32>
+  %2 = nn.instance_norm %1, %g, %b {epsilon = 1.0e-05 : f32} : (tensor<1x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<1x4x4x8xf32>
+  func.return %2 : tensor<1x4x4x8xf32>
 }

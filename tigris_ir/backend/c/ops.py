@@ -25,9 +25,11 @@ matched exactly:
   requantization table when the scales differ.
 
 Float transcendental ops run in double and round once, like the reference
-(so they may differ from it by an ulp). Where an int8 result would depend on
-such an operation (int8 Softmax/LogSoftmax, a transcendental op from float to
-int8) the emitter raises `CLoweringError` instead of approximating.
+(so they may differ from it by an ulp). int8 Softmax and LogSoftmax run the
+integer definition of `kernels.softmax_quantized` with its tables. Where an
+int8 result would depend on a float transcendental operation (a
+transcendental op or a softmax from float to int8) the emitter raises
+`CLoweringError` instead of approximating.
 """
 
 from __future__ import annotations
@@ -1353,10 +1355,12 @@ def emit_reduce(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], un
 def emit_softmax(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
     """Softmax / LogSoftmax along an axis the band holds whole, in double:
     max-subtracted, exp, sum, one rounding (float32 only)."""
-    if op.is_quantized():
+    ex, ey = _elem(op.operands[0].type), _elem(op.results[0].type)
+    integer = ex.quant is not None and ey.quant is not None
+    if op.is_quantized() and not integer:
         raise CLoweringError(
-            f"{op.name}: int8 softmax depends on numpy's float64 exp and pairwise sums "
-            "bit for bit; not lowered (dequantize around it)"
+            f"{op.name}: a softmax between a float and a quantized tensor depends on "
+            "numpy's float64 exp bit for bit; not lowered (quantize both sides)"
         )
     x, y = ins[0], outs[0]
     rank = x.rank
@@ -1364,8 +1368,8 @@ def emit_softmax(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], u
     if ax in x.cut or ax in y.cut:
         raise CLoweringError(f"{op.name}: the band cuts the normalised axis {ax}")
     fn = _Fn("tigris_log_softmax" if isinstance(op, nn.LogSoftmaxOp) else "tigris_softmax")
-    xs = fn.ptr("float", x.name)
-    ys = fn.ptr("float", y.name, out=True)
+    xs = fn.ptr(x.ctype, x.name)
+    ys = fn.ptr(y.ctype, y.name, out=True)
     w = fn.code
     cx, cy = xs, ys
     for a in range(rank):
@@ -1374,10 +1378,15 @@ def emit_softmax(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], u
         fn.check(_inside(x.origin[a], x.extent[a], y.origin[a], y.extent[a], op.name))
         off = fn.int_(_sub(y.origin[a], x.origin[a]))
         w.open(f"for (int k{a} = 0; k{a} < {fn.int_(y.extent[a])}; k{a}++)")
-        w(f"const float *x_{a} = {cx} + (k{a} + {off}) * {x.strides[a]};")
-        w(f"float *y_{a} = {cy} + k{a} * {y.strides[a]};")
+        w(f"const {x.ctype} *x_{a} = {cx} + (k{a} + {off}) * {x.strides[a]};")
+        w(f"{y.ctype} *y_{a} = {cy} + k{a} * {y.strides[a]};")
         cx, cy = f"x_{a}", f"y_{a}"
     n, sx, sy = x.shape[ax], x.strides[ax], y.strides[ax]
+    if integer:
+        _softmax_integer(op, unit, w, (cx, sx), (cy, sy), n, ex, ey)
+        if rank > 1:
+            w.close(rank - 1)
+        return fn.call(unit)
     w("double m = -(double)INFINITY;")
     w.open(f"for (int i = 0; i < {n}; i++)")
     w(f"const double v = (double){cx}[i * {sx}];")
@@ -1396,6 +1405,219 @@ def emit_softmax(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], u
     return fn.call(unit)
 
 
+def _softmax_integer(
+    op: nn.NNOp,
+    unit: CUnit,
+    w: _Code,
+    x: tuple[str, int],
+    y: tuple[str, int],
+    n: int,
+    ex: _Elem,
+    ey: _Elem,
+) -> None:
+    """One row of `kernels.softmax_quantized`: its tables as constants, its
+    integer steps in the same order (int64, divisions of non-negative values,
+    floor shifts)."""
+    assert ex.quant is not None and ey.quant is not None
+    log = isinstance(op, nn.LogSoftmaxOp)
+    t = K.softmax_tables(float(ex.quant.scale_value), float(ey.quant.scale_value), log)
+    cx, sx = x
+    cy, sy = y
+    e_tab = unit.const("softmax_exp", t["exp"])
+    w(f"int32_t mx = {ex.lo};")
+    w(f"for (int i = 0; i < {n}; i++) mx = {cx}[i * {sx}] > mx ? {cx}[i * {sx}] : mx;")
+    w("int64_t sum = 0;")
+    w(f"for (int i = 0; i < {n}; i++) sum += {e_tab}[mx - {cx}[i * {sx}]];")
+    zp = ey.quant.zp_value
+    ebits, pbits, rbits = K.SOFTMAX_EXP_BITS, K.SOFTMAX_PROB_BITS, K.SOFTMAX_RECIP_BITS
+    recip = f"INT64_C({t['recip']})"
+    if log:  # the row's log-sum in Q24, once per row
+        ln_tab = unit.const("softmax_ln", t["ln"])
+        lin_tab = unit.const("softmax_lin", t["lin"])
+        fbits = ebits - 8
+        w(f"int k = {ebits};")
+        w("while ((sum >> (k + 1)) != 0) k++;")
+        w(f"const int64_t f = (sum >> (k - {ebits})) - (INT64_C(1) << {ebits});")
+        w(f"const int64_t j = f >> {fbits};")
+        w(f"const int64_t r = f & ((INT64_C(1) << {fbits}) - 1);")
+        w(
+            f"const int64_t lnm = {ln_tab}[j] + ((((int64_t){ln_tab}[j + 1] - {ln_tab}[j]) * r) "
+            f">> {fbits});"
+        )
+        w(f"const int64_t big_l = (int64_t)(k - {ebits}) * INT64_C({t['ln2']}) + lnm;")
+        w(f"const int64_t b = (big_l * {recip}) >> {K.SOFTMAX_LN_BITS};")
+    w.open(f"for (int i = 0; i < {n}; i++)")
+    w(f"const int d = mx - {cx}[i * {sx}];")
+    if not log:
+        w(f"const int64_t p = ((int64_t){e_tab}[d] * (INT64_C(1) << {pbits}) + sum / 2) / sum;")
+        w(f"int64_t v = ((p * {recip} + (INT64_C(1) << {pbits + rbits - 1})) >> {pbits + rbits})")
+        w(f"    + {zp};")
+    else:
+        w(f"const int64_t u = (INT64_C(1) << {rbits - 1}) - {lin_tab}[d] - b;")
+        w(f"int64_t v = (u >= 0 ? u >> {rbits} : ~((~u) >> {rbits})) + {zp};")
+    w(f"v = v < {ey.lo} ? {ey.lo} : v;")
+    w(f"v = v > {ey.hi} ? {ey.hi} : v;")
+    w(f"{cy}[i * {sy}] = ({ey.ctype})v;")
+    w.close()
+
+
+# ---------------------------------------------------------------------------
+# normalisations of the extended set
+
+
+def _outer_loops(
+    fn: _Fn, x: CTensor, y: CTensor, skip: Sequence[int], what: str
+) -> tuple[str, str, int]:
+    """Loops over the band along every axis but `skip` (held whole); the
+    row pointers of x and y inside them and the number of loops opened."""
+    xs = fn.ptr(x.ctype, x.name)
+    ys = fn.ptr(y.ctype, y.name, out=True)
+    w = fn.code
+    cx, cy = xs, ys
+    opened = 0
+    for a in range(x.rank):
+        if a in skip:
+            continue
+        fn.check(_inside(x.origin[a], x.extent[a], y.origin[a], y.extent[a], what))
+        off = fn.int_(_sub(y.origin[a], x.origin[a]))
+        w.open(f"for (int k{a} = 0; k{a} < {fn.int_(y.extent[a])}; k{a}++)")
+        w(f"const {x.ctype} *x_{a} = {cx} + (k{a} + {off}) * {x.strides[a]};")
+        w(f"{y.ctype} *y_{a} = {cy} + k{a} * {y.strides[a]};")
+        cx, cy = f"x_{a}", f"y_{a}"
+        opened += 1
+    return cx, cy, opened
+
+
+def _float_only(op: nn.NNOp) -> None:
+    if op.is_quantized():
+        raise CLoweringError(
+            f"{op.name}: an int8 {op.name.split('.')[-1]} depends on numpy's float64 pow / "
+            "sqrt and sums bit for bit; not lowered (dequantize around it)"
+        )
+
+
+def _dense(t: CTensor, axes: Sequence[int]) -> bool:
+    """Whether the trailing `axes` of t are one contiguous run."""
+    step = 1
+    for a in sorted(axes, reverse=True):
+        if t.strides[a] != step and t.shape[a] != 1:
+            return False
+        step *= t.shape[a]
+    return True
+
+
+@register("band", nn.LRNOp)
+def emit_lrn(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """LRN across the channels (held whole), `kernels.lrn`'s double formula."""
+    assert isinstance(op, nn.LRNOp)
+    _float_only(op)
+    x, y = ins[0], outs[0]
+    c_ax = x.rank - 1
+    if c_ax in x.cut or c_ax in y.cut:
+        raise CLoweringError(f"{op.name}: the band cuts the channels")
+    size = op.int_("size")
+    lo = (size - 1) // 2
+    scale = _f64(op.float_("alpha") / size)
+    fn = _Fn("tigris_lrn")
+    cx, cy, opened = _outer_loops(fn, x, y, (c_ax,), op.name)
+    w = fn.code
+    n, sx, sy = x.shape[c_ax], x.strides[c_ax], y.strides[c_ax]
+    w.open(f"for (int c = 0; c < {n}; c++)")
+    w("double s = 0.0;")
+    w.open(f"for (int k = 0; k < {size}; k++)")
+    w(f"const int cc = c - {lo} + k;")
+    w(f"if (cc >= 0 && cc < {n}) {{ const double v = (double){cx}[cc * {sx}]; s += v * v; }}")
+    w.close()
+    bias, beta = _f64(op.float_("bias")), _f64(op.float_("beta"))
+    w(f"{cy}[c * {sy}] = (float)((double){cx}[c * {sx}] / pow({bias} + {scale} * s, {beta}));")
+    w.close(1 + opened)
+    return fn.call(unit)
+
+
+def _param_table(unit: CUnit, op: nn.NNOp, t: CTensor, shape: Sequence[int], hint: str) -> str:
+    if t.value is None:
+        raise CLoweringError(f"{op.name}: the {hint} must be a constant")
+    full = np.broadcast_to(np.asarray(t.value, np.float32), tuple(shape))
+    return unit.const(hint, np.ascontiguousarray(full).reshape(-1))
+
+
+@register("band", nn.LayerNormOp)
+def emit_layer_norm(
+    op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
+) -> str:
+    """LayerNormalization of each whole, contiguous block of normalised axes:
+    `kernels.layer_norm`'s double mean, variance and division."""
+    assert isinstance(op, nn.LayerNormOp)
+    _float_only(op)
+    x, y = ins[0], outs[0]
+    axes = op.whole_axes()
+    if any(a in x.cut or a in y.cut for a in axes):
+        raise CLoweringError(f"{op.name}: the band cuts a normalised axis")
+    if not (_dense(x, axes) and _dense(y, axes)):
+        raise CLoweringError(f"{op.name}: the normalised axes are not contiguous in the band")
+    inner = x.shape[axes[0] :]
+    m = math.prod(inner)
+    g = _param_table(unit, op, ins[1], inner, "ln_scale")
+    b = _param_table(unit, op, ins[2], inner, "ln_bias")
+    fn = _Fn("tigris_layer_norm")
+    cx, cy, opened = _outer_loops(fn, x, y, axes, op.name)
+    w = fn.code
+    w("double mean = 0.0, var = 0.0;")
+    w(f"for (int i = 0; i < {m}; i++) mean += (double){cx}[i];")
+    w(f"mean /= {m}.0;")
+    w(f"for (int i = 0; i < {m}; i++) {{ const double c = (double){cx}[i] - mean; var += c * c; }}")
+    w(f"var /= {m}.0;")
+    w(f"const double sd = sqrt(var + {_f64(op.float_('epsilon'))});")
+    w(
+        f"for (int i = 0; i < {m}; i++) "
+        f"{cy}[i] = (float)(((double){cx}[i] - mean) / sd * (double){g}[i] + (double){b}[i]);"
+    )
+    if opened:
+        w.close(opened)
+    return fn.call(unit)
+
+
+@register("band", nn.InstanceNormOp)
+def emit_instance_norm(
+    op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
+) -> str:
+    """InstanceNormalization of a whole channels-last tensor: per sample and
+    channel, `kernels.instance_norm`'s double mean, variance and division."""
+    assert isinstance(op, nn.InstanceNormOp)
+    _float_only(op)
+    x, y = ins[0], outs[0]
+    every = tuple(range(x.rank))
+    if x.cut or y.cut or not (_dense(x, every) and _dense(y, every)):
+        raise CLoweringError(f"{op.name}: runs on the whole, contiguous tensor only")
+    n, c = x.shape[0], x.shape[-1]
+    pos = math.prod(x.shape[1:-1])
+    g = _param_table(unit, op, ins[1], (c,), "in_scale")
+    b = _param_table(unit, op, ins[2], (c,), "in_bias")
+    fn = _Fn("tigris_instance_norm")
+    xs = fn.ptr(x.ctype, x.name)
+    ys = fn.ptr(y.ctype, y.name, out=True)
+    w = fn.code
+    w.open(f"for (int n = 0; n < {n}; n++)")
+    w(f"const float *xn = {xs} + n * {pos * c};")
+    w(f"float *yn = {ys} + n * {pos * c};")
+    w.open(f"for (int c = 0; c < {c}; c++)")
+    w("double mean = 0.0, var = 0.0;")
+    w(f"for (int p = 0; p < {pos}; p++) mean += (double)xn[p * {c} + c];")
+    w(f"mean /= {pos}.0;")
+    w(
+        f"for (int p = 0; p < {pos}; p++) "
+        f"{{ const double d = (double)xn[p * {c} + c] - mean; var += d * d; }}"
+    )
+    w(f"var /= {pos}.0;")
+    w(f"const double sd = sqrt(var + {_f64(op.float_('epsilon'))});")
+    w(
+        f"for (int p = 0; p < {pos}; p++) yn[p * {c} + c] = "
+        f"(float)(((double)xn[p * {c} + c] - mean) / sd * (double){g}[c] + (double){b}[c]);"
+    )
+    w.close(2)
+    return fn.call(unit)
+
+
 REFUSED: dict[type, str] = {
     nn.WeightOp: "a constant, never the body of a band op",
 }
@@ -1405,10 +1627,12 @@ DELEGATED: tuple[type[nn.NNOp], ...] = (nn.ConvOp, nn.ConvTransposeOp, nn.GemmOp
 """Printed by `c_conv`."""
 
 REFUSED_INSTANCES: tuple[str, ...] = (
-    "int8 Softmax / LogSoftmax: numpy's float64 exp and pairwise sums",
+    "Softmax / LogSoftmax between a float32 and an int8 tensor: numpy's float64 exp",
     "float32 to int8 transcendental unary ops: the reference's float64 function",
     "float32 to int8 GlobalAveragePool / ReduceMean / ReduceSum: numpy's summation order",
     "int8 sums of 2**21 terms or more: no longer exact in double",
+    "int8 LRN, LayerNormalization, InstanceNormalization, ReduceL2, ReduceProd: numpy's "
+    "float64 pow, sqrt and summation order",
     "a reshape band cutting more than one axis, or not one contiguous span",
     "a band along the axis a Concat joins, a Split splits, a reduction reduces, "
     "or a Softmax normalises",

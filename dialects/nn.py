@@ -260,6 +260,12 @@ class NNOp(IRDLOperation):
         WHOLE_ROWS op normalises along (none for the other classes)."""
         return ()
 
+    def independent_axes(self) -> tuple[int, tuple[int, ...]] | None:
+        """For an INDEPENDENT_AXIS op that states it: the result axis its
+        bands cut and, per input, the axis read with it (-1: read whole).
+        None: the planner's own rule for the op."""
+        return None
+
     # -- properties -------------------------------------------------------------
     def ints(self, name: str) -> tuple[int, ...]:
         p = self.properties.get(name)
@@ -2536,6 +2542,147 @@ class InstanceNormOp(NNOp):
 
 
 EXTRA_OPS += [LRNOp, LayerNormOp, InstanceNormOp]
+
+
+# ---------------------------------------------------------- index-map selections
+#
+# Slice, Tile, Expand and Gather with constant indices select, along every
+# axis independently, input index t_a[j] for output index j (a table per
+# axis; input and result have one rank). They run on the stored integers and
+# tile along an axis whose table is the identity.
+
+
+class IndexMapOp(NNOp):
+    """y[j0, j1, ...] = x[t0[j0], t1[j1], ...] with one index table per axis."""
+
+    TILING: ClassVar[TilingClass] = TilingClass.INDEPENDENT_AXIS
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def tables(self) -> list[np.ndarray]:
+        """Per axis, the input index of each output index (int64)."""
+        raise NotImplementedError
+
+    def check_operands(self) -> None:
+        _check_values(self)
+        xs = shape_of(self.input)
+        for a, t in enumerate(self.tables()):
+            _require(
+                t.size == 0 or (int(t.min()) >= 0 and int(t.max()) < xs[a]),
+                f"{self.name}: axis {a} reads indices outside [0, {xs[a]})",
+            )
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        return [tuple(int(t.size) for t in self.tables())]
+
+    def identity_axes(self) -> list[int]:
+        """Axes whose table is 0, 1, ..., n - 1 over an input of n."""
+        xs = shape_of(self.input)
+        return [
+            a
+            for a, t in enumerate(self.tables())
+            if t.size == xs[a] and np.array_equal(t, np.arange(xs[a]))
+        ]
+
+    def independent_axes(self) -> tuple[int, tuple[int, ...]] | None:
+        """The band axis of the result and the input axis it reads (-1: the
+        input whole): a non-unit identity axis, else the first non-unit one."""
+        ys = shape_of(self.output)
+        same = [a for a in self.identity_axes() if ys[a] != 1]
+        if same:
+            return same[0], (same[0],)
+        lead = next((a for a, d in enumerate(ys) if d != 1), 0)
+        return lead, (-1,)
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        x = np.asarray(args[0])
+        return [np.ascontiguousarray(x[np.ix_(*self.tables())])]
+
+
+def _rank_props(op: NNOp, names: Sequence[str]) -> None:
+    rank = _rank(op.input) if isinstance(op, IndexMapOp) else 0
+    for n in names:
+        _require(
+            len(op.ints(n)) == rank,
+            f"{op.name}: {n} has {len(op.ints(n))} values for a rank-{rank} input",
+        )
+
+
+@irdl_op_definition
+class SliceOp(IndexMapOp):
+    """Python's x[start:end:step] on every axis (bounds already clamped as
+    ONNX's Slice clamps them: `slice.indices` of the axis length)."""
+
+    name = "nn.slice"
+    starts = prop_def(DenseArrayBase)
+    ends = prop_def(DenseArrayBase)
+    steps = prop_def(DenseArrayBase)
+
+    def tables(self) -> list[np.ndarray]:
+        _rank_props(self, ("starts", "ends", "steps"))
+        out = []
+        bounds = zip(self.ints("starts"), self.ints("ends"), self.ints("steps"))
+        for a, (b, e, st) in enumerate(bounds):
+            _require(st != 0, f"{self.name}: the step of axis {a} is 0")
+            out.append(np.arange(b, e, st, dtype=np.int64))
+        return out
+
+
+@irdl_op_definition
+class TileOp(IndexMapOp):
+    name = "nn.tile"
+    repeats = prop_def(DenseArrayBase)
+
+    def tables(self) -> list[np.ndarray]:
+        _rank_props(self, ("repeats",))
+        xs = shape_of(self.input)
+        out = []
+        for a, r in enumerate(self.ints("repeats")):
+            _require(r >= 0, f"{self.name}: repeats of axis {a} is negative ({r})")
+            out.append(np.arange(xs[a] * r, dtype=np.int64) % max(xs[a], 1))
+        return out
+
+
+@irdl_op_definition
+class ExpandOp(IndexMapOp):
+    """numpy broadcasting of the input to `shape` (of the input's rank)."""
+
+    name = "nn.expand"
+    shape = prop_def(DenseArrayBase)
+
+    def tables(self) -> list[np.ndarray]:
+        _rank_props(self, ("shape",))
+        xs = shape_of(self.input)
+        out = []
+        for a, (d, want) in enumerate(zip(xs, self.ints("shape"))):
+            n = max(d, want)
+            _require(
+                d == want or d == 1 or want == 1,
+                f"{self.name}: axis {a} of size {d} does not broadcast to {want}",
+            )
+            out.append(np.zeros(n, np.int64) if d == 1 else np.arange(n, dtype=np.int64))
+        return out
+
+
+@irdl_op_definition
+class GatherOp(IndexMapOp):
+    """Gather along `axis` with constant, non-negative 1-D indices."""
+
+    name = "nn.gather"
+    axis = prop_def(IntegerAttr[I64])
+    indices = prop_def(DenseArrayBase)
+
+    def tables(self) -> list[np.ndarray]:
+        xs = shape_of(self.input)
+        ax = _norm_axis(self.int_("axis"), len(xs), self.name)
+        out = [np.arange(d, dtype=np.int64) for d in xs]
+        out[ax] = np.asarray(self.ints("indices"), np.int64)
+        return out
+
+
+EXTRA_OPS += [SliceOp, TileOp, ExpandOp, GatherOp]
 
 
 def loop_level_refusal(root: Operation) -> str | None:

@@ -156,6 +156,7 @@ SPEC_TILING: dict[str, T] = {
     "nn.lrn": T.WHOLE_ROWS,
     "nn.layer_norm": T.WHOLE_ROWS,  # over its last axis; whole otherwise (test below)
     "nn.instance_norm": T.WHOLE,
+    **{f"nn.{n}": T.INDEPENDENT_AXIS for n in ("slice", "tile", "expand", "gather")},
 }  # fmt: skip
 
 OPS = [c for c in nn.NN_OPS if issubclass(c, nn.NNOp)]
@@ -191,7 +192,8 @@ SPEC_QUANT: dict[str, nn.QuantKind] = {
         for n in (
             "nn.identity", "nn.max", "nn.min", "nn.max_pool", "nn.concat", "nn.split",
             "nn.reshape", "nn.flatten", "nn.squeeze", "nn.unsqueeze", "nn.transpose",
-            "nn.pad", "nn.reduce_max", "nn.reduce_min",
+            "nn.pad", "nn.reduce_max", "nn.reduce_min", "nn.slice", "nn.tile", "nn.expand",
+            "nn.gather",
         )
     },
     # one integer definition: an exp table, int64 sums (kernels.softmax_quantized)
@@ -566,6 +568,16 @@ CASES: list[Case] = [
     Case(nn.InstanceNormOp, [f32(1, 2, 1), f32(1), f32(1)], [f32(1, 2, 1)],
          [arr([[[1], [3]]]), arr([2]), arr([1])], [arr([[[-1], [3]]])],
          {"epsilon": fl(0.0)}),
+    # x[::2, ::-1] of a 3 x 2 matrix: rows 0 and 2, columns reversed
+    Case(nn.SliceOp, [f32(3, 2)], [f32(2, 2)], [arr([[1, 2], [3, 4], [5, 6]])],
+         [arr([[2, 1], [6, 5]])],
+         {"starts": ints(0, 1), "ends": ints(3, -1), "steps": ints(2, -1)}),
+    Case(nn.TileOp, [f32(1, 2)], [f32(2, 4)], [arr([[1, 2]])],
+         [arr([[1, 2, 1, 2], [1, 2, 1, 2]])], {"repeats": ints(2, 2)}),
+    Case(nn.ExpandOp, [f32(2, 1)], [f32(2, 3)], [arr([[1], [2]])],
+         [arr([[1, 1, 1], [2, 2, 2]])], {"shape": ints(1, 3)}),
+    Case(nn.GatherOp, [f32(2, 3)], [f32(2, 3)], [arr([[1, 2, 3], [4, 5, 6]])],
+         [arr([[3, 1, 1], [6, 4, 4]])], {"axis": i(1), "indices": ints(2, 0, 0)}),
     # -------- quantization: q = saturate(rint(x / 0.5) + 1), half to even
     Case(nn.QuantizeOp, [f32(5)], [qt((5,), 0.5, 1)], [arr([0.0, 0.25, 0.75, -1.0, 100.0])],
          [arr([1, 1, 3, -1, 127], np.int8)]),

@@ -244,6 +244,211 @@ def _instance_norm(imp: _Importer, node: onnx.NodeProto) -> None:
     imp.finish(node, op, "cl")
 
 
+# ---------------------------------------------------------------- selections
+
+
+def _ints_input(imp: _Importer, node: onnx.NodeProto, index: int, what: str) -> list[int] | None:
+    if len(node.input) <= index or not node.input[index]:
+        return None
+    arr = imp.require_const(node, node.input[index], what)
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise imp.fail(f"{what} must be integers, got {arr.dtype}")
+    return [int(v) for v in np.asarray(arr).reshape(-1)]
+
+
+def _exact_input(imp: _Importer, node: onnx.NodeProto) -> tuple[_Val, onnx.NodeProto | None]:
+    vals, q = base._exact_or_real(imp, node, [node.input[0]])  # noqa: SLF001
+    return vals[0], q
+
+
+def _emit_selection(
+    imp: _Importer,
+    node: onnx.NodeProto,
+    cls: type[nn.NNOp],
+    x: _Val,
+    props: dict[str, Attribute],
+    q: onnx.NodeProto | None,
+) -> None:
+    attr, dt = imp.result_quant(q)
+    if q is None and nn.quant_of(x.ssa) is not None:  # a selection keeps its input's type
+        attr, dt = nn.quant_of(x.ssa), nn.dtype_of(x.ssa)
+    op = imp.emit(cls, [x.ssa], props, dtype=dt, quant=attr)
+    imp.finish(node, op, x.layout, q)
+
+
+def _internal_axis(x: _Val, axis: int, rank: int) -> int:
+    return base._cl_axis(axis, rank) if x.layout == "cl" else axis  # noqa: SLF001
+
+
+@_handles("Slice")
+def _slice(imp: _Importer, node: onnx.NodeProto) -> None:
+    """Slice (attributes before opset 10, inputs from 10): any axes, steps and
+    negative indices, clamped to each axis as ONNX clamps them."""
+    x, q = _exact_input(imp, node)
+    onnx_shape = _onnx_shape(x)
+    rank = len(onnx_shape)
+    if _opset(imp) < 10:
+        a = imp.attrs(node)
+        starts, ends = [int(v) for v in a.get("starts", [])], [int(v) for v in a.get("ends", [])]
+        axes_l: list[int] | None = [int(v) for v in a["axes"]] if "axes" in a else None
+        steps: list[int] | None = None
+    else:
+        starts = _ints_input(imp, node, 1, "Slice's starts") or []
+        ends = _ints_input(imp, node, 2, "Slice's ends") or []
+        axes_l = _ints_input(imp, node, 3, "Slice's axes")
+        steps = _ints_input(imp, node, 4, "Slice's steps")
+    axes = axes_l if axes_l is not None else list(range(len(starts)))
+    steps = steps if steps is not None else [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise imp.fail("starts, ends, axes and steps must have one length")
+    bounds = [(0, d, 1) for d in onnx_shape]
+    seen: set[int] = set()
+    for b, e, ax, st in zip(starts, ends, axes, steps):
+        if not -rank <= ax < rank:
+            raise imp.fail(f"axis {ax} is outside the rank-{rank} input")
+        ax %= rank
+        if ax in seen:
+            raise imp.fail(f"axis {ax} is sliced twice")
+        seen.add(ax)
+        if st == 0:
+            raise imp.fail(f"the step of axis {ax} is 0")
+        bounds[ax] = slice(b, e, st).indices(onnx_shape[ax])
+    internal = [0] * rank
+    for ax in range(rank):
+        internal[_internal_axis(x, ax, rank)] = ax
+    props: dict[str, Attribute] = {
+        k: nn.ints_prop([bounds[internal[i]][j] for i in range(rank)])
+        for j, k in enumerate(("starts", "ends", "steps"))
+    }
+    _emit_selection(imp, node, nn.SliceOp, x, props, q)
+
+
+@_handles("Tile")
+def _tile(imp: _Importer, node: onnx.NodeProto) -> None:
+    x, q = _exact_input(imp, node)
+    rank = len(nn.shape_of(x.ssa))
+    reps = _ints_input(imp, node, 1, "Tile's repeats")
+    if reps is None or len(reps) != rank:
+        raise imp.fail(f"repeats must hold {rank} values, one per input axis")
+    internal = [0] * rank
+    for ax in range(rank):
+        internal[_internal_axis(x, ax, rank)] = reps[ax]
+    _emit_selection(imp, node, nn.TileOp, x, {"repeats": nn.ints_prop(internal)}, q)
+
+
+@_handles("Expand")
+def _expand(imp: _Importer, node: onnx.NodeProto) -> None:
+    """Broadcast to a shape (numpy rules); the result keeps the input's layout
+    when the rank stays, else it is in ONNX's layout."""
+    x, q = _exact_input(imp, node)
+    want = _ints_input(imp, node, 1, "Expand's shape")
+    if want is None:
+        raise imp.fail("Expand needs its shape")
+    onnx_shape = _onnx_shape(x)
+    try:
+        out = tuple(np.broadcast_shapes(onnx_shape, tuple(want)))
+    except ValueError:
+        raise imp.fail(
+            f"the input {list(onnx_shape)} does not broadcast to the shape {want}"
+        ) from None
+    if len(out) != len(onnx_shape):
+        x = imp.to_plain(x)
+        full = (1,) * (len(out) - len(onnx_shape)) + tuple(onnx_shape)
+        r = imp.emit(
+            nn.ReshapeOp,
+            [x.ssa],
+            dtype=nn.dtype_of(x.ssa),
+            quant=nn.quant_of(x.ssa),
+            result_shapes=[full],
+        )
+        x = _Val(r.results[0], "plain")
+    rank = len(out)
+    internal = [0] * rank
+    for ax in range(rank):
+        internal[_internal_axis(x, ax, rank)] = out[ax]
+    _emit_selection(imp, node, nn.ExpandOp, x, {"shape": nn.ints_prop(internal)}, q)
+
+
+@_handles("Gather")
+def _gather(imp: _Importer, node: onnx.NodeProto) -> None:
+    """Gather with constant indices of any shape (a 1-D gather, then a reshape
+    where the indices are not 1-D)."""
+    idx_arr = imp.const(node.input[1])
+    if idx_arr is None:
+        raise imp.fail(
+            f"the indices ('{node.input[1]}') must be a constant; gathering with run-time "
+            "indices needs integer tensors, which are not supported yet"
+        )
+    x, q = _exact_input(imp, node)
+    onnx_shape = _onnx_shape(x)
+    rank = len(onnx_shape)
+    axis = int(imp.attrs(node).get("axis", 0))
+    if not -rank <= axis < rank:
+        raise imp.fail(f"axis {axis} is outside the rank-{rank} input")
+    axis %= rank
+    idx = np.asarray(idx_arr).astype(np.int64)
+    n = onnx_shape[axis]
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise imp.fail(f"an index is outside [-{n}, {n}) along axis {axis}")
+    flat = [int(v) % n for v in idx.reshape(-1)]
+    if idx.ndim != 1:
+        x = imp.to_plain(x)
+    props: dict[str, Attribute] = {
+        "axis": nn.int_prop(_internal_axis(x, axis, rank)),
+        "indices": nn.ints_prop(flat),
+    }
+    if idx.ndim == 1:
+        _emit_selection(imp, node, nn.GatherOp, x, props, q)
+        return
+    attr, dt = imp.result_quant(q)
+    if q is None and nn.quant_of(x.ssa) is not None:
+        attr, dt = nn.quant_of(x.ssa), nn.dtype_of(x.ssa)
+    g = imp.emit(nn.GatherOp, [x.ssa], props, dtype=dt, quant=attr)
+    final = (*onnx_shape[:axis], *idx.shape, *onnx_shape[axis + 1 :])
+    r = imp.emit(nn.ReshapeOp, [g.results[0]], dtype=dt, quant=attr, result_shapes=[final])
+    imp.finish(node, r, "plain", q)
+
+
+@_handles("DepthToSpace", "SpaceToDepth")
+def _depth_space(imp: _Importer, node: onnx.NodeProto) -> None:
+    """As ONNX defines them: a reshape, a transpose and a reshape of NCHW."""
+    a = imp.attrs(node)
+    if "blocksize" not in a:
+        raise imp.fail(f"{node.op_type} needs its 'blocksize' attribute")
+    bs = int(a["blocksize"])
+    x, q = _exact_input(imp, node)
+    shape = _onnx_shape(x)
+    if len(shape) != 4 or bs < 1:
+        raise imp.fail(f"{node.op_type} takes an NCHW tensor and a blocksize >= 1")
+    n, c, h, w = shape
+    if node.op_type == "DepthToSpace":
+        if c % (bs * bs):
+            raise imp.fail(f"the channels ({c}) are not a multiple of blocksize^2 ({bs * bs})")
+        mode = a.get("mode", b"DCR")
+        mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+        if mode not in ("DCR", "CRD"):
+            raise imp.fail(f"mode must be DCR or CRD, got {mode}")
+        if mode == "DCR":
+            mid, perm = (n, bs, bs, c // (bs * bs), h, w), (0, 3, 4, 1, 5, 2)
+        else:
+            mid, perm = (n, c // (bs * bs), bs, bs, h, w), (0, 1, 4, 2, 5, 3)
+        final = (n, c // (bs * bs), h * bs, w * bs)
+    else:
+        if h % bs or w % bs:
+            raise imp.fail(f"the height and width ({h}, {w}) are not multiples of {bs}")
+        mid, perm = (n, c, h // bs, bs, w // bs, bs), (0, 3, 5, 1, 2, 4)
+        final = (n, c * bs * bs, h // bs, w // bs)
+    attr, dt = imp.result_quant(q)
+    if q is None and nn.quant_of(x.ssa) is not None:
+        attr, dt = nn.quant_of(x.ssa), nn.dtype_of(x.ssa)
+    xp = imp.to_plain(x)
+    same = {"dtype": nn.dtype_of(xp.ssa), "quant": nn.quant_of(xp.ssa)}
+    r1 = imp.emit(nn.ReshapeOp, [xp.ssa], result_shapes=[mid], **same)  # type: ignore[arg-type]
+    t = imp.emit(nn.TransposeOp, [r1.results[0]], {"perm": nn.ints_prop(perm)}, **same)  # type: ignore[arg-type]
+    r2 = imp.emit(nn.ReshapeOp, [t.results[0]], dtype=dt, quant=attr, result_shapes=[final])
+    imp.finish(node, r2, "plain", q)
+
+
 _NEW = (
     *_PLAIN_UNARY,
     "Selu",
@@ -257,5 +462,11 @@ _NEW = (
     "LRN",
     "LayerNormalization",
     "InstanceNormalization",
+    "Slice",
+    "Tile",
+    "Expand",
+    "Gather",
+    "DepthToSpace",
+    "SpaceToDepth",
 )
 base.SUPPORTED_OPS = tuple(sorted({*base.SUPPORTED_OPS, *_NEW}))

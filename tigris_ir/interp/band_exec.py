@@ -448,6 +448,26 @@ def _reshape(op: nn.NNOp, args: list[np.ndarray], held: Band, out: Band) -> list
     return [flat[start:stop].reshape(band_shape(out_shape, out))]
 
 
+def _index_map(
+    op: nn.IndexMapOp, args: list[np.ndarray], held: Band, out: Band
+) -> list[np.ndarray]:
+    """The selected elements of the band's output indices, from the held input."""
+    in_shape = nn.shape_of(op.input)
+    out_shape = nn.shape_of(op.output)
+    idx = []
+    for a, t in enumerate(op.tables()):
+        o0, o1 = out.get(a, (0, out_shape[a]))
+        h0, h1 = held.get(a, (0, in_shape[a]))
+        part = t[o0:o1]
+        _check_taps(op, a, part, h0, h1)
+        idx.append(part - h0)
+
+    def real(v: list[np.ndarray]) -> list[np.ndarray]:
+        return [np.ascontiguousarray(np.asarray(v[0])[np.ix_(*idx)])]
+
+    return _dispatch(op, list(args), real)
+
+
 def _fit_whole(
     op: nn.NNOp, args: list[np.ndarray], held: Sequence[Band], out: Band
 ) -> list[np.ndarray]:
@@ -488,6 +508,8 @@ def compute(
         res = _conv_transpose(op, a, inp, out)
     elif isinstance(op, nn.ResizeOp):
         res = _resize(op, a, inp, out)
+    elif isinstance(op, nn.IndexMapOp):
+        res = _index_map(op, a, inp, out)
     elif isinstance(op, nn.GlobalAveragePoolOp):
         if out or inp:
             raise BandError(f"{op.name}: an accumulated band runs through accumulate/finish")
@@ -585,6 +607,11 @@ def required(op: nn.NNOp, index: int, held: Band, out: Band) -> Band:
             k, s, d, p = op.kernel(), op.strides(), op.dilations(), op.pads()
             a, b = o if o is not None else (0, nn.shape_of(op.results[0])[ax])
             need[ax] = map_range((TRANSPOSED, k[0], s[0], d[0], p[0]), a, b, shape[ax])
+        elif index == 0 and isinstance(op, nn.IndexMapOp):
+            n_out = nn.shape_of(op.results[0])[ax]
+            a, b = o if o is not None else (0, n_out)
+            taps = op.tables()[ax][a:b]
+            need[ax] = (int(taps.min()), int(taps.max()) + 1) if taps.size else (0, 0)
         elif index == 0 and isinstance(op, nn.ResizeOp):
             n_out = nn.shape_of(op.results[0])[ax]
             a, b = o if o is not None else (0, n_out)

@@ -56,6 +56,9 @@ def _macs(op: nn.NNOp) -> int:
 
 def _band_attrs(op: nn.NNOp) -> dict[str, object]:
     """Which axis the bands of an independent-axis op cut, per output and input."""
+    stated = op.independent_axes()
+    if stated is not None:
+        return {BAND_AXIS: stated[0], INPUT_BAND_AXES: stated[1]}
     out_rank = len(nn.shape_of(op.results[0]))
     if isinstance(op, nn.TransposeOp):
         perm = op.ints("perm")

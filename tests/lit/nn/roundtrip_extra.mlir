@@ -50,11 +50,26 @@ func.func @extra(%x: tensor<1x4x4x8xf32>, %e: tensor<8xf32>) -> tensor<1x4x4x8xf
 // CHECK-NEXT: %2 = nn.instance_norm %1, %g, %b {epsilon = 1.000000e-05 : f32} : (tensor<1x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<1x4x4x8xf32>
 // CHECK-NEXT: func.return %2 : tensor<1x4x4x8xf32>
 // CHECK-NEXT: }
-// CHECK-NEXT: }
 
 func.func @norms(%x: tensor<1x4x4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<1x4x4x8xf32> {
   %0 = nn.lrn %x {size = 5, alpha = 1.0e-04 : f32, beta = 0.75 : f32, bias = 1.0 : f32} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
   %1 = nn.layer_norm %0, %g, %b {axis = 3, epsilon = 1.0e-05 : f32} : (tensor<1x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<1x4x4x8xf32>
   %2 = nn.instance_norm %1, %g, %b {epsilon = 1.0e-05 : f32} : (tensor<1x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<1x4x4x8xf32>
   func.return %2 : tensor<1x4x4x8xf32>
+}
+
+// CHECK-LABEL: func.func @selections(%x: tensor<1x4x6x8xf32>) -> tensor<1x2x3x8xf32> {
+// CHECK-NEXT: %0 = nn.slice %x {starts = array<i64: 0, 3, 5, 0>, ends = array<i64: 1, -1, -1, 8>, steps = array<i64: 1, -2, -2, 1>} : (tensor<1x4x6x8xf32>) -> tensor<1x2x3x8xf32>
+// CHECK-NEXT: %1 = nn.tile %0 {repeats = array<i64: 2, 1, 1, 1>} : (tensor<1x2x3x8xf32>) -> tensor<2x2x3x8xf32>
+// CHECK-NEXT: %2 = nn.expand %0 {shape = array<i64: 3, 2, 3, 8>} : (tensor<1x2x3x8xf32>) -> tensor<3x2x3x8xf32>
+// CHECK-NEXT: %3 = nn.gather %x {axis = 3 : i64, indices = array<i64: 7, 0>} : (tensor<1x4x6x8xf32>) -> tensor<1x4x6x2xf32>
+// CHECK-NEXT: func.return %0 : tensor<1x2x3x8xf32>
+// CHECK-NEXT: }
+
+func.func @selections(%x: tensor<1x4x6x8xf32>) -> tensor<1x2x3x8xf32> {
+  %0 = nn.slice %x {starts = array<i64: 0, 3, 5, 0>, ends = array<i64: 1, -1, -1, 8>, steps = array<i64: 1, -2, -2, 1>} : (tensor<1x4x6x8xf32>) -> tensor<1x2x3x8xf32>
+  %1 = nn.tile %0 {repeats = array<i64: 2, 1, 1, 1>} : (tensor<1x2x3x8xf32>) -> tensor<2x2x3x8xf32>
+  %2 = nn.expand %0 {shape = array<i64: 3, 2, 3, 8>} : (tensor<1x2x3x8xf32>) -> tensor<3x2x3x8xf32>
+  %3 = nn.gather %x {axis = 3, indices = array<i64: 7, 0>} : (tensor<1x4x6x8xf32>) -> tensor<1x4x6x2xf32>
+  func.return %0 : tensor<1x2x3x8xf32>
 }

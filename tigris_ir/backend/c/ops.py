@@ -1462,6 +1462,53 @@ def _softmax_integer(
 
 
 # ---------------------------------------------------------------------------
+# index-map selections (Slice, Tile, Expand, Gather with constant indices)
+
+
+@register("band", nn.IndexMapOp)
+def emit_index_map(
+    op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
+) -> str:
+    """y[j...] = x[t0[j0], t1[j1], ...]: identity axes in place, the others
+    through their index table (a constant); values moved as `_move` moves them."""
+    assert isinstance(op, nn.IndexMapOp)
+    x, y = ins[0], outs[0]
+    ex, ey = _elem(op.operands[0].type), _elem(op.results[0].type)
+    ident = set(op.identity_axes())
+    fn = _Fn("tigris_" + op.name.split(".")[-1])
+    xs = fn.ptr(x.ctype, x.name)
+    ys = fn.ptr(y.ctype, y.name, out=True)
+    w = fn.code
+    cx, cy = xs, ys
+    rank = x.rank
+    if rank == 0:
+        w(f"{ys}[0] = {_move(unit, ex, ey, xs + '[0]')};")
+        return fn.call(unit)
+    for a, t in enumerate(op.tables()):
+        n = fn.int_(y.extent[a])
+        w.open(f"for (int k{a} = 0; k{a} < {n}; k{a}++)")
+        if a in ident:
+            fn.check(_inside(x.origin[a], x.extent[a], y.origin[a], y.extent[a], op.name))
+            i = f"k{a} + {fn.int_(_sub(y.origin[a], x.origin[a]))}"
+        else:
+            tab = unit.const(f"{op.name.split('.')[-1]}_idx", t.astype(np.int32))
+            at = _add(fn.int_(y.origin[a]), f"k{a}")
+            w(f"const int i{a} = {tab}[{at}] - {_par(fn.int_(x.origin[a]))};")
+            w(f"TIGRIS_BOUND(i{a} >= 0 && i{a} < {fn.int_(x.extent[a])});")
+            i = f"i{a}"
+        last = a == rank - 1
+        if last:
+            src = f"{cx}[({i}) * {x.strides[a]}]"
+            w(f"{cy}[k{a} * {y.strides[a]}] = {_move(unit, ex, ey, src)};")
+        else:
+            w(f"const {x.ctype} *x_{a} = {cx} + ({i}) * {x.strides[a]};")
+            w(f"{y.ctype} *y_{a} = {cy} + k{a} * {y.strides[a]};")
+            cx, cy = f"x_{a}", f"y_{a}"
+    w.close(rank)
+    return fn.call(unit)
+
+
+# ---------------------------------------------------------------------------
 # normalisations of the extended set
 
 

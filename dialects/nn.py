@@ -1639,7 +1639,7 @@ class SoftmaxLikeOp(AxisOp):
         qx, qy = quant_of(self.input), quant_of(self.output)
         if qx is not None and qy is not None:
             _require(
-                qy.scale_value >= K.SOFTMAX_MIN_OUT_SCALE,
+                float(qy.scale_value) >= K.SOFTMAX_MIN_OUT_SCALE,
                 f"{self.name}: a quantized result needs a scale >= 2^-15 (the integer "
                 f"softmax's range), got {qy.scale_value}",
             )
@@ -1655,8 +1655,8 @@ class SoftmaxLikeOp(AxisOp):
             K.softmax_quantized(
                 args[0],
                 axis=self.int_("axis"),
-                s_x=qx.scale_value,
-                s_y=qy.scale_value,
+                s_x=float(qx.scale_value),
+                s_y=float(qy.scale_value),
                 zp_y=qy.zp_value,
                 dtype=dtype_of(self.output),
                 log=self.LOG,

@@ -21,14 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
-from tigris_ir.passes.plan_arena import PlanArenaPass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from tigris_ir.backend.c.build import run_c
 from tigris_ir.frontend.onnx_import import import_model, module_io
 from tigris_ir.interp.loop_ir import run_loop_module
+from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+from tigris_ir.passes.plan_arena import PlanArenaPass
 from tigris_ir.plan.ir import main_func
 from tigris_ir.plan.nn_graph import build_view
 from tigris_ir.plan.planner import min_budget, plan

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from onnx import helper
 from ops_oracle import check_model, make_model, rand
-from tigris_ir.dialects import nn
 
+from tigris_ir.dialects import nn
 from tigris_ir.frontend.onnx_import import ImportDiagnostic, import_model
 from tigris_ir.plan.tiling_class import TilingClass
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from ops_oracle import check_model, make_model, rand
-from tigris_ir.dialects import nn
 
+from tigris_ir.dialects import nn
 from tigris_ir.reference import kernels as K
 
 ort = pytest.importorskip("onnxruntime")

@@ -2685,6 +2685,110 @@ class GatherOp(IndexMapOp):
 EXTRA_OPS += [SliceOp, TileOp, ExpandOp, GatherOp]
 
 
+# ------------------------------------------------------------- recurrent layers
+
+
+_DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
+
+
+class RecurrentOp(NNOp):
+    """ONNX LSTM / GRU with the default activations, layout 0 (the importer
+    moves layout 1 there): x (seq, batch, input), weights (dirs, gates * H,
+    input), recurrence (dirs, gates * H, H), bias (dirs, 2 * gates * H),
+    initial states (dirs, batch, H). The recurrence reads every step: whole."""
+
+    TILING: ClassVar[TilingClass] = TilingClass.WHOLE
+    GATES: ClassVar[int] = 0
+    STATES: ClassVar[int] = 1
+    hidden_size = prop_def(IntegerAttr[I64])
+    direction = prop_def(StringAttr)
+    traits = traits_def(Pure())
+
+    def dirs(self) -> int:
+        d = self.str_("direction")
+        _require(
+            d in _DIRECTIONS,
+            f'{self.name}: direction must be "forward", "reverse" or "bidirectional", got "{d}"',
+        )
+        return _DIRECTIONS[d]
+
+    def check_operands(self) -> None:
+        for i, v in enumerate((*self.operands, *self.results)):
+            _require(
+                dtype_of(v) == np.float32 and quant_of(v) is None,
+                f"{self.name}: value #{i} must be f32 (no int8 recurrence), got {v.type}",
+            )
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        xs = shape_of(self.operands[0])
+        _require(len(xs) == 3, f"{self.name}: x must be (seq, batch, input), got {_dims(xs)}")
+        seq, batch, inp = xs
+        h, g, d = self.int_("hidden_size"), self.GATES, self.dirs()
+        _require(h >= 1, f"{self.name}: hidden_size must be >= 1")
+        want = {
+            "weights": (d, g * h, inp),
+            "recurrence": (d, g * h, h),
+            "bias": (d, 2 * g * h),
+            **{f"initial state {k}": (d, batch, h) for k in range(self.STATES)},
+        }
+        for v, (what, shape) in zip(self.operands[1:], want.items()):
+            _require(
+                shape_of(v) == shape,
+                f"{self.name}: the {what} must be {_dims(shape)}, got {_dims(shape_of(v))}",
+            )
+        _require(
+            len(self.operands) == 4 + self.STATES,
+            f"{self.name}: takes {4 + self.STATES} operands, got {len(self.operands)}",
+        )
+        return [(seq, d, batch, h)] + [(d, batch, h)] * self.STATES
+
+
+@irdl_op_definition
+class LSTMOp(RecurrentOp):
+    name = "nn.lstm"
+    GATES: ClassVar[int] = 4
+    STATES: ClassVar[int] = 2
+    x = operand_def(TensorType)
+    weights = operand_def(TensorType)
+    recurrence = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    initial_h = operand_def(TensorType)
+    initial_c = operand_def(TensorType)
+    y = result_def(TensorType)
+    y_h = result_def(TensorType)
+    y_c = result_def(TensorType)
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return list(K.lstm(*args, direction=self.str_("direction")))
+
+
+@irdl_op_definition
+class GRUOp(RecurrentOp):
+    name = "nn.gru"
+    GATES: ClassVar[int] = 3
+    STATES: ClassVar[int] = 1
+    x = operand_def(TensorType)
+    weights = operand_def(TensorType)
+    recurrence = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    initial_h = operand_def(TensorType)
+    y = result_def(TensorType)
+    y_h = result_def(TensorType)
+    linear_before_reset = prop_def(IntegerAttr[I64])
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return list(
+            K.gru(
+                *args,
+                direction=self.str_("direction"),
+                linear_before_reset=bool(self.int_("linear_before_reset")),
+            )
+        )
+
+
+EXTRA_OPS += [LSTMOp, GRUOp]
+
+
 def loop_level_refusal(root: Operation) -> str | None:
     """Why the loop level cannot lower `root` yet (None when it can): control
     flow and the i1 flags of its conditions stay at the `nn` level."""

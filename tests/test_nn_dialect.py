@@ -157,6 +157,9 @@ SPEC_TILING: dict[str, T] = {
     "nn.layer_norm": T.WHOLE_ROWS,  # over its last axis; whole otherwise (test below)
     "nn.instance_norm": T.WHOLE,
     **{f"nn.{n}": T.INDEPENDENT_AXIS for n in ("slice", "tile", "expand", "gather")},
+    # whole: the recurrence reads every step
+    "nn.lstm": T.WHOLE,
+    "nn.gru": T.WHOLE,
 }  # fmt: skip
 
 OPS = [c for c in nn.NN_OPS if issubclass(c, nn.NNOp)]
@@ -578,6 +581,23 @@ CASES: list[Case] = [
          [arr([[1, 1, 1], [2, 2, 2]])], {"shape": ints(1, 3)}),
     Case(nn.GatherOp, [f32(2, 3)], [f32(2, 3)], [arr([[1, 2, 3], [4, 5, 6]])],
          [arr([[3, 1, 1], [6, 4, 4]])], {"axis": i(1), "indices": ints(2, 0, 0)}),
+    # one step, zero weights: gates i, o, f = 0.5 and a candidate tanh(atanh 0.5) = 0.5,
+    # so c = 0.5 * 1 + 0.5 * 0.5 and h = 0.5 * tanh(c)
+    Case(nn.LSTMOp, [f32(1, 1, 1), f32(1, 4, 1), f32(1, 4, 1), f32(1, 8), f32(1, 1, 1),
+                     f32(1, 1, 1)],
+         [f32(1, 1, 1, 1), f32(1, 1, 1), f32(1, 1, 1)],
+         [arr([[[2.0]]]), np.zeros((1, 4, 1), np.float32), np.zeros((1, 4, 1), np.float32),
+          arr([[0, 0, 0, math.atanh(0.5), 0, 0, 0, 0]]), arr([[[0.0]]]), arr([[[1.0]]])],
+         [arr([[[[0.5 * math.tanh(0.75)]]]]), arr([[[0.5 * math.tanh(0.75)]]]),
+          arr([[[0.75]]])],
+         {"hidden_size": i(1), "direction": s("forward")}),
+    # z = 0.5, candidate tanh(atanh 0.5) = 0.5, h = 0.5 * 0.5 + 0.5 * 1
+    Case(nn.GRUOp, [f32(1, 1, 1), f32(1, 3, 1), f32(1, 3, 1), f32(1, 6), f32(1, 1, 1)],
+         [f32(1, 1, 1, 1), f32(1, 1, 1)],
+         [arr([[[2.0]]]), np.zeros((1, 3, 1), np.float32), np.zeros((1, 3, 1), np.float32),
+          arr([[0, 0, math.atanh(0.5), 0, 0, 0]]), arr([[[1.0]]])],
+         [arr([[[[0.75]]]]), arr([[[0.75]]])],
+         {"hidden_size": i(1), "direction": s("reverse"), "linear_before_reset": i(0)}),
     # -------- quantization: q = saturate(rint(x / 0.5) + 1), half to even
     Case(nn.QuantizeOp, [f32(5)], [qt((5,), 0.5, 1)], [arr([0.0, 0.25, 0.75, -1.0, 100.0])],
          [arr([1, 1, 3, -1, 127], np.int8)]),

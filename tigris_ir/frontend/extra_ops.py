@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from xdsl.ir import Attribute
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Attribute, SSAValue
 
 from tigris_ir.dialects import nn
 from tigris_ir.frontend import onnx_import as base
@@ -449,6 +450,84 @@ def _depth_space(imp: _Importer, node: onnx.NodeProto) -> None:
     imp.finish(node, r2, "plain", q)
 
 
+# ----------------------------------------------------------- recurrent layers
+
+
+@_handles("LSTM", "GRU")
+def _recurrent(imp: _Importer, node: onnx.NodeProto) -> None:
+    """LSTM and GRU, every direction, initial states and outputs; layout 1
+    (batch first) is transposed to layout 0 around the op."""
+    a = imp.attrs(node)
+    lstm = node.op_type == "LSTM"
+    gates = 4 if lstm else 3
+    for key in ("activations", "activation_alpha", "activation_beta", "clip"):
+        if key in a:
+            raise imp.fail(f"the '{key}' attribute is not supported (default activations only)")
+    if int(a.get("input_forget", 0)):
+        raise imp.fail("input_forget = 1 is not supported")
+    if "hidden_size" not in a:
+        raise imp.fail(f"{node.op_type} needs its 'hidden_size' attribute")
+    hidden = int(a["hidden_size"])
+    direction = a.get("direction", b"forward")
+    direction = direction.decode() if isinstance(direction, bytes) else str(direction)
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise imp.fail(
+            f'direction must be "forward", "reverse" or "bidirectional", got "{direction}"'
+        )
+    dirs = 2 if direction == "bidirectional" else 1
+    layout = int(a.get("layout", 0))
+    if layout not in (0, 1):
+        raise imp.fail(f"layout must be 0 or 1, got {layout}")
+
+    def opt(i: int) -> str:
+        return node.input[i] if len(node.input) > i and node.input[i] else ""
+
+    if lstm and opt(7):
+        raise imp.fail("peephole weights (input P) are not supported")
+    x = imp.to_plain(imp.value(node.input[0]))
+    if len(nn.shape_of(x.ssa)) != 3:
+        raise imp.fail(f"X must have rank 3, got {list(nn.shape_of(x.ssa))}")
+    if layout == 1:
+        x = _Val(imp.permute(x.ssa, (1, 0, 2)), "plain")
+    seq, batch, _ = nn.shape_of(x.ssa)
+    if opt(4):
+        lens = imp.require_const(node, opt(4), "sequence_lens")
+        if np.any(np.asarray(lens) != seq):
+            raise imp.fail(f"sequence_lens other than the full length {seq} are not supported")
+
+    def state(i: int, what: str) -> SSAValue:
+        if not opt(i):
+            return imp.weight(np.zeros((dirs, batch, hidden), np.float32), what)
+        v = imp.to_plain(imp.value(opt(i)))
+        return imp.permute(v.ssa, (1, 0, 2)) if layout == 1 else v.ssa
+
+    w = imp.to_plain(imp.value(node.input[1])).ssa
+    r = imp.to_plain(imp.value(node.input[2])).ssa
+    b = (
+        imp.to_plain(imp.value(opt(3))).ssa
+        if opt(3)
+        else imp.weight(np.zeros((dirs, 2 * gates * hidden), np.float32), "bias")
+    )
+    operands = [x.ssa, w, r, b, state(5, "initial_h")]
+    props: dict[str, Attribute] = {
+        "hidden_size": nn.int_prop(hidden),
+        "direction": StringAttr(direction),
+    }
+    if lstm:
+        operands.append(state(6, "initial_c"))
+        cls: type[nn.NNOp] = nn.LSTMOp
+    else:
+        props["linear_before_reset"] = nn.int_prop(int(a.get("linear_before_reset", 0)))
+        cls = nn.GRUOp
+    op = imp.emit(cls, operands, props, n_results=3 if lstm else 2)
+    for k, name in enumerate(node.output):
+        if not name:
+            continue
+        v = op.results[k]
+        if layout == 1:
+            v = imp.permute(v, (2, 0, 1, 3) if k == 0 else (1, 0, 2))
+        imp.env[name] = _Val(v, "plain")
+
 _NEW = (
     *_PLAIN_UNARY,
     "Selu",
@@ -468,5 +547,7 @@ _NEW = (
     "Gather",
     "DepthToSpace",
     "SpaceToDepth",
+    "LSTM",
+    "GRU",
 )
 base.SUPPORTED_OPS = tuple(sorted({*base.SUPPORTED_OPS, *_NEW}))

@@ -1076,3 +1076,90 @@ def instance_norm(x: ArrayLike, scale: ArrayLike, bias: ArrayLike, *, epsilon: f
     cen = xd - mean
     var = (cen * cen).mean(axis=axes, keepdims=True)
     return (cen / np.sqrt(var + epsilon) * _f64(scale) + _f64(bias)).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------
+# Recurrent layers (ONNX LSTM and GRU, layout 0, default activations)
+#
+# float64 state and gates through the whole sequence, outputs rounded once
+# to float32; per step and batch row the gate pre-activations are the bias
+# sums, then the input products, then the recurrent products.
+
+
+def _sigmoid64(v: Array) -> Array:
+    e = np.exp(-np.abs(v))
+    return np.where(v >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def _directions(direction: str) -> list[bool]:
+    """Per direction of the weights: True where it runs the sequence backwards."""
+    return {"forward": [False], "reverse": [True], "bidirectional": [False, True]}[direction]
+
+
+def lstm(
+    x: ArrayLike,
+    w: ArrayLike,
+    r: ArrayLike,
+    b: ArrayLike,
+    h0: ArrayLike,
+    c0: ArrayLike,
+    *,
+    direction: str,
+) -> tuple[Array, Array, Array]:
+    """ONNX LSTM (gates i, o, f, c): Y (seq, dirs, batch, hidden), Y_h, Y_c."""
+    xd, wd, rd, bd = _f64(x), _f64(w), _f64(r), _f64(b)
+    seq, batch, _ = xd.shape
+    hidden = rd.shape[-1]
+    ys = np.zeros((seq, len(_directions(direction)), batch, hidden))
+    hs, cs = _f64(h0).copy(), _f64(c0).copy()
+    for d, backwards in enumerate(_directions(direction)):
+        bias = bd[d, : 4 * hidden] + bd[d, 4 * hidden :]
+        h, c = hs[d], cs[d]
+        for s in range(seq):
+            t = seq - 1 - s if backwards else s
+            g = bias + xd[t] @ wd[d].T + h @ rd[d].T
+            i = _sigmoid64(g[:, :hidden])
+            o = _sigmoid64(g[:, hidden : 2 * hidden])
+            f = _sigmoid64(g[:, 2 * hidden : 3 * hidden])
+            cand = np.tanh(g[:, 3 * hidden :])
+            c = f * c + i * cand
+            h = o * np.tanh(c)
+            ys[t, d] = h
+        hs[d], cs[d] = h, c
+    return ys.astype(np.float32), hs.astype(np.float32), cs.astype(np.float32)
+
+
+def gru(
+    x: ArrayLike,
+    w: ArrayLike,
+    r: ArrayLike,
+    b: ArrayLike,
+    h0: ArrayLike,
+    *,
+    direction: str,
+    linear_before_reset: bool,
+) -> tuple[Array, Array]:
+    """ONNX GRU (gates z, r, h): Y (seq, dirs, batch, hidden) and Y_h."""
+    xd, wd, rd, bd = _f64(x), _f64(w), _f64(r), _f64(b)
+    seq, batch, _ = xd.shape
+    hidden = rd.shape[-1]
+    ys = np.zeros((seq, len(_directions(direction)), batch, hidden))
+    hs = _f64(h0).copy()
+    for d, backwards in enumerate(_directions(direction)):
+        wb, rb = bd[d, : 3 * hidden], bd[d, 3 * hidden :]
+        h = hs[d]
+        for s in range(seq):
+            t = seq - 1 - s if backwards else s
+            gx = wb + xd[t] @ wd[d].T
+            z = _sigmoid64(gx[:, :hidden] + rb[:hidden] + h @ rd[d, :hidden].T)
+            rr = _sigmoid64(gx[:, hidden : 2 * hidden] + rb[hidden : 2 * hidden]
+                            + h @ rd[d, hidden : 2 * hidden].T)
+            rh = rd[d, 2 * hidden :]
+            if linear_before_reset:
+                cand = np.tanh(gx[:, 2 * hidden :] + rr * (rb[2 * hidden :] + h @ rh.T))
+            else:
+                cand = np.tanh(gx[:, 2 * hidden :] + rb[2 * hidden :] + (rr * h) @ rh.T)
+            h = (1.0 - z) * cand + z * h
+            ys[t, d] = h
+        hs[d] = h
+    return ys.astype(np.float32), hs.astype(np.float32)

@@ -73,3 +73,15 @@ func.func @selections(%x: tensor<1x4x6x8xf32>) -> tensor<1x2x3x8xf32> {
   %3 = nn.gather %x {axis = 3, indices = array<i64: 7, 0>} : (tensor<1x4x6x8xf32>) -> tensor<1x4x6x2xf32>
   func.return %0 : tensor<1x2x3x8xf32>
 }
+
+// CHECK-LABEL: func.func @recurrent(%x: tensor<5x2x3xf32>, %w: tensor<2x16x3xf32>, %r: tensor<2x16x4xf32>, %b: tensor<2x32xf32>, %h: tensor<2x2x4xf32>, %gw: tensor<1x12x3xf32>, %gr: tensor<1x12x4xf32>, %gb: tensor<1x24xf32>, %gh: tensor<1x2x4xf32>) -> tensor<5x2x2x4xf32> {
+// CHECK-NEXT: %y, %yh, %yc = nn.lstm %x, %w, %r, %b, %h, %h {hidden_size = 4 : i64, direction = "bidirectional"} : (tensor<5x2x3xf32>, tensor<2x16x3xf32>, tensor<2x16x4xf32>, tensor<2x32xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>) -> (tensor<5x2x2x4xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>)
+// CHECK-NEXT: %gy, %gyh = nn.gru %x, %gw, %gr, %gb, %gh {hidden_size = 4 : i64, direction = "forward", linear_before_reset = 1 : i64} : (tensor<5x2x3xf32>, tensor<1x12x3xf32>, tensor<1x12x4xf32>, tensor<1x24xf32>, tensor<1x2x4xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>)
+// CHECK-NEXT: func.return %y : tensor<5x2x2x4xf32>
+// CHECK-NEXT: }
+
+func.func @recurrent(%x: tensor<5x2x3xf32>, %w: tensor<2x16x3xf32>, %r: tensor<2x16x4xf32>, %b: tensor<2x32xf32>, %h: tensor<2x2x4xf32>, %gw: tensor<1x12x3xf32>, %gr: tensor<1x12x4xf32>, %gb: tensor<1x24xf32>, %gh: tensor<1x2x4xf32>) -> tensor<5x2x2x4xf32> {
+  %y, %yh, %yc = nn.lstm %x, %w, %r, %b, %h, %h {hidden_size = 4, direction = "bidirectional"} : (tensor<5x2x3xf32>, tensor<2x16x3xf32>, tensor<2x16x4xf32>, tensor<2x32xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>) -> (tensor<5x2x2x4xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>)
+  %gy, %gyh = nn.gru %x, %gw, %gr, %gb, %gh {hidden_size = 4, direction = "forward", linear_before_reset = 1} : (tensor<5x2x3xf32>, tensor<1x12x3xf32>, tensor<1x12x4xf32>, tensor<1x24xf32>, tensor<1x2x4xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>)
+  func.return %y : tensor<5x2x2x4xf32>
+}

@@ -1509,6 +1509,125 @@ def emit_index_map(
 
 
 # ---------------------------------------------------------------------------
+# recurrent layers
+
+
+def _sigmoid_d(v: str) -> str:
+    """`kernels._sigmoid64` of a double."""
+    return f"({v} >= 0.0 ? 1.0 / (1.0 + exp(-{v})) : exp({v}) / (1.0 + exp({v})))"
+
+
+@register("band", nn.LSTMOp, nn.GRUOp)
+def emit_recurrent(
+    op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
+) -> str:
+    """LSTM / GRU over the whole sequence, `kernels.lstm` / `kernels.gru` in
+    double: the state in a stack scratch, gates summed bias, input, recurrence."""
+    assert isinstance(op, nn.RecurrentOp)
+    for t in (*ins, *outs):
+        if t.cut or not _dense(t, tuple(range(t.rank))):
+            raise CLoweringError(f"{op.name}: runs on whole, contiguous tensors only")
+    params: list[np.ndarray] = []
+    for k, what in ((1, "weights"), (2, "recurrence"), (3, "bias")):
+        value = ins[k].value
+        if value is None:
+            raise CLoweringError(f"{op.name}: the {what} must be constants")
+        params.append(np.asarray(value, np.float32))
+    lstm = isinstance(op, nn.LSTMOp)
+    seq, batch, inp = ins[0].shape
+    hid = op.int_("hidden_size")
+    g = op.GATES
+    dirs = op.dirs()
+    backwards = {"forward": [False], "reverse": [True], "bidirectional": [False, True]}[
+        op.str_("direction")
+    ]
+    fn = _Fn("tigris_" + op.name.split(".")[-1])
+    xs = fn.ptr("float", ins[0].name)
+    h0 = fn.ptr("float", ins[4].name)
+    c0 = fn.ptr("float", ins[5].name) if lstm else ""
+    ys = fn.ptr("float", outs[0].name, out=True)
+    yh = fn.ptr("float", outs[1].name, out=True)
+    yc = fn.ptr("float", outs[2].name, out=True) if lstm else ""
+    unit.scratch(8 * (2 * batch * hid + g * hid + 2 * hid))
+    w_ = fn.code
+    w_(f"double h[{batch * hid}], c[{batch * hid}], gt[{g * hid}], hn[{hid}], rv[{hid}];")
+    w_("(void)c; (void)hn; (void)rv;")
+    for d, back in enumerate(backwards):
+        wt, rt, bt = (
+            unit.const(hint, np.ascontiguousarray(p[d]))
+            for hint, p in zip(("rnn_w", "rnn_r", "rnn_b"), params, strict=True)
+        )
+        w_.open("")
+        first = d * batch * hid
+        w_(f"for (int i = 0; i < {batch * hid}; i++) h[i] = (double){h0}[{first} + i];")
+        if lstm:
+            w_(f"for (int i = 0; i < {batch * hid}; i++) c[i] = (double){c0}[{first} + i];")
+        w_.open(f"for (int s = 0; s < {seq}; s++)")
+        w_(f"const int t = {f'{seq - 1} - s' if back else 's'};")
+        w_.open(f"for (int b = 0; b < {batch}; b++)")
+        w_(f"const float *xt = {xs} + (t * {batch} + b) * {inp};")
+        w_(f"double *hb = h + b * {hid};")
+        if lstm:
+            w_.open(f"for (int j = 0; j < {g * hid}; j++)")
+            w_("double ax = 0.0, ah = 0.0;")
+            w_(f"for (int i = 0; i < {inp}; i++) ax += (double)xt[i] * {wt}[j * {inp} + i];")
+            w_(f"for (int i = 0; i < {hid}; i++) ah += hb[i] * (double){rt}[j * {hid} + i];")
+            w_(f"gt[j] = ((double){bt}[j] + (double){bt}[{g * hid} + j] + ax) + ah;")
+            w_.close()
+            w_(f"double *cb = c + b * {hid};")
+            w_.open(f"for (int j = 0; j < {hid}; j++)")
+            w_(f"const double gi = {_sigmoid_d('gt[j]')};")
+            w_(f"const double go = {_sigmoid_d(f'gt[{hid} + j]')};")
+            w_(f"const double gf = {_sigmoid_d(f'gt[{2 * hid} + j]')};")
+            w_(f"const double gc = tanh(gt[{3 * hid} + j]);")
+            w_("cb[j] = gf * cb[j] + gi * gc;")
+            w_("hb[j] = go * tanh(cb[j]);")
+            w_.close()
+        else:
+            lbr = bool(op.int_("linear_before_reset"))
+            # gx = wb + x W^T for the three gates
+            w_.open(f"for (int j = 0; j < {g * hid}; j++)")
+            w_("double ax = 0.0;")
+            w_(f"for (int i = 0; i < {inp}; i++) ax += (double)xt[i] * {wt}[j * {inp} + i];")
+            w_(f"gt[j] = (double){bt}[j] + ax;")
+            w_.close()
+            rb = f"{bt}[{g * hid} + "
+            w_.open(f"for (int j = 0; j < {2 * hid}; j++)")
+            w_("double ah = 0.0;")
+            w_(f"for (int i = 0; i < {hid}; i++) ah += hb[i] * (double){rt}[j * {hid} + i];")
+            w_(f"gt[j] = (gt[j] + (double){rb}j]) + ah;")
+            w_.close()
+            w_(f"for (int j = 0; j < {hid}; j++) rv[j] = {_sigmoid_d(f'gt[{hid} + j]')};")
+            w_.open(f"for (int j = 0; j < {hid}; j++)")
+            w_("double ah = 0.0;")
+            row = f"{rt}[({2 * hid} + j) * {hid} + i]"
+            if lbr:
+                w_(f"for (int i = 0; i < {hid}; i++) ah += hb[i] * (double){row};")
+                w_(
+                    f"const double cand = tanh(gt[{2 * hid} + j] "
+                    f"+ rv[j] * ((double){rb}{2 * hid} + j] + ah));"
+                )
+            else:
+                w_(f"for (int i = 0; i < {hid}; i++) ah += (rv[i] * hb[i]) * (double){row};")
+                w_(
+                    f"const double cand = tanh((gt[{2 * hid} + j] "
+                    f"+ (double){rb}{2 * hid} + j]) + ah);"
+                )
+            w_(f"const double z = {_sigmoid_d('gt[j]')};")
+            w_("hn[j] = (1.0 - z) * cand + z * hb[j];")
+            w_.close()
+            w_(f"for (int j = 0; j < {hid}; j++) hb[j] = hn[j];")
+        at = f"((t * {dirs} + {d}) * {batch} + b) * {hid} + j"
+        w_(f"for (int j = 0; j < {hid}; j++) {ys}[{at}] = (float)hb[j];")
+        w_.close(2)
+        w_(f"for (int i = 0; i < {batch * hid}; i++) {yh}[{first} + i] = (float)h[i];")
+        if lstm:
+            w_(f"for (int i = 0; i < {batch * hid}; i++) {yc}[{first} + i] = (float)c[i];")
+        w_.close()
+    return fn.call(unit)
+
+
+# ---------------------------------------------------------------------------
 # normalisations of the extended set
 
 

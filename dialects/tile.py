@@ -280,7 +280,9 @@ class ChainOp(IRDLOperation):
         if len(self.stages()) < 2:
             raise VerifyException(f"tile.chain '{name}' needs at least two stages")
         if self.tile_h.value.data < 1:
-            raise VerifyException(f"tile.chain '{name}': tile_h must be >= 1")
+            h = self.tile_h.value.data
+            wrapped = " (i64 literals of 2^63 and more wrap to negative values)" if h < -1 else ""
+            raise VerifyException(f"tile.chain '{name}': tile_h must be >= 1, got {h}{wrapped}")
         from tigris_ir.plan.band_rule import check_chain_band
 
         check_chain_band(cast(Any, self))

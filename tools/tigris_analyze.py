@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tigris_ir.tools.cli import UserError, run_main
+from tigris_ir.tools.cli import Once, UserError, one_line_usage, run_main
 
 PROG = "tigris-analyze"
 
@@ -40,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-m",
         "--budget",
+        action=Once,
         default="256K",
         help="fast-memory budget: bytes, or with K / M (default 256K)",
     )
@@ -74,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME:DxDxD",
         help="shape of an ONNX input with symbolic dimensions",
     )
+    one_line_usage(p)
     return p
 
 
@@ -95,6 +97,7 @@ def analyze(
     largest body's to the enclosing graph's, an upper bound), and `bodies`
     lists each body's own plan, nested as the bodies are.
     """
+    from tigris_ir.passes.plan_arena import is_lowered
     from tigris_ir.plan.ir import (
         first_failure,
         layer_by_layer_peak,
@@ -109,6 +112,11 @@ def analyze(
     t0 = time.perf_counter()
     module, _ = load_module(path, shapes, need_weights=False)
     fn = main_func(module)
+    if is_lowered(fn):
+        raise AnalyzeError(
+            f"'{path}' is a placed loop-level plan (after --lower-to-loops): its figures are "
+            "its loop.plan attribute; analyze the model or its nn / tile-level IR instead"
+        )
     tree = plan_tree(fn, budget, slow_budget=slow_budget, stream_input=stream_input)
     compile_s = time.perf_counter() - t0
     view, p = tree.view, tree.plan
@@ -434,11 +442,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from tigris_ir.frontend.onnx_import import parse_shape_specs
     from tigris_ir.plan.memory import parse_budget
+    from tigris_ir.tools.cli import check_budget
 
     try:
-        budget = parse_budget(args.budget)
+        budget = check_budget(parse_budget(args.budget), args.budget)
     except ValueError as e:
-        raise AnalyzeError(str(e)) from None
+        raise AnalyzeError(f"{e} (option -m)") from None
     path = Path(args.model)
     if not path.exists():
         raise AnalyzeError(f"cannot open '{path}': no such file")
@@ -462,8 +471,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     return 0 if report["fits"] else 1
 
 
-def main() -> int:
-    return run_main(PROG, run)
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_main(PROG, lambda: run(argv))
 
 
 if __name__ == "__main__":

@@ -23,15 +23,28 @@ from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import ArgSpecParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tigris_ir.frontend.onnx_import import import_model, load_model, parse_shape_specs
 from tigris_ir.plan.memory import parse_budget
-from tigris_ir.tools.cli import UserError, run_main
+from tigris_ir.tools.cli import (
+    Diagnostic,
+    UserError,
+    check_budget,
+    check_ir_sizes,
+    few_lines,
+    one_line_usage,
+    parse_module,
+    refuse_repeated,
+    run_main,
+)
 from tigris_ir.universe import TIGRIS
 
 PROG = "tigris-opt"
+
+PRINTABLE_TARGETS = ("mlir",)
+"""xdsl-opt's targets that print any IR; TiGrIS's own (c) are added to these."""
 
 
 def _pass_summary(factory: Callable[[], type[ModulePass]]) -> str:
@@ -51,16 +64,29 @@ def flag_to_spec(name: str, options: str | None) -> str:
     return f"{name}{{{opts}}}"
 
 
+_PASS_OPTIONS = re.compile(r"([\w-]+)\{([^}]*)\}")
+_OPTION_KEY = re.compile(r"(?:^|\s)([A-Za-z_][\w-]*)\s*=")
+
+
 def normalise_budgets(spec: str) -> str:
-    """Rewrite `budget=256K` to bytes so that integer pass options accept it."""
+    """Rewrite `budget=256K` to bytes so that integer pass options accept it;
+    a pass given one option twice, or a budget beyond any target, is refused."""
+    for m in _PASS_OPTIONS.finditer(spec):
+        keys = _OPTION_KEY.findall(m.group(2))
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            raise UsageError(
+                f"pass '{m.group(1)}' is given option '{twice[0]}' more than once "
+                f"('{m.group(0)}'); give each option once"
+            )
 
     def repl(m: re.Match[str]) -> str:
         try:
             if m.group(1) != "budget":  # the slow budget: 0 is no slow memory
                 return f"slow_budget={parse_budget(m.group(2), zero_ok=True)}"
-            return f"{m.group(1)}={parse_budget(m.group(2))}"
+            return f"{m.group(1)}={check_budget(parse_budget(m.group(2)), m.group(2))}"
         except ValueError as e:
-            raise UsageError(str(e)) from None
+            raise UsageError(f"{e} (pass option {m.group(0)})") from None
 
     return _BUDGET_OPT.sub(repl, spec)
 
@@ -89,17 +115,55 @@ class TigrisOptMain(xDSLOptMain):
             self.available_passes.setdefault(name, factory)
 
     def register_all_targets(self) -> None:
+        """Only the targets that print this compiler's IR: MLIR text and C
+        (xdsl-opt's assembly, LLVM and shader targets cannot print nn IR)."""
         super().register_all_targets()
+        self.available_targets = {
+            name: f for name, f in self.available_targets.items() if name in PRINTABLE_TARGETS
+        }
         for name, factory in TIGRIS.all_targets.items():
             self.available_targets.setdefault(name, factory)
 
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
         self.available_frontends["onnx"] = self.import_onnx
+        self.available_frontends["mlir"] = self.parse_mlir
+
+    def parse_mlir(self, io: IO[bytes]) -> ModuleOp:
+        origin = self.get_input_name()
+        data = io.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise Diagnostic(
+                origin,
+                f"not UTF-8 text: byte 0x{data[e.start]:02x} at offset {e.start}; "
+                "IR files are UTF-8 MLIR",
+            ) from None
+        if self.args.parsing_diagnostics or self.args.verify_diagnostics:
+            from xdsl.parser import Parser  # xdsl-opt prints the raw diagnostics
+
+            return Parser(self.ctx, text, origin).parse_module()
+        module = parse_module(self.ctx, text, origin, verify=not self.args.disable_verify)
+        check_ir_sizes(module, origin, allow_empty=True)
+        return module
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        """The pipeline; a verifier or pass failure names the input, not the module."""
+        if self.args.verify_diagnostics:  # xdsl-opt prints the raw diagnostic
+            super().apply_passes(prog)
+            return
+        try:
+            super().apply_passes(prog)
+        except DiagnosticException as e:
+            raise Diagnostic(self.get_input_name(), few_lines(str(e))) from None
+        except RecursionError:
+            raise Diagnostic(self.get_input_name(), "the IR nests too deeply") from None
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
         arg_parser.prog = PROG
+        one_line_usage(arg_parser)
         arg_parser.add_argument(
             "--input-shape",
             action="append",
@@ -148,7 +212,10 @@ class TigrisOptMain(xDSLOptMain):
             from tigris_ir.reference.executor import save_weights
 
             out = Path(self.args.weights_out)
-            save_weights(imported.weights, out)
+            try:
+                save_weights(imported.weights, out)
+            except OSError as e:
+                raise UsageError(f"cannot write --weights-out '{out}': {e.strerror}") from None
             imported.module.attributes["nn.weights"] = StringAttr(str(out.resolve()))
         return imported.module
 
@@ -212,14 +279,35 @@ def _main(argv: list[str]) -> int:
         if "-h" in rest or "--help" in rest:
             TigrisOptMain(rest, [])  # argparse prints help and exits 0
             return 0
+        refuse_repeated(
+            rest,
+            [("-o", "--output-file"), ("-t", "--target"), ("-p", "--passes"), ("--weights-out",)],
+        )
         input_file = _input_file(rest)
         if input_file is not None and input_file != "-" and not Path(input_file).exists():
             raise UsageError(f"cannot open '{input_file}': no such file")
+        for opt in ("-o", "--output-file", "--weights-out"):
+            dest = _option_value(rest, opt)
+            if dest is not None and not Path(dest).parent.is_dir():
+                raise UsageError(
+                    f"{opt} '{dest}': the folder '{Path(dest).parent}' does not exist"
+                )
         driver = TigrisOptMain(rest, flags)
         driver.run()
         return 0
     except ArgSpecParseError as e:  # a BaseException: run_main would not see it
         raise UsageError(str(e)) from None
+
+
+def _option_value(args: Sequence[str], opt: str) -> str | None:
+    """The value of `opt VALUE` or `opt=VALUE` (the last one given)."""
+    value = None
+    for i, a in enumerate(args):
+        if a == opt and i + 1 < len(args):
+            value = args[i + 1]
+        elif a.startswith(opt + "="):
+            value = a[len(opt) + 1 :]
+    return value
 
 
 def _input_file(args: Sequence[str]) -> str | None:

@@ -19,6 +19,7 @@ instead (`tigris-opt -t c`; `--cc`, `--cflags`): the same outputs, and with
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -27,10 +28,21 @@ from pathlib import Path
 
 import numpy as np
 
+from tigris_ir.tools.cli import (
+    Diagnostic,
+    Once,
+    UserError,
+    check_ir_sizes,
+    one_line_usage,
+    parse_module,
+    read_text,
+    run_main,
+)
+
 PROG = "tigris-run"
 
 
-class RunError(Exception):
+class RunError(UserError):
     """A user-facing problem: printed as `tigris-run: error: ...`, exit 1."""
 
 
@@ -48,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--random-input",
         type=int,
+        action=Once,
         metavar="SEED",
         help="run on seeded standard-normal inputs instead of --input files",
     )
@@ -75,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--budget",
         "-m",
+        action=Once,
         metavar="BUDGET",
         help="plan the model under this fast-memory budget (262144, 256K, 1M) and run the "
         "plan at the loop level",
@@ -98,6 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--backend",
+        action=Once,
         choices=("interp", "c"),
         default="interp",
         help="run a plan with the loop-level interpreter (default) or as compiled C "
@@ -105,16 +120,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--cc",
+        action=Once,
         metavar="CC",
         help="the C compiler of --backend c (default: $CC, else gcc)",
     )
     p.add_argument(
         "--cflags",
+        action=Once,
         metavar="FLAGS",
         help="optimisation and target flags of --backend c, as --cflags='-O2 -mcpu=...' "
         "(default: '-O3 -march=native'; -std=c99 -ffp-contract=off are always passed)",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    one_line_usage(p)
     return p
 
 
@@ -123,7 +141,6 @@ def load_module(path: Path, input_shapes: dict[str, tuple[int, ...]], need_weigh
     from xdsl.context import Context
     from xdsl.dialects.builtin import Builtin
     from xdsl.dialects.func import Func
-    from xdsl.parser import Parser
     from xdsl.universe import Universe
 
     from tigris_ir.frontend.onnx_import import import_file
@@ -144,9 +161,81 @@ def load_module(path: Path, input_shapes: dict[str, tuple[int, ...]], need_weigh
         from tigris_ir.dialects.loop import Loop
 
         ctx.register_dialect("loop", lambda: Loop)
-    module = Parser(ctx, path.read_text(), str(path)).parse_module()
-    module.verify()
-    return module, (load_weights(module, path.parent) if need_weights else {})
+    from tigris_ir.plan.ir import main_func
+    from tigris_ir.reference.executor import ReferenceError_
+
+    module = parse_module(ctx, read_text(path), str(path))
+    try:
+        main_func(module)
+    except Exception as e:  # PassFailedException: no function to run
+        raise Diagnostic(str(path), str(e)) from None
+    check_ir_sizes(module, str(path))
+    try:
+        weights = load_weights(module, path.parent) if need_weights else {}
+    except (OSError, ValueError, ReferenceError_) as e:
+        raise Diagnostic(str(path), f"cannot read the weights named by nn.weights: {e}") from None
+    if need_weights:
+        check_weights(module, weights, str(path))
+    return module, weights
+
+
+def host_memory_bytes() -> int:
+    """The machine's physical memory (0 where the system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def check_host_memory(module, origin: str) -> None:
+    """Refuse to run a module whose tensors, all held at once (an upper bound of
+    what the numpy reference and the interpreter allocate), exceed the machine's
+    memory; counted from the types, before anything is allocated."""
+    from xdsl.dialects.builtin import MemRefType, TensorType
+
+    from tigris_ir.dialects import nn
+    from tigris_ir.frontend.validate import format_size
+
+    total = 0
+    for op in module.walk():
+        values = [*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)]
+        for v in values:
+            t = v.type
+            if isinstance(t, TensorType | MemRefType):
+                try:
+                    size = nn.element_dtype(t.element_type).itemsize
+                except Exception:  # an element type the nn dialect does not size
+                    size = 8
+                total += math.prod(t.get_shape()) * size
+    limit = host_memory_bytes()
+    if limit and total > limit:
+        raise Diagnostic(
+            origin,
+            f"running the model would hold up to {format_size(total)} of tensors; this "
+            f"machine has {format_size(limit)} of memory",
+        )
+
+
+def check_weights(module, weights: dict[str, np.ndarray], origin: str) -> None:
+    """Every nn.weight of the IR is in the weight table with the IR's shape and type."""
+    from tigris_ir.dialects import nn
+
+    for op in module.walk():
+        if not isinstance(op, nn.WeightOp):
+            continue
+        name = op.ref.data
+        where = f"{origin}: nn.weight '{name}'"
+        if name not in weights:
+            raise Diagnostic(where, "the weight file named by nn.weights has no such entry")
+        w = weights[name]
+        want_shape = tuple(nn.shape_of(op.result))
+        want_dtype = np.dtype(nn.dtype_of(op.result))
+        if tuple(w.shape) != want_shape or w.dtype != want_dtype:
+            raise Diagnostic(
+                where,
+                f"the weight file holds {w.dtype}[{', '.join(map(str, w.shape))}] but the IR "
+                f"says {want_dtype}[{', '.join(map(str, want_shape))}]",
+            )
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -157,12 +246,21 @@ def run(argv: Sequence[str] | None = None) -> int:
     path = Path(args.model)
     if not path.exists():
         raise RunError(f"cannot open '{path}': no such file")
+    if args.random_input is not None and not 0 <= args.random_input < 2**63:
+        raise RunError(
+            f"--random-input {args.random_input}: the seed must be an integer from 0 to 2^63-1"
+        )
+    for dest in args.output:
+        parent = Path(dest).parent
+        if not parent.is_dir():
+            raise RunError(f"--output '{dest}': the folder '{parent}' does not exist")
     try:
         shapes = parse_shape_specs(args.input_shape)
     except ValueError as e:
         raise RunError(str(e)) from None
     t0 = time.perf_counter()
     module, weights = load_module(path, shapes)
+    check_host_memory(module, str(path))
     t_load = time.perf_counter() - t0
     if args.budget is not None or _is_plan(module):
         return _run_plan(args, module, weights, t_load)
@@ -179,8 +277,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         raise RunError(
             f"the model has {len(outputs)} output(s) but {len(args.output)} --output given"
         )
-    for dest, y in zip(args.output, outputs):
-        np.save(dest, y)
+    _save_outputs(args.output, outputs)
     if not args.quiet:
         for name, y in zip(out_names, outputs):
             print(f"output '{name}': {y.dtype} {'x'.join(map(str, y.shape))}")
@@ -188,6 +285,29 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.check:
         return _check(path, shapes, in_names, inputs, outputs, out_names, args.quiet)
     return 0
+
+
+def _save_outputs(dests: list[str], outputs: list[np.ndarray]) -> None:
+    """Each output to exactly the named file (np.save on a name would add .npy)."""
+    for dest, y in zip(dests, outputs):
+        try:
+            with open(dest, "wb") as f:
+                np.save(f, y)
+        except OSError as e:
+            raise RunError(f"cannot write --output '{dest}': {e.strerror}") from None
+
+
+def _load_input(f: str) -> np.ndarray:
+    try:
+        return np.load(f, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else first_reason(e)
+        raise RunError(f"cannot read --input '{f}': {reason}") from None
+
+
+def first_reason(e: Exception) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
 
 
 def _inputs(args: argparse.Namespace, fn, names: list[str], layouts: list[str]) -> list[np.ndarray]:
@@ -213,11 +333,18 @@ def _inputs(args: argparse.Namespace, fn, names: list[str], layouts: list[str]) 
             f"{len(args.input)} --input given (or use --random-input SEED)"
         )
     out = []
-    for f in args.input:
-        try:
-            out.append(np.load(f, allow_pickle=False))
-        except (OSError, ValueError) as e:
-            raise RunError(f"cannot read input '{f}': {e}") from None
+    for f, name, a, lay in zip(args.input, names, arg_vals, layouts):
+        x = _load_input(f)
+        s = nn.shape_of(a)
+        if lay in ("nchw", "ncw"):
+            s = (s[0], s[-1], *s[1:-1])
+        dt = np.dtype(nn.dtype_of(a))
+        if tuple(x.shape) != tuple(s) or x.dtype != dt:
+            raise RunError(
+                f"--input '{f}': input '{name}' must be {dt} of shape {'x'.join(map(str, s))} "
+                f"(NCHW for feature maps), got {x.dtype} of shape {'x'.join(map(str, x.shape))}"
+            )
+        out.append(x)
     return out
 
 
@@ -226,9 +353,15 @@ def _check(path: Path, shapes, in_names, inputs, outputs, out_names, quiet: bool
         raise RunError("--check compares with onnxruntime and needs the .onnx model")
     from tigris_ir.reference.oracle import compare_with_onnxruntime
 
-    report = compare_with_onnxruntime(
-        path.read_bytes(), dict(zip(in_names, inputs)), outputs, out_names
-    )
+    try:
+        report = compare_with_onnxruntime(
+            path.read_bytes(), dict(zip(in_names, inputs)), outputs, out_names
+        )
+    except Exception as e:  # onnxruntime's own errors (Fail, InvalidGraph, ...)
+        raise RunError(
+            f"--check: onnxruntime cannot run '{path}': {type(e).__name__}: "
+            f"{first_reason(e)[:300]}"
+        ) from None
     if not quiet or not report.ok:
         print(report.text)
     return 0 if report.ok else 1
@@ -255,24 +388,28 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
     from tigris_ir.plan.ir import BUDGET_ATTR, main_func
     from tigris_ir.plan.memory import parse_budget
     from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
+    from tigris_ir.tools.cli import check_budget
 
     budget: int | None = None
     if args.budget is not None:
         try:
-            budget = parse_budget(args.budget)
+            budget = check_budget(parse_budget(args.budget), args.budget)
         except ValueError as e:
-            raise RunError(str(e)) from None
+            raise RunError(f"{e} (option -m)") from None
     slow: int | None = None
     if args.slow_budget is not None:
         try:
-            slow = parse_budget(args.slow_budget, zero_ok=True)
+            slow = check_budget(parse_budget(args.slow_budget, zero_ok=True), args.slow_budget)
         except ValueError as e:
             raise RunError(f"--slow-budget: {e}") from None
     t0 = time.perf_counter()
     if not is_lowered(main_func(module)):
         attr = module.attributes.get(BUDGET_ATTR)
         if budget is None and isinstance(attr, IntegerAttr):
-            budget = int(attr.value.data)
+            try:
+                budget = check_budget(parse_budget(int(attr.value.data)), BUDGET_ATTR)
+            except ValueError as e:
+                raise Diagnostic(args.model, f"the module attribute {BUDGET_ATTR}: {e}") from None
         if budget is None:
             raise RunError("give the fast-memory budget of the plan with -m BUDGET")
         ctx = Context()
@@ -285,7 +422,11 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
     else:
         problems = verify_arena(module, budget)
         if problems:
-            raise RunError("the plan does not verify, nothing runs:\n  " + "\n  ".join(problems))
+            more = [f"... ({len(problems) - 4} more)"] if len(problems) > 4 else []
+            shown = problems[:4] + more
+            raise RunError(
+                f"the plan does not verify, nothing runs: '{args.model}'\n  " + "\n  ".join(shown)
+            )
     t_plan = time.perf_counter() - t0
     fn = main_func(module)
     in_layouts, out_layouts = module_layouts(fn)
@@ -307,8 +448,7 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
         raise RunError(
             f"the model has {len(outputs)} output(s) but {len(args.output)} --output given"
         )
-    for dest, y in zip(args.output, outputs):
-        np.save(dest, y)
+    _save_outputs(args.output, outputs)
     if not args.quiet:
         for name, y in zip(out_names, outputs):
             print(f"output '{name}': {y.dtype} {'x'.join(map(str, y.shape))}")
@@ -362,7 +502,9 @@ def _run_c(args: argparse.Namespace, module, weights, inputs: list[np.ndarray]):
                     raise RunError("the stats build of the C computes other outputs than the build")
             stats = stats_of(source, figures)
     except (CBuildError, CRunError) as e:
-        raise RunError(str(e)) from None
+        raise RunError(f"--backend c: {e}") from None
+    except OSError as e:
+        raise RunError(f"--backend c: cannot run the compiled network: {e}") from None
     return outputs, stats, t_run, t_build
 
 
@@ -408,10 +550,7 @@ def _plan_inputs(
         )
     out = []
     for f, name, (s, dt) in zip(args.input, names, want):
-        try:
-            x = np.load(f, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise RunError(f"cannot read input '{f}': {e}") from None
+        x = _load_input(f)
         if tuple(x.shape) != s or x.dtype != dt:
             raise RunError(
                 f"input '{name}' must be {dt} of shape {'x'.join(map(str, s))}, got "
@@ -429,8 +568,11 @@ def _check_plan(
     ok = True
     for name, y, r in zip(names, outputs, ref):
         if r.dtype == np.float32:
-            scale = max(float(np.max(np.abs(r))), 1e-30) if r.size else 1.0
-            err = np.abs(y.astype(np.float64) - r.astype(np.float64)) / scale
+            from tigris_ir.reference.oracle import abs_diff
+
+            finite = np.abs(r[np.isfinite(r)])
+            scale = max(float(finite.max()), 1e-30) if finite.size else 1.0
+            err = abs_diff(y, r) / scale
             bad = bool(err.max() > 1e-5) if err.size else False
             worst = f"{float(err.max()) if err.size else 0.0:.2e} relative"
         else:
@@ -449,35 +591,8 @@ def _check_plan(
     return 0 if ok else 1
 
 
-def main() -> int:
-    try:
-        return run()
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-        return 0 if code == 0 else 1
-    except RunError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 1
-    except Exception as e:
-        from xdsl.utils.exceptions import DiagnosticException, ParseError
-
-        from tigris_ir.frontend.onnx_import import ImportDiagnostic
-        from tigris_ir.reference.executor import ReferenceError_
-
-        if isinstance(e, ImportDiagnostic | ParseError | DiagnosticException):
-            print(str(e).rstrip(), file=sys.stderr)
-            return 1
-        if isinstance(e, ReferenceError_):
-            print(f"{PROG}: error: {e}", file=sys.stderr)
-            return 1
-        if os.environ.get("TIGRIS_TRACEBACK"):
-            raise
-        print(
-            f"{PROG}: internal error: {type(e).__name__}: {e} "
-            "(set TIGRIS_TRACEBACK=1 for a traceback)",
-            file=sys.stderr,
-        )
-        return 1
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_main(PROG, lambda: run(argv))
 
 
 if __name__ == "__main__":

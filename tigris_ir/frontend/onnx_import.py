@@ -44,6 +44,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tigris_ir.dialects import nn
 from tigris_ir.frontend.qoperator import QOperatorError
+from tigris_ir.frontend import validate
 from tigris_ir.frontend.simplify import Simplified, default_opset, simplify
 
 Layout = str  # "cl": channels-last permutation of ONNX's NC..., "plain": as in ONNX
@@ -158,17 +159,34 @@ def _cl_axis(axis: int, rank: int) -> int:
 
 
 def parse_shape_spec(spec: str) -> tuple[str, tuple[int, ...]]:
-    """`NAME:1x3x224x224` as given to --input-shape."""
+    """`NAME:1x3x224x224` as given to --input-shape (dimensions in the model's
+    own layout, each >= 1)."""
     name, sep, dims = spec.rpartition(":")
-    if not sep or not name or not re.fullmatch(r"\d+(x\d+)*", dims):
+    if not sep or not name or not re.fullmatch(r"[+-]?\d+(x[+-]?\d+)*", dims):
         raise ValueError(f"bad --input-shape '{spec}': expected NAME:DxDxD, e.g. input:1x3x224x224")
-    return name, tuple(int(d) for d in dims.split("x"))
+    shape = tuple(int(d) for d in dims.split("x"))
+    bad = [d for d in shape if d < 1]
+    if bad:
+        raise ValueError(
+            f"bad --input-shape '{spec}': dimension {bad[0]} must be >= 1 "
+            "(an empty or negative dimension is not a shape)"
+        )
+    return name, shape
 
 
 def parse_shape_specs(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
     """Every --input-shape of a command line, by input name (ValueError names
-    the bad one)."""
-    return dict(parse_shape_spec(s) for s in specs)
+    the bad one, or two that give one input different shapes)."""
+    out: dict[str, tuple[int, ...]] = {}
+    for s in specs:
+        name, shape = parse_shape_spec(s)
+        if name in out and out[name] != shape:
+            raise ValueError(
+                f"conflicting --input-shape for input '{name}': "
+                f"{'x'.join(map(str, out[name]))} and {'x'.join(map(str, shape))}"
+            )
+        out[name] = shape
+    return out
 
 
 class _Importer:
@@ -317,6 +335,16 @@ class _Importer:
                 raise self.fail(str(e)) from None
             finally:
                 probe.erase(safe_erase=False)
+        for s in result_shapes:
+            if any(d < 1 for d in s):
+                raise self.fail("the result would be empty (a dimension below 1)")
+            n = math.prod(s) * np.dtype(dtype).itemsize
+            if n > validate.MAX_TENSOR_BYTES:
+                raise self.fail(
+                    f"the result would take {validate.format_size(n)}; no target holds a "
+                    f"tensor above {validate.format_size(validate.MAX_TENSOR_BYTES)} "
+                    "(a 32-bit address space)"
+                )
         op = cls.create(
             operands=list(operands),
             properties=dict(props),
@@ -620,6 +648,15 @@ class _Importer:
                     f"model's {'x'.join(str(d) if d > 0 else '?' for d in dims)}",
                 )
             dims = list(given)
+            try:
+                validate.check_tensor_size(
+                    f"{self.origin}: input '{inp.name}'",
+                    f"--input-shape {inp.name}:{'x'.join(map(str, dims))}",
+                    dims,
+                    np.dtype(_ONNX_DTYPES[elem]).itemsize,
+                )
+            except validate.ModelInvalid as e:
+                raise ImportDiagnostic(e.where, e.message) from None
         elif symbolic:
             raise ImportDiagnostic(
                 f"{self.origin}: input '{inp.name}'",
@@ -1789,14 +1826,12 @@ def load_model(data: bytes, origin: str, base_dir: str | Path | None = None) -> 
         ) from None
     if not model.graph.node and not model.graph.input:
         raise ImportDiagnostic(origin, "not a valid ONNX model (no graph)")
+    external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
     _load_external_data(model, origin, base_dir)
-    try:
-        onnx.checker.check_model(model)
-    except Exception as e:
-        text = " ".join(str(e).split()) or type(e).__name__
-        if len(text) > 300:
-            text = text[:300] + "..."
-        raise ImportDiagnostic(origin, f"the model is malformed: {text}") from None
+    try:  # the checker reads the weights as loaded, not the file's references
+        validate.check_model(model.SerializeToString() if external else data, model, origin)
+    except validate.ModelInvalid as e:
+        raise ImportDiagnostic(e.where, e.message) from None
     return model
 
 
@@ -1861,6 +1896,18 @@ def import_model(
 ) -> Imported:
     """Import an ONNX model; `weights_ref` is recorded as the module's weight source."""
     shapes = dict(input_shapes or {})
+    known = [i.name for i in model.graph.input]
+    unknown = sorted(set(shapes) - set(known))
+    if unknown:
+        raise ImportDiagnostic(
+            origin,
+            f"--input-shape names no model input: {', '.join(unknown)} "
+            f"(inputs: {', '.join(known)})",
+        )
+    try:
+        validate.check_input_shapes(model, shapes, origin)
+    except validate.ModelInvalid as e:
+        raise ImportDiagnostic(e.where, e.message) from None
     model = onnx.ModelProto.FromString(model.SerializeToString())  # we edit nodes
     _check_opset(model, origin)
     try:
@@ -1879,6 +1926,10 @@ def import_model(
         raise ImportDiagnostic(
             origin, f"--input-shape names no model input: {unknown} (inputs: {known})"
         )
+    try:
+        validate.check_imported(model, result.module, origin)
+    except validate.ModelInvalid as e:
+        raise ImportDiagnostic(e.where, e.message) from None
     if weights_ref is not None:
         result.module.attributes["nn.weights"] = StringAttr(weights_ref)
     return result

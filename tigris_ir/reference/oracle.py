@@ -87,6 +87,18 @@ def output_scales(model: onnx.ModelProto) -> dict[str, float]:
     return scales
 
 
+def abs_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a - b| in float64 where equal values (NaN and NaN, inf and inf) differ
+    by 0 and a NaN against a number by inf."""
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    with np.errstate(invalid="ignore"):
+        d = np.abs(a - b)
+    d[(a == b) | (np.isnan(a) & np.isnan(b))] = 0.0
+    d[np.isnan(d)] = np.inf
+    return d
+
+
 def compare_with_onnxruntime(
     model_bytes: bytes,
     feeds: dict[str, np.ndarray],
@@ -105,17 +117,18 @@ def compare_with_onnxruntime(
         if ours.shape != ref.shape:
             raise ValueError(f"output '{name}' has shape {ours.shape}, onnxruntime {ref.shape}")
         if name in scales:
-            err = np.abs(ours - ref) / scales[name]
-            err_fused = np.abs(ours - ref_fused) / scales[name]
+            err = abs_diff(ours, ref) / scales[name]
+            err_fused = abs_diff(ours, ref_fused) / scales[name]
             worst, worst_fused = (
                 float(np.rint(err.max())),
                 float(np.rint(err_fused.max())),
             )
         else:
-            denom = max(float(np.abs(ref).max()), 1e-30)
-            err = np.abs(ours - ref) / denom
-            worst = float(err.max())
-            worst_fused = float((np.abs(ours - ref_fused) / denom).max())
+            finite = np.abs(ref[np.isfinite(ref)])
+            denom = max(float(finite.max()) if finite.size else 0.0, 1e-30)
+            err = abs_diff(ours, ref) / denom
+            worst = float(err.max()) if err.size else 0.0
+            worst_fused = float((abs_diff(ours, ref_fused) / denom).max()) if err.size else 0.0
         where = tuple(int(i) for i in np.unravel_index(int(np.argmax(err)), err.shape))
         diffs.append(OutputDiff(name, name in scales, worst, worst_fused, where))
     return Report(tuple(diffs))

@@ -301,10 +301,18 @@ def build(
             if len(lines) > 40:
                 msg = "\n".join([*lines[:40], f"... ({len(lines) - 40} more lines)"])
             raise CBuildError(f"{shlex.join(cmd)} failed in {tmp}:\n{msg}")
+        if not (tmp / "run").is_file():
+            raise CBuildError(
+                f"C compiler '{cc}' exited 0 but wrote no executable ({shlex.join(cmd)})"
+            )
         try:
             tmp.rename(out)
-        except OSError:  # built meanwhile by another process
-            shutil.rmtree(tmp, ignore_errors=True)
+        except OSError:  # built meanwhile by another process (or a stale entry)
+            if exe.is_file():
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                shutil.rmtree(out, ignore_errors=True)
+                tmp.rename(out)
         return exe
     except BaseException:
         if tmp.exists() and not (tmp / "build.log").exists():

@@ -1,0 +1,1 @@
+"""The hostile corpus: seeded malformed and adversarial inputs for every tool."""

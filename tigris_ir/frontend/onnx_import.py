@@ -43,8 +43,8 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
 from tigris_ir.dialects import nn
-from tigris_ir.frontend.qoperator import QOperatorError
 from tigris_ir.frontend import validate
+from tigris_ir.frontend.qoperator import QOperatorError
 from tigris_ir.frontend.simplify import Simplified, default_opset, simplify
 
 Layout = str  # "cl": channels-last permutation of ONNX's NC..., "plain": as in ONNX

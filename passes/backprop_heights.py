@@ -35,9 +35,14 @@ class BackpropHeightsPass(ModulePass):
     stream_input: bool = False
     """The model inputs arrive in bands of rows through a callback (recorded
     on the module as `tile.stream_input`)."""
+    stream_output: bool = False
+    """The model outputs leave in bands of rows through a callback (recorded
+    on the module as `tile.stream_output`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for sc in planned_scopes(op, self.budget, self.slow_budget, self.stream_input):
+        for sc in planned_scopes(
+            op, self.budget, self.slow_budget, self.stream_input, self.stream_output
+        ):
             plan = sc.plan
             assert plan is not None
             pairs = match_stages(sc.block, sc.view, plan)

@@ -52,11 +52,16 @@ class FuseChainsPass(ModulePass):
     stream_input: bool = False
     """The model inputs arrive in bands of rows through a callback (recorded
     on the module as `tile.stream_input`)."""
+    stream_output: bool = False
+    """The model outputs leave in bands of rows through a callback (recorded
+    on the module as `tile.stream_output`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from tigris_ir.passes.tile_stages import TileStagesPass
 
-        scopes = planned_scopes(op, self.budget, self.slow_budget, self.stream_input)
+        scopes = planned_scopes(
+            op, self.budget, self.slow_budget, self.stream_input, self.stream_output
+        )
         if any(_untiled(sc) for sc in scopes):
             TileStagesPass(budget=scopes[0].budget).apply(ctx, op)
             scopes = planned_scopes(op, scopes[0].budget)

@@ -73,6 +73,7 @@ from tigris_ir.plan.ir import (
     require_fit,
     slow_budget_of,
     stream_input_of,
+    stream_output_of,
 )
 from tigris_ir.plan.nn_graph import GraphView
 from tigris_ir.plan.tiling import GraphTables
@@ -141,6 +142,7 @@ class _Lowering:
         self.weights: dict[str, SSAValue] = {}
         self.consts: dict[int, SSAValue] = {}
         self.results: list[SSAValue | None] = [None] * len(self.graph.outputs)
+        self.sent = prog.plan.streamed_outputs
         self.symbols: set[str] = set()
 
     # ---- helpers -------------------------------------------------------
@@ -243,12 +245,14 @@ class _Lowering:
         for x, a in zip(graph.inputs, self.block.args):
             a.name_hint = _hint(x)
             self.slow[x] = a
+        sent = self.sent
         for u in prog.units:
             if not in_place:
                 for name, b in prog.slow_birth.items():
                     if b == u.index and graph.producer(name) is not None:
                         info = graph.tensors[name]
-                        self.slow[name] = self.alloc(name, info.shape, self.dtype(name), resident)
+                        where = loop.STREAM if name in sent else resident
+                        self.slow[name] = self.alloc(name, info.shape, self.dtype(name), where)
             if isinstance(u, NormalUnit):
                 self.normal(u)
             else:
@@ -261,6 +265,13 @@ class _Lowering:
                         and graph.producer(name) is not None
                     ):
                         self.add(memref.DeallocOp.get(self.slow[name]))
+        if in_place:  # an in-place plan sends its streamed outputs when it ends
+            for name in graph.outputs:
+                if name in sent:
+                    info = graph.tensors[name]
+                    out = self.alloc(name, info.shape, self.dtype(name), loop.STREAM)
+                    self.add(memref.CopyOp(self.slow[name], out))
+                    self.slow[name] = out
         outs = [self.slow[o] for o in graph.outputs]
         self.add(func.ReturnOp(*outs))
         ftype = FunctionType.from_lists(arg_types, [v.type for v in outs])
@@ -312,7 +323,7 @@ class _Lowering:
                 self.add(memref.CopyOp(self.slow[what], fast[what]))
             elif ev == "alloc":
                 assert isinstance(what, str)
-                if single and what in stage_outs:  # written in place into its resident buffer
+                if single and what in stage_outs and what not in self.sent:  # in place
                     fast[what] = self.slow[what]
                     continue
                 buf = u.buffers[what]
@@ -336,11 +347,12 @@ class _Lowering:
                     self.add(memref.DeallocOp.get(fast[what]))
             else:
                 assert isinstance(what, str)
-                if not in_place and not single:
+                if not in_place and (not single or what in self.sent):
                     self.add(memref.CopyOp(fast[what], self.slow[what]))
-        if not in_place and not single:
+        if not in_place:
             for o in u.stage.outputs:
-                self.add(memref.DeallocOp.get(fast[o]))
+                if not single or o in self.sent:
+                    self.add(memref.DeallocOp.get(fast[o]))
 
     def tiled(self, u: TiledUnit) -> None:
         graph = self.graph
@@ -779,18 +791,23 @@ class LowerToLoopsPass(ModulePass):
     """The model inputs arrive in bands of rows through a callback: they are
     `"stream"` memrefs that only band loads read (recorded on the module as
     `tile.stream_input`)."""
+    stream_output: bool = False
+    """The model outputs nothing reads leave in bands of rows through a
+    callback: `"stream"` memrefs that only band spills write (recorded on the
+    module as `tile.stream_output`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         budget = budget_of(op, self.budget)
         slow = slow_budget_of(op, self.slow_budget)
         stream = stream_input_of(op, self.stream_input)
+        send = stream_output_of(op, self.stream_output)
         fn = main_func(op)
         if any(isinstance(o, loop.BandComputeOp) for o in fn.walk()):
             return  # already lowered
         refusal = nn.loop_level_refusal(fn)  # If / Loop stay at the nn level for now
         if refusal is not None:
             raise PassFailedException(refusal)
-        view, p = plan_of(fn, budget, slow, stream)
+        view, p = plan_of(fn, budget, slow, stream, send)
         require_fit(view, p)
         try:
             prog = schedule(view, p)

@@ -36,9 +36,14 @@ class TileStagesPass(ModulePass):
     stream_input: bool = False
     """The model inputs arrive in bands of rows through a callback (recorded
     on the module as `tile.stream_input`)."""
+    stream_output: bool = False
+    """The model outputs leave in bands of rows through a callback (recorded
+    on the module as `tile.stream_output`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for sc in planned_scopes(op, self.budget, self.slow_budget, self.stream_input):
+        for sc in planned_scopes(
+            op, self.budget, self.slow_budget, self.stream_input, self.stream_output
+        ):
             assert sc.plan is not None
             if not stages_in(sc.block):
                 form_stage_ops(sc.block, sc.view, sc.plan, sc.prefix)

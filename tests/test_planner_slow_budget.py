@@ -5,6 +5,8 @@ fast peak equal to the planned one and its slow peak within the slow budget."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import zoo
@@ -21,6 +23,8 @@ from tigris_ir.plan.memory import parse_budget
 from tigris_ir.plan.nn_graph import build_view
 from tigris_ir.plan.planner import min_single_budget, plan
 from tigris_ir.reference.executor import run_function
+
+INPUTS = Path(__file__).resolve().parent / "lit" / "Inputs"
 
 
 def rand(t, rng: np.random.Generator) -> np.ndarray:
@@ -187,3 +191,68 @@ def test_single_arena_c_runs_as_planned(stream: bool):
     assert stats == res.stats
     assert stats is not None and stats.fast_peak == p.peak and stats.slow_peak == 0
     assert stats.stream_rows == p.stream_rows == (g.tensors[g.inputs[0]].shape[1] if stream else 0)
+
+
+def test_plot_draws_the_plan_or_names_the_missing_extra(tmp_path, monkeypatch):
+    """--plot writes an .svg of the plan and its frontier (matplotlib
+    present), refuses other suffixes, and without matplotlib says how to get it."""
+    import builtins
+
+    from tigris_ir.tools import tigris_analyze
+    from tigris_ir.tools.cli import UserError
+
+    model = str(INPUTS / "conv_relu.onnx")
+    bad = tmp_path / "plan.pdf"
+    with pytest.raises(UserError, match="a .png or .svg file"):
+        tigris_analyze.run([model, "-m", "2K", "--plot", str(bad), "--json"])
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *a, **k):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    with pytest.raises(UserError, match=r"pip install '\.\[plot\]'"):
+        tigris_analyze.run([model, "-m", "2K", "--plot", str(tmp_path / "p.png"), "--json"])
+    monkeypatch.undo()
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "plan.svg"
+    args = [model, "-m", "1920", "--slow-budget", "0", "--frontier", "--json", "--plot", str(out)]
+    assert tigris_analyze.run(args) == 0
+    assert out.read_text().count("<svg") == 1
+
+
+@pytest.mark.parametrize("slow", [0, None], ids=["one-arena", "unbounded"])
+def test_streamed_output_plans_run_as_planned(slow):
+    """The output of a model ending in a feature map (no classifier) leaves by
+    rows as it is produced: resident nowhere, each row sent once; the loop IR
+    and the C (whose harness takes the rows) give the reference's output."""
+    from tigris_ir.backend.c.build import run_c
+    from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
+
+    imported = import_model(zoo.build("unet", size="small", int8=True))
+    module, weights = imported.module, imported.weights
+    fn = main_func(module)
+    rng = np.random.default_rng(0)
+    args = [rand(a.type, rng) for a in fn.body.block.args]
+    ref = run_function(fn, weights, args)
+    g = build_view(fn).graph
+    kw = {"stream_input": True, "stream_output": True}
+    budget = min_single_budget(g, **kw) if slow == 0 else 16384
+    p = plan(g, budget, slow_budget=slow, **kw)
+    assert p.fits and p.stream_output and p.out_rows == g.tensors[g.outputs[0]].shape[1]
+    m = module.clone()
+    LowerToLoopsPass(budget=budget, slow_budget="" if slow is None else slow, **kw).apply(
+        Context(), m
+    )
+    PlanArenaPass().apply(Context(), m)
+    res = run_loop_module(m, weights, args)
+    np.testing.assert_array_equal(res.outputs[0], ref[0])
+    s = res.stats
+    assert s.fast_peak == p.peak and s.out_rows == p.out_rows
+    assert (s.slow_peak, s.slow_reads, s.slow_writes) == (p.slow_peak, p.slow_reads, p.slow_writes)
+    in_lay, out_lay = module_layouts(main_func(m))
+    got, stats = run_c(m, weights, [to_boundary(args[0], in_lay[0])], variant="stats")
+    np.testing.assert_array_equal(to_internal(got[0], out_lay[0]), ref[0])
+    assert stats == s

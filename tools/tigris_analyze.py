@@ -58,6 +58,11 @@ def _parser() -> argparse.ArgumentParser:
         help="the model input arrives in bands of rows (resident nowhere)",
     )
     p.add_argument(
+        "--stream-output",
+        action="store_true",
+        help="the model output leaves in bands of rows (resident nowhere)",
+    )
+    p.add_argument(
         "--min-budget",
         action="store_true",
         help="also search the smallest fast budget that fits (beside --slow-budget)",
@@ -67,6 +72,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="plans from the smallest fast budget up to the layer-by-layer peak: budget, "
         "peak, recomputed MACs, slow traffic",
+    )
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="draw the plan's memory over the schedule (and with --frontier the frontier) "
+        "to FILE.png or FILE.svg (needs matplotlib: pip install '.[plot]')",
     )
     p.add_argument(
         "--input-shape",
@@ -87,6 +98,7 @@ def analyze(
     slow_budget: int | None = None,
     with_frontier: bool = False,
     stream_input: bool = False,
+    stream_output: bool = False,
 ) -> dict[str, Any]:
     """Import (or parse), plan, and collect the figures of the report.
 
@@ -117,7 +129,13 @@ def analyze(
             f"'{path}' is a placed loop-level plan (after --lower-to-loops): its figures are "
             "its loop.plan attribute; analyze the model or its nn / tile-level IR instead"
         )
-    tree = plan_tree(fn, budget, slow_budget=slow_budget, stream_input=stream_input)
+    tree = plan_tree(
+        fn,
+        budget,
+        slow_budget=slow_budget,
+        stream_input=stream_input,
+        stream_output=stream_output,
+    )
     compile_s = time.perf_counter() - t0
     view, p = tree.view, tree.plan
     assert p is not None
@@ -151,6 +169,8 @@ def analyze(
         "stream_input": p.stream_input,
         "stream_rows": p.stream_rows,
         "stream_bytes": p.stream_bytes,
+        "stream_output": p.stream_output,
+        "output_rows": p.out_rows,
         "not_fitting_message": p.message if not p.fits else None,
         "stages": _stages(tree),
         "chains": _chains(tree),
@@ -158,17 +178,18 @@ def analyze(
     if tree.bodies:
         out["bodies"] = [_body(b) for b in tree.bodies]
     flat = not tree.bodies
-    if (with_min or with_frontier) and (slow_budget is not None or stream_input) and not flat:
+    streaming = stream_input or stream_output
+    if (with_min or with_frontier) and (slow_budget is not None or streaming) and not flat:
         raise AnalyzeError(
             f"'{path}': --min-budget and --frontier beside --slow-budget "
             "and --stream-input cover models without If / Loop only"
         )
     if with_min:
         t0 = time.perf_counter()
-        if slow_budget is None and not stream_input:
+        if slow_budget is None and not streaming:
             out["min_budget_bytes"] = tree_min_budget(fn)
         else:
-            out["min_budget_bytes"] = min_fast_budget(g, slow_budget, stream_input)
+            out["min_budget_bytes"] = min_fast_budget(g, slow_budget, stream_input, stream_output)
         out["min_budget_seconds"] = round(time.perf_counter() - t0, 4)
     if with_frontier:
         if not flat:
@@ -183,7 +204,9 @@ def analyze(
                 "recompute_percent": round(100 * q.recomputed_macs / max(q.macs, 1), 3),
                 "single_arena": q.single_arena,
             }
-            for q in frontier(g, slow_budget, stream_input=stream_input)
+            for q in frontier(
+                g, slow_budget, stream_input=stream_input, stream_output=stream_output
+            )
         ]
     return out
 
@@ -329,6 +352,8 @@ def render(r: dict[str, Any], verbose: bool) -> None:
         rows.insert(8, ("one arena", "every tensor in fast memory, none in slow"))
     if r["stream_input"]:
         rows.append(("input streamed", f"{r['stream_rows']} rows, {_kib(r['stream_bytes'])}"))
+    if r["stream_output"]:
+        rows.append(("output streamed", f"{r['output_rows']} rows"))
     if not r["fits"]:
         rows.insert(
             7,
@@ -462,13 +487,52 @@ def run(argv: Sequence[str] | None = None) -> int:
         except ValueError as e:
             raise AnalyzeError(f"--slow-budget: {e}") from None
     report = analyze(
-        path, budget, shapes, args.min_budget, slow, args.frontier, args.stream_input
+        path,
+        budget,
+        shapes,
+        args.min_budget,
+        slow,
+        args.frontier,
+        args.stream_input,
+        args.stream_output,
     )
+    if args.plot:
+        _plot(
+            Path(args.plot),
+            path,
+            shapes,
+            budget,
+            slow,
+            (args.stream_input, args.stream_output),
+            report,
+        )
     if args.json:
         print(json.dumps(report, indent=1))
     else:
         render(report, args.verbose)
     return 0 if report["fits"] else 1
+
+
+def _plot(
+    out: Path,
+    path: Path,
+    shapes: dict[str, tuple[int, ...]],
+    budget: int,
+    slow: int | None,
+    stream: tuple[bool, bool],
+    report: dict[str, Any],
+) -> None:
+    """The picture of the plan the report describes (`tools/plot.py`)."""
+    from tigris_ir.plan.ir import main_func, plan_tree
+    from tigris_ir.tools.plot import plot_plan
+    from tigris_ir.tools.tigris_run import load_module
+
+    module, _ = load_module(path, shapes, need_weights=False)
+    tree = plan_tree(
+        main_func(module), budget, slow_budget=slow, stream_input=stream[0], stream_output=stream[1]
+    )
+    assert tree.plan is not None
+    plot_plan(out, tree.view.graph, tree.plan, report.get("frontier"), path.stem)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

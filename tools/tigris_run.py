@@ -106,6 +106,12 @@ def _parser() -> argparse.ArgumentParser:
         "(tigris_input_rows in the C); the run counts the rows the plan asks for",
     )
     p.add_argument(
+        "--stream-output",
+        action="store_true",
+        help="with -m: the model output leaves in bands of rows through a callback "
+        "(tigris_output_rows in the C); the run counts the rows sent",
+    )
+    p.add_argument(
         "--stats",
         action="store_true",
         help="print the measured fast peak, slow peak, slow reads and slow writes (bytes)",
@@ -417,6 +423,7 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
             budget=budget,
             slow_budget="" if slow is None else slow,
             stream_input=args.stream_input,
+            stream_output=args.stream_output,
         ).apply(ctx, module)
         PlanArenaPass(budget=budget).apply(ctx, module)
     else:

@@ -75,6 +75,7 @@ class LoopRunner:
         self.tiles = 0
         self.stream_rows = 0
         self.stream_bytes = 0
+        self.out_rows = 0
         self.slots: dict[SSAValue, int] = {}
         self.vals: list[object] = []
         self.globals = {op.sym_name.data: op for op in module.ops if isinstance(op, mr.GlobalOp)}
@@ -193,7 +194,16 @@ class LoopRunner:
             sym, res = op.name_.root_reference.data, slot(op.memref)
             return lambda: vals.__setitem__(res, self._global(sym))
         if isinstance(op, mr.AllocOp):
-            lv, t, res = self.lives[id(op)], op.memref.type, slot(op.memref)
+            t, res = op.memref.type, slot(op.memref)
+            if loop.space_of(t) == loop.STREAM.data:  # a streamed output: what the consumer got
+                assert isinstance(t, MemRefType)
+                shape, dt = tuple(t.get_shape()), numpy_dtype(t.element_type)
+                tensor = op.attributes.get("loop.tensor")
+                name = tensor.data if isinstance(tensor, StringAttr) else "output"
+                return lambda: vals.__setitem__(
+                    res, MemRef(np.zeros(shape, dt), None, "stream", name)
+                )
+            lv = self.lives[id(op)]
             return lambda: vals.__setitem__(res, self._alloc(lv, t))
         if isinstance(op, mr.DeallocOp):
             lv = self.lives[id(op.memref.owner)]
@@ -322,6 +332,8 @@ class LoopRunner:
         if src.space == "stream":  # the callback delivers whole rows (axis 1)
             self.stream_rows += src.data.shape[1] if src.data.ndim >= 2 else 1
             self.stream_bytes += src.data.nbytes
+        elif dst.space == "stream":  # rows sent to the consumer
+            self.out_rows += dst.data.shape[1] if dst.data.ndim >= 2 else 1
         elif src.space == "slow" and dst.space == "fast":
             self.reads += src.data.nbytes
         elif src.space == "fast" and dst.space == "slow":
@@ -445,6 +457,7 @@ def run_loop_module(
         r.tiles,
         r.stream_rows,
         r.stream_bytes,
+        r.out_rows,
     )
     return RunResult(outs, stats)
 

@@ -135,6 +135,8 @@ class RunStats:
     stream_rows: int = 0
     """Rows asked of the input stream (a streamed input), and their bytes."""
     stream_bytes: int = 0
+    out_rows: int = 0
+    """Rows sent to the output stream (a streamed output)."""
 
     def lines(self) -> list[str]:
         out = [
@@ -145,6 +147,8 @@ class RunStats:
         ]
         if self.stream_rows:
             out.append(f"input rows streamed: {self.stream_rows} ({self.stream_bytes} bytes)")
+        if self.out_rows:
+            out.append(f"output rows streamed: {self.out_rows}")
         return out
 
 
@@ -408,7 +412,7 @@ def run_program(
 ) -> RunResult:
     """Run a program on internal-layout inputs; outputs and measured figures."""
     graph = view.graph
-    if prog.plan.single_arena or prog.plan.stream_input:
+    if prog.plan.single_arena or prog.plan.stream_input or prog.plan.stream_output:
         raise PlanRunError(
             "a single-arena plan (no slow memory) or one with a streamed input runs at the "
             "loop level (lower-to-loops, plan-arena, run_loop_module), not in this "

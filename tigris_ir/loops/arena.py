@@ -82,8 +82,8 @@ def lifetimes(fn: func.FuncOp) -> list[Lifetime]:
         if not isinstance(op, mr.AllocOp):
             continue
         space = loop.space_of(op.memref.type)
-        if not space:
-            continue
+        if not space or space == loop.STREAM.data:
+            continue  # a streamed output: no storage
         last = end
         for u in op.memref.uses:
             if isinstance(u.operation, mr.DeallocOp):

@@ -39,6 +39,19 @@ STREAM_INPUT_ATTR = "tile.stream_input"
 """Present: the model inputs arrive in bands of rows through a callback."""
 
 
+STREAM_OUTPUT_ATTR = "tile.stream_output"
+"""Present: the model outputs leave in bands of rows through a callback."""
+
+
+def stream_output_of(module: ModuleOp, option: bool) -> bool:
+    """The pass option if set (recorded on the module), else the module's
+    `tile.stream_output`."""
+    if option:
+        module.attributes[STREAM_OUTPUT_ATTR] = UnitAttr()
+        return True
+    return STREAM_OUTPUT_ATTR in module.attributes
+
+
 def stream_input_of(module: ModuleOp, option: bool) -> bool:
     """The pass option if set (recorded on the module), else the module's
     `tile.stream_input`."""
@@ -87,7 +100,7 @@ def main_func(module: ModuleOp) -> func.FuncOp:
     return next((f for f in fns if f.sym_name.data == "main"), fns[0])
 
 
-_CACHE: dict[tuple[int, int, int | None, bool], tuple[str, Plan]] = {}
+_CACHE: dict[tuple[int, int, int | None, bool, bool], tuple[str, Plan]] = {}
 
 
 def _fingerprint(view: GraphView) -> str:
@@ -102,14 +115,22 @@ def _plan_cached(
     cache: bool,
     slow_budget: int | None = None,
     stream_input: bool = False,
+    stream_output: bool = False,
 ) -> Plan:
     fp = _fingerprint(view)
-    hit = _CACHE.get((key, budget, slow_budget, stream_input)) if cache else None
+    ck = (key, budget, slow_budget, stream_input, stream_output)
+    hit = _CACHE.get(ck) if cache else None
     if hit is not None and hit[0] == fp:
         return hit[1]
-    p = plan(view.graph, budget, slow_budget=slow_budget, stream_input=stream_input)
+    p = plan(
+        view.graph,
+        budget,
+        slow_budget=slow_budget,
+        stream_input=stream_input,
+        stream_output=stream_output,
+    )
     if cache:
-        _CACHE[(key, budget, slow_budget, stream_input)] = (fp, p)
+        _CACHE[ck] = (fp, p)
     return p
 
 
@@ -198,6 +219,7 @@ def _plan_scope(
     cache: bool,
     slow_budget: int | None = None,
     stream_input: bool = False,
+    stream_output: bool = False,
 ) -> tuple[GraphView, Plan | None, tuple[ScopePlan, ...]]:
     """Plan one graph after its bodies, whose peaks its control-flow nodes hold."""
     view = build(None)
@@ -206,7 +228,9 @@ def _plan_scope(
         top = path == ""
         p = None
         if top or view.graph.nodes:
-            p = _plan_cached(id(block), view, budget, cache, slow_budget, stream_input)
+            p = _plan_cached(
+                id(block), view, budget, cache, slow_budget, stream_input, stream_output
+            )
         return view, p, ()
     names = {id(op): n for n, op in view.ops.items()}
     counts: dict[str, int] = {}
@@ -241,7 +265,7 @@ def _plan_scope(
     view = build(needs)
     p = None
     if path == "" or view.graph.nodes:
-        p = _plan_cached(id(block), view, budget, cache, slow_budget, stream_input)
+        p = _plan_cached(id(block), view, budget, cache, slow_budget, stream_input, stream_output)
     return view, p, tuple(bodies)
 
 
@@ -286,6 +310,7 @@ def plan_tree(
     cache: bool = True,
     slow_budget: int | None = None,
     stream_input: bool = False,
+    stream_output: bool = False,
 ) -> ScopePlan:
     """The plan of the function and, recursively, of every If and Loop body,
     each under the fast budget and the slow one (None: unbounded). With
@@ -300,16 +325,23 @@ def plan_tree(
         cache,
         slow_budget,
         stream_input,
+        stream_output,
     )
     return ScopePlan("", fn.body.block, view, p, budget, bodies=bodies)
 
 
 def plan_of(
-    fn: func.FuncOp, budget: int, slow_budget: int | None = None, stream_input: bool = False
+    fn: func.FuncOp,
+    budget: int,
+    slow_budget: int | None = None,
+    stream_input: bool = False,
+    stream_output: bool = False,
 ) -> tuple[GraphView, Plan]:
     """The plan of the function's `nn` ops under `budget` (memoised per graph);
     an If or Loop node holds its bodies' peak (see `ScopePlan`)."""
-    tree = plan_tree(fn, budget, slow_budget=slow_budget, stream_input=stream_input)
+    tree = plan_tree(
+        fn, budget, slow_budget=slow_budget, stream_input=stream_input, stream_output=stream_output
+    )
     assert tree.plan is not None
     return tree.view, tree.plan
 
@@ -461,12 +493,16 @@ def planned_tree(
     option: str | int | None,
     slow_option: str | int | None = None,
     stream_option: bool = False,
+    send_option: bool = False,
 ) -> ScopePlan:
     """The fitting plan tree of the module's function under the budgets."""
     budget = budget_of(module, option)
     slow = slow_budget_of(module, slow_option)
     stream = stream_input_of(module, stream_option)
-    tree = plan_tree(main_func(module), budget, slow_budget=slow, stream_input=stream)
+    send = stream_output_of(module, send_option)
+    tree = plan_tree(
+        main_func(module), budget, slow_budget=slow, stream_input=stream, stream_output=send
+    )
     require_tree_fit(tree)
     return tree
 
@@ -476,10 +512,11 @@ def planned_scopes(
     option: str | int | None,
     slow_option: str | int | None = None,
     stream_option: bool = False,
+    send_option: bool = False,
 ) -> list[ScopePlan]:
     """Every graph the tiling passes materialise, the function's first; a body
     without ops has nothing to tile."""
-    tree = planned_tree(module, option, slow_option, stream_option)
+    tree = planned_tree(module, option, slow_option, stream_option, send_option)
     return [sc for sc in tree.walk() if sc.plan is not None]
 
 

@@ -251,6 +251,11 @@ class Plan:
     (`stream_rows` rows in all, `stream_bytes` bytes)."""
     stream_rows: int = 0
     stream_bytes: int = 0
+    stream_output: bool = False
+    """The model outputs (those nothing reads) leave in bands of rows through a
+    callback as they are produced: resident nowhere (`out_rows` rows in all)."""
+    out_rows: int = 0
+    streamed_outputs: frozenset[str] = frozenset()
     failed_tensor: str | None = None
     """With `failed_node`: the tensor that does not fit (single arena)."""
     min_single: int | None = None
@@ -344,6 +349,7 @@ def single_peak(
     stop: int,
     tables: GraphTables | None = None,
     streamed: frozenset[str] = frozenset(),
+    streamed_out: frozenset[str] = frozenset(),
 ) -> int:
     """Peak of ops [start, stop) run as a normal stage of a single-arena plan:
     its inputs and outputs are resident (`Residents`), so only the tensors it
@@ -352,7 +358,7 @@ def single_peak(
     which live (as the caller's buffers) up to their last reader.
     `Residents.normal` is what stays resident beside them. A streamed input
     is loaded by every normal stage reading it, as a model input it reads last."""
-    scan = _NormalScan(graph, tables or GraphTables(graph), stop, streamed)
+    scan = _NormalScan(graph, tables or GraphTables(graph), stop, streamed, streamed_out)
     while scan.start > start:
         scan.prepend()
     return scan.single_peak
@@ -370,15 +376,20 @@ class Residents:
     depends on i and j only, so stage formation can weigh it per segment."""
 
     def __init__(
-        self, graph: PlanGraph, tables: GraphTables, streamed: frozenset[str] = frozenset()
+        self,
+        graph: PlanGraph,
+        tables: GraphTables,
+        streamed: frozenset[str] = frozenset(),
+        streamed_out: frozenset[str] = frozenset(),
     ):
         n = len(graph.nodes)
         delta = [0] * (n + 2)
         self.graph = graph
         self.tables = tables
         self.streamed = streamed
+        self.streamed_out = streamed_out
         for name, info in graph.tensors.items():
-            if info.is_const or name in streamed:
+            if info.is_const or name in streamed or name in streamed_out:
                 continue
             last = tables.last_use[name]
             p = graph.producer(name)
@@ -400,7 +411,7 @@ class Residents:
             align(graph.tensors[name].nbytes)
             for k in range(start, stop)
             for name in graph.nodes[k].outputs
-            if last_use[name] >= stop
+            if last_use[name] >= stop and name not in self.streamed_out
         )
 
     def of(self, start: int, stop: int) -> int:
@@ -428,7 +439,7 @@ class Residents:
         graph, last_use = self.graph, self.tables.last_use
         best: tuple[int, str] | None = None
         for name, info in graph.tensors.items():
-            if info.is_const or name in self.streamed:
+            if info.is_const or name in self.streamed or name in self.streamed_out:
                 continue
             p = graph.producer(name)
             last = last_use[name]
@@ -450,8 +461,10 @@ class _NormalScan:
         tables: GraphTables,
         stop: int,
         streamed: frozenset[str] = frozenset(),
+        streamed_out: frozenset[str] = frozenset(),
     ):
         self.streamed = streamed
+        self.streamed_out = streamed_out
         self.graph = graph
         self.tables = tables
         self.stop = stop
@@ -493,8 +506,11 @@ class _NormalScan:
             is_out = last >= self.stop
             if is_out:
                 self.writes += info.nbytes
-                self.out_bytes += size
-            else:
+                if name not in self.streamed_out:
+                    self.out_bytes += size
+            if not is_out or name in self.streamed_out:
+                # a streamed output is the stage's own until it is sent, at its end
+                last = self.stop - 1 if is_out else last
                 inner, dsum = self.inner, self.dsum
                 for q in range(k, max(k, last) + 1):
                     v = inner.get(q, 0) + size
@@ -978,6 +994,8 @@ class _Ctx:
     )
     streamed: frozenset[str] = frozenset()
     """The model inputs that arrive as a stream of rows (resident nowhere)."""
+    streamed_out: frozenset[str] = frozenset()
+    """The model outputs that leave as a stream of rows (resident nowhere)."""
     residents: Residents | None = None
     """Set in a single-arena plan: every segment's budget is the fast budget
     less what stays resident while it runs."""
@@ -1003,7 +1021,7 @@ class _Ctx:
         or in a single arena the `single_peak` (inputs and outputs resident)."""
         if self.residents is None:
             return normal_peak(self.graph, start, stop, self.tables)
-        return single_peak(self.graph, start, stop, self.tables, self.streamed)
+        return single_peak(self.graph, start, stop, self.tables, self.streamed, self.streamed_out)
 
     def normal_resident(self, start: int, stop: int) -> int:
         """Resident beside a normal stage of ops [start, stop)."""
@@ -1303,7 +1321,7 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
     best: list[tuple[int, int]] = [(0, 0)] + [(_INF, 0)] * n
     back: list[tuple[tuple[int, int], ...]] = [()] * (n + 1)
     for j in range(1, n + 1):
-        normal = _NormalScan(graph, tables, j, ctx.streamed)
+        normal = _NormalScan(graph, tables, j, ctx.streamed, ctx.streamed_out)
         band = BandBuilder(tables, j)
         band_ok = True
         tiled: list[tuple[int, int, bool, int]] = []  # (bound, i, a chain may fit, reads)
@@ -1665,6 +1683,7 @@ def plan(
     *,
     slow_budget: int | None = None,
     stream_input: bool = False,
+    stream_output: bool = False,
     chain_1d: bool = False,
     mac_weight: int = 1,
 ) -> Plan:
@@ -1681,7 +1700,9 @@ def plan(
     With `stream_input` the model inputs are resident nowhere: every unit
     reading one asks a callback for the rows it loads (bands of whole rows,
     so such a unit runs normally, in strips or in a chain; a line-buffered
-    chain asks for each row once).
+    chain asks for each row once). With `stream_output` the model outputs
+    nothing reads leave the same way, each row once, as their producer spills
+    it (a normal stage sends its whole output when it ends).
 
     `chain_1d` lets rank-3 (1D) feature maps chain too; the spec's rule 2
     asks for rank 4, so it is off by default. `mac_weight` is what one
@@ -1695,7 +1716,10 @@ def plan(
     ranks = (3, 4) if chain_1d else (4,)
     tables = GraphTables(graph)
     streamed = _streamed(graph, stream_input)
-    free = _plan(_Ctx(graph, tables, budget, ranks, mac_weight, streamed=streamed))
+    out = _streamed_out(graph, stream_output)
+    free = _plan(
+        _Ctx(graph, tables, budget, ranks, mac_weight, streamed=streamed, streamed_out=out)
+    )
     if slow_budget is None:
         return free
     if free.fits and free.slow_peak <= slow_budget:
@@ -1707,13 +1731,19 @@ def plan(
         ranks,
         mac_weight,
         streamed=streamed,
-        residents=Residents(graph, tables, streamed),
+        streamed_out=out,
+        residents=Residents(graph, tables, streamed, out),
     )
     single = _plan(one)
     if single.fits:
         return replace(single, slow_budget=slow_budget)
     need = min_single_budget(
-        graph, chain_1d=chain_1d, mac_weight=mac_weight, tables=tables, stream_input=stream_input
+        graph,
+        chain_1d=chain_1d,
+        mac_weight=mac_weight,
+        tables=tables,
+        stream_input=stream_input,
+        stream_output=stream_output,
     )
     return replace(
         single,
@@ -1729,6 +1759,18 @@ def _streamed(graph: PlanGraph, stream_input: bool) -> frozenset[str]:
     if not stream_input:
         return frozenset()
     return frozenset(x for x in graph.inputs if not graph.tensors[x].is_const)
+
+
+def _streamed_out(graph: PlanGraph, stream_output: bool) -> frozenset[str]:
+    """The model outputs a streamed plan sends by rows: those of rank 2 or more
+    that no op reads (an output read later stays resident)."""
+    if not stream_output:
+        return frozenset()
+    return frozenset(
+        x
+        for x in graph.outputs
+        if graph.producer(x) is not None and not graph.consumers(x) and graph.tensors[x].rank >= 2
+    )
 
 
 def _plan(ctx: _Ctx) -> Plan:
@@ -1860,7 +1902,7 @@ def _figures(
             p = graph.producer(name)
             readers = {unit_of_node[k] for k in graph.consumers(name)}
             birth = 0 if p is None else unit_of_node[p]
-            if name in ctx.streamed:
+            if name in ctx.streamed or name in ctx.streamed_out:
                 continue
             in_slow = (p is None and (readers or name in graph.outputs)) or (
                 p is not None and (name in graph.outputs or any(r != birth for r in readers))
@@ -1903,6 +1945,12 @@ def _figures(
     )
     rows, streamed_bytes = _stream_loads(ctx, stages, chains, in_place)
     reads -= streamed_bytes
+    out_rows = 0
+    for x in ctx.streamed_out:  # each row sent once, not a slow write
+        info = graph.tensors[x]
+        out_rows += info.shape[1]
+        if not in_place:
+            writes -= info.nbytes
     if single:  # the loads and spills of a single arena move bytes within it
         reads = writes = 0
     recomputed = sum(s.recomputed_macs for s in stages if s.chain is None) + sum(
@@ -1927,6 +1975,9 @@ def _figures(
         stream_input=bool(ctx.streamed),
         stream_rows=rows,
         stream_bytes=streamed_bytes + _in_place_stream(ctx, stages, in_place),
+        stream_output=bool(ctx.streamed_out),
+        streamed_outputs=ctx.streamed_out,
+        out_rows=out_rows,
         failed_tensor=failed_tensor,
     )
 
@@ -1983,6 +2034,7 @@ def min_single_budget(
     mac_weight: int = 1,
     tables: GraphTables | None = None,
     stream_input: bool = False,
+    stream_output: bool = False,
 ) -> int:
     """The smallest fast budget of a plan without slow memory: a bisection
     over `plan(graph, b, slow_budget=0).fits`, between the unbounded plan's
@@ -1995,9 +2047,10 @@ def min_single_budget(
     ranks = (3, 4) if chain_1d else (4,)
 
     streamed = _streamed(graph, stream_input)
+    out = _streamed_out(graph, stream_output)
 
     def ok(b: int) -> bool:
-        free = _plan(_Ctx(graph, tables, b, ranks, mac_weight, streamed=streamed))
+        free = _plan(_Ctx(graph, tables, b, ranks, mac_weight, streamed=streamed, streamed_out=out))
         if free.fits and free.slow_peak == 0:
             return True
         ctx = _Ctx(
@@ -2007,7 +2060,8 @@ def min_single_budget(
             ranks,
             mac_weight,
             streamed=streamed,
-            residents=Residents(graph, tables, streamed),
+            streamed_out=out,
+            residents=Residents(graph, tables, streamed, out),
         )
         return _plan(ctx).fits
 
@@ -2029,21 +2083,27 @@ def min_single_budget(
 
 
 def min_fast_budget(
-    graph: PlanGraph, slow_budget: int | None = None, stream_input: bool = False
+    graph: PlanGraph,
+    slow_budget: int | None = None,
+    stream_input: bool = False,
+    stream_output: bool = False,
 ) -> int:
     """The smallest fast budget that fits beside `slow_budget` (None:
     unbounded, `min_budget`; 0: a single arena, `min_single_budget`; else a
     bisection over `plan(graph, b, slow_budget=...).fits` between the two)."""
-    if slow_budget is None and not stream_input:
+    if slow_budget is None and not stream_input and not stream_output:
         return min_budget(graph)
     tables = GraphTables(graph)
-    single = min_single_budget(graph, tables=tables, stream_input=stream_input)
+    single = min_single_budget(
+        graph, tables=tables, stream_input=stream_input, stream_output=stream_output
+    )
     if slow_budget == 0:
         return single
     lo, hi = min_budget(graph), single
     while lo < hi:
         mid = (lo + hi) // 2
-        if plan(graph, mid, slow_budget=slow_budget, stream_input=stream_input).fits:
+        kw = {"stream_input": stream_input, "stream_output": stream_output}
+        if plan(graph, mid, slow_budget=slow_budget, **kw).fits:
             hi = mid
         else:
             lo = mid + 1
@@ -2051,17 +2111,22 @@ def min_fast_budget(
 
 
 def frontier(
-    graph: PlanGraph, slow_budget: int | None = None, points: int = 8, stream_input: bool = False
+    graph: PlanGraph,
+    slow_budget: int | None = None,
+    points: int = 8,
+    stream_input: bool = False,
+    stream_output: bool = False,
 ) -> list[Plan]:
     """Plans from the smallest fast budget that fits beside `slow_budget` up
     to the layer-by-layer peak, at `points` budgets spaced evenly in ratio:
     the memory against recomputed MACs and slow traffic."""
-    least = min_fast_budget(graph, slow_budget, stream_input)
+    least = min_fast_budget(graph, slow_budget, stream_input, stream_output)
     most = max(least, normal_peak(graph, 0, len(graph.nodes)) if graph.nodes else least)
     budgets = sorted(
         {int(round(least * (most / least) ** (i / max(points - 1, 1)))) for i in range(points)}
     )
-    return [plan(graph, b, slow_budget=slow_budget, stream_input=stream_input) for b in budgets]
+    kw = {"stream_input": stream_input, "stream_output": stream_output}
+    return [plan(graph, b, slow_budget=slow_budget, **kw) for b in budgets]
 
 
 def min_budget(graph: PlanGraph) -> int:

@@ -36,7 +36,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tigris_ir.backend.c.network import CSource, print_network
 from tigris_ir.interp.program import RunStats
-from tigris_ir.reference.executor import to_internal
+from tigris_ir.reference.executor import to_boundary, to_internal
 
 REQUIRED_FLAGS = ("-std=c99", "-ffp-contract=off")
 DEFAULT_FLAGS = ("-O3", "-march=native")
@@ -153,13 +153,31 @@ int {n}_input_rows(int first_row, int rows, void *dst)
     return 0;
 }}
 """
+    sent = bool(source.outputs) and source.outputs[0].streamed
+    if sent:
+        orb = source.outputs[0].nbytes // source.outputs[0].shape[1]
+        stream += f"""
+/* The output stream: rows into the output buffer (channels-last), counted. */
+static unsigned char *sent_data;
+static unsigned long long sent_rows;
+
+int {n}_output_rows(int first_row, int rows, const void *src)
+{{
+    if (first_row < 0 || rows < 0 || first_row + rows > {source.outputs[0].shape[1]}) return 1;
+    memcpy(sent_data + (size_t)first_row * {orb}, src, (size_t)rows * {orb});
+    sent_rows += (unsigned long long)rows;
+    return 0;
+}}
+"""
     pass_input = (
         "    stream_data = (const unsigned char *)ins[0];\n    ins[0] = NULL;\n"
         if streamed
         else ""
-    )
+    ) + ("    sent_data = (unsigned char *)outs[0];\n" if sent else "")
     free_stream = "    free((void *)stream_data);\n" if streamed else ""
     print_rows = '    printf("stream rows: %llu\\n", stream_rows);\n' if streamed else ""
+    if sent:
+        print_rows += '    printf("output rows: %llu\\n", sent_rows);\n'
     return f"""\
 /* The harness of '{n}': {n}_run_n on files of raw bytes.
  *   ./run [-r REPEAT] IN0 ... OUT0 ...
@@ -360,6 +378,10 @@ def execute(
             np.frombuffer(path.read_bytes(), dtype=p.dtype).reshape(p.shape).copy()
             for path, p in zip(outs, source.outputs)
         ]
+        outputs = [  # a streamed output arrived channels-last
+            to_boundary(y, p.layout) if p.streamed else y
+            for y, p in zip(outputs, source.outputs)
+        ]
     figures: dict[str, float] = {}
     for line in res.stdout.splitlines():
         key, sep, val = line.rpartition(":")
@@ -407,6 +429,7 @@ def stats_of(source: CSource, figures: Mapping[str, float]) -> RunStats:
         get("tiles"),
         int(figures.get("stream rows", 0)),
         int(figures.get("stream rows", 0)) * _stream_row_bytes(source),
+        int(figures.get("output rows", 0)),
     )
 
 

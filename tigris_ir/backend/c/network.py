@@ -568,6 +568,18 @@ class _Printer:
         space = loop.space_of(t)
         lv = self.lives.get(id(op))
         off = op.attributes.get(OFFSET_ATTR)
+        if space == loop.STREAM.data:  # a streamed output: spills call the row callback
+            if len(self.fn.function_type.outputs.data) != 1:
+                raise NetworkError("a streamed output is printed for a model of one output")
+            self.vals[op.memref] = _Mem(
+                "0",
+                c_band.c_type(_elem_dtype(t)),
+                tuple(str(d) for d in t.get_shape()),
+                _static_strides(t, op),
+                space,
+                "stream_out",
+            )
+            return
         if not space or lv is None:
             raise NetworkError(f"{_what(op)}: a buffer in no memory space")
         if not isinstance(off, IntegerAttr):
@@ -695,6 +707,9 @@ class _Printer:
         if src.space == loop.STREAM.data:
             self._stream_rows(op, src, dst)
             return
+        if dst.space == loop.STREAM.data:
+            self._stream_rows(op, dst, src, out=True)
+            return
         sizes = []
         for ax, (a, b) in enumerate(zip(src.sizes, dst.sizes)):
             if _is_int(a) and _is_int(b) and a != b:
@@ -726,9 +741,10 @@ class _Printer:
         self.emit(f"TIGRIS_PROF_END({k});")
         self.close()
 
-    def _stream_rows(self, op: mr.CopyOp, src: _Mem, dst: _Mem) -> None:
+    def _stream_rows(self, op: mr.CopyOp, src: _Mem, dst: _Mem, out: bool = False) -> None:
         """A band of whole input rows asked of the callback, written densely
-        into the destination (which holds whole rows of every channel)."""
+        into the destination (which holds whole rows of every channel); with
+        `out`, a band of output rows (`src` the stream) handed to its callback."""
         if src.rank < 2 or not all(_is_int(s) for s in src.sizes[2:]):
             raise NetworkError(f"{_what(op)}: a streamed input is read in bands of rows")
         row = 1
@@ -742,9 +758,11 @@ class _Printer:
             raise NetworkError(
                 f"{_what(op)}: a band of a streamed input must be whole rows of one image"
             )
+        call = "output_rows" if out else "input_rows"
+        cast = "const void *" if out else "void *"
         self.emit(
-            f"if ({self.name}_input_rows((int)({src.ptr} / {row}), (int)({src.sizes[1]}), "
-            f"(void *)({dst.ptr})) != 0) return 2;"
+            f"if ({self.name}_{call}((int)({src.ptr} / {row}), (int)({src.sizes[1]}), "
+            f"({cast})({dst.ptr})) != 0) return 2;"
         )
 
     def _count(self, sizes: Sequence[str]) -> str:
@@ -1225,6 +1243,18 @@ def _header(p: _Printer, ins: Sequence[CPort], outs: Sequence[CPort]) -> str:
             f"#define {u}_INPUT0_ROW_BYTES {rb}",
             f"int {n}_input_rows(int first_row, int rows, void *dst);",
         ]
+    if any(port.streamed for port in outs):
+        port = outs[0]
+        rb = port.nbytes // port.shape[1]
+        lines += [
+            f"/* The output '{port.name}' is streamed: the caller defines this function, which",
+            " * takes rows [first_row, first_row + rows) of the output, channels-last",
+            f" * ({rb} bytes a row), dense at src, each row once, and returns 0; anything",
+            f" * else stops the run, which then returns 2. {n}_run_n does not write",
+            " * outputs[0] (it may be NULL). */",
+            f"#define {u}_OUTPUT0_ROW_BYTES {rb}",
+            f"int {n}_output_rows(int first_row, int rows, const void *src);",
+        ]
     lines += [
         "/* The last run's figures: 0 in a -DTIGRIS_STATS build after a run, else -1. */",
         f"int {n}_stats({n}_stats_t *out);",
@@ -1292,7 +1322,8 @@ def print_network(
         if not ins[i].streamed:
             pre.append(f"if (inputs[{i}] == NULL) return 1;")
     for i in range(len(outs)):
-        pre.append(f"if (outputs[{i}] == NULL) return 1;")
+        if not outs[i].streamed:
+            pre.append(f"if (outputs[{i}] == NULL) return 1;")
     pre.append("#ifdef TIGRIS_STATS")
     pre.append(f"memset(&{name}_stats_now_, 0, sizeof {name}_stats_now_);")
     pre.append(f"{name}_fast_live_ = {name}_slow_live_ = 0;")
@@ -1305,7 +1336,8 @@ def print_network(
             inputs_text += _boundary_copy(p, m, port, f"inputs[{i}]", True)
     outputs_text: list[str] = []
     for i, (m, port) in enumerate(zip(p.returned, outs)):
-        outputs_text += _boundary_copy(p, m, port, f"outputs[{i}]", False)
+        if not port.streamed:
+            outputs_text += _boundary_copy(p, m, port, f"outputs[{i}]", False)
     total = len(p.prof)
     pre.append(f"TIGRIS_PROF_BEGIN({total});")
     pad = "    "

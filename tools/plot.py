@@ -55,10 +55,10 @@ def plot_plan(
     if path.suffix.lower() not in (".png", ".svg"):
         raise PlotError(f"--plot '{path}': the picture is a .png or .svg file")
     try:
-        import matplotlib
+        import matplotlib  # pyright: ignore[reportMissingImports]  (the optional extra [plot])
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # pyright: ignore[reportMissingImports]
     except ImportError:
         raise PlotError(
             "--plot needs matplotlib, the optional extra of this package: pip install '.[plot]'"

@@ -2563,7 +2563,7 @@ class IndexMapOp(NNOp):
 
     def tables(self) -> list[np.ndarray]:
         """Per axis, the input index of each output index (int64)."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{self.name}: each index-map op defines its tables")
 
     def check_operands(self) -> None:
         _check_values(self)

@@ -29,7 +29,6 @@ import pytest
 from onnx import numpy_helper
 from xdsl.context import Context
 
-from tigris_ir.frontend import onnx_import
 from tigris_ir.frontend.onnx_import import Imported, import_model
 from tigris_ir.interp.loop_ir import run_loop_module
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
@@ -54,15 +53,6 @@ TOLERANCES = {
 }
 """(rtol, atol) per model, as onnx's backend runner has them."""
 
-NEEDS = {
-    "bvlc_alexnet": "LRN",
-    "inception_v1": "LRN",
-    "zfnet512": "LRN",
-    "resnet50": "Sum",
-    "shufflenet": "Sum",
-}
-"""The operator each model waits for, while the importer has no handler for it."""
-
 ALL = os.environ.get("TIGRIS_LIGHT_MODELS", "") == "all"
 DEFAULT = ("squeezenet",)
 
@@ -71,11 +61,6 @@ def _cases(names=TOLERANCES):
     out = []
     for n in names:
         marks = []
-        op = NEEDS.get(n)
-        if op is not None and op not in onnx_import._HANDLERS:
-            marks.append(
-                pytest.mark.xfail(reason=f"operator {op} is not imported yet", strict=True)
-            )
         if n not in DEFAULT and not ALL:
             marks.append(pytest.mark.skip(reason="slow: TIGRIS_LIGHT_MODELS=all runs it"))
         out.append(pytest.param(n, marks=marks, id=n))

@@ -45,7 +45,13 @@ from xdsl.utils.exceptions import VerifyException
 from tigris_ir.dialects import nn
 from tigris_ir.frontend import validate
 from tigris_ir.frontend.qoperator import QOperatorError
-from tigris_ir.frontend.simplify import Simplified, default_opset, simplify
+from tigris_ir.frontend.simplify import (
+    Simplified,
+    captures,
+    default_opset,
+    simplify,
+    subgraphs,
+)
 
 Layout = str  # "cl": channels-last permutation of ONNX's NC..., "plain": as in ONNX
 
@@ -511,8 +517,8 @@ class _Importer:
                 self.producer[o] = node
             for inp in node.input:
                 self.consumers.setdefault(inp, []).append(node)
-            for sub in _subgraphs(node):
-                for name in sorted(_captures(sub)):
+            for sub in subgraphs(node):
+                for name in sorted(captures(sub)):
                     self.consumers.setdefault(name, []).append(node)
             if node.op_type == "Constant":
                 self.current = node
@@ -755,29 +761,6 @@ class _Importer:
 def _hint(name: str) -> str | None:
     h = re.sub(r"[^A-Za-z0-9_]", "_", name)
     return h if h and not h[0].isdigit() else None
-
-
-def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
-    """The graph-valued attributes of a node (If's branches, Loop's body)."""
-    out: list[onnx.GraphProto] = []
-    for a in node.attribute:
-        if a.type == onnx.AttributeProto.GRAPH:
-            out.append(a.g)
-        elif a.type == onnx.AttributeProto.GRAPHS:
-            out.extend(a.graphs)
-    return out
-
-
-def _captures(graph: onnx.GraphProto) -> set[str]:
-    """Names a subgraph (or one nested in it) reads from enclosing graphs."""
-    defined = {i.name for i in graph.input} | {i.name for i in graph.initializer}
-    used: set[str] = {o.name for o in graph.output}
-    for n in graph.node:
-        defined.update(o for o in n.output if o)
-        used.update(i for i in n.input if i)
-        for sub in _subgraphs(n):
-            used |= _captures(sub)
-    return used - defined
 
 
 # ======================================================================= handlers

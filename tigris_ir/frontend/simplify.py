@@ -110,7 +110,8 @@ def default_opset(model: onnx.ModelProto) -> int:
     return 1
 
 
-def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+def subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    """The graph-valued attributes of a node (If's branches, Loop's body)."""
     out: list[onnx.GraphProto] = []
     for a in node.attribute:
         if a.type == onnx.AttributeProto.GRAPH:
@@ -127,7 +128,7 @@ def captures(graph: onnx.GraphProto) -> set[str]:
     for n in graph.node:
         defined.update(o for o in n.output if o)
         used.update(i for i in n.input if i)
-        for sub in _subgraphs(n):
+        for sub in subgraphs(n):
             used |= captures(sub)
     return used - defined
 
@@ -239,7 +240,7 @@ class _Folder:
         g = model.graph
         self.pinned = {o.name for o in g.output}
         for node in g.node:
-            for sub in _subgraphs(node):
+            for sub in subgraphs(node):
                 self.pinned |= captures(sub)
         self.run_params = {
             "verbose": 0,
@@ -331,7 +332,7 @@ class _Folder:
             end = min(max(end + r if end < 0 else end, 0), r)
             self.consts[node.output[0]] = np.array(s[start:end], np.int64)
             return "fold"
-        if all((not i) or i in self.consts for i in ins) and not _subgraphs(node):
+        if all((not i) or i in self.consts for i in ins) and not subgraphs(node):
             outs = self.evaluate(node)
             if outs is None:
                 return "keep"
@@ -390,7 +391,7 @@ def _live(
         if node.op_type == "Constant" or any(o in needed for o in node.output if o):
             live.append((i, node))
             needed.update(n for n in node.input if n)
-            for sub in _subgraphs(node):
+            for sub in subgraphs(node):
                 needed |= captures(sub)
     live.reverse()
     return live
@@ -439,4 +440,4 @@ def simplify(
     )
 
 
-__all__ = ["Simplified", "captures", "default_opset", "simplify"]
+__all__ = ["Simplified", "captures", "default_opset", "simplify", "subgraphs"]

@@ -161,3 +161,32 @@ def test_a_requested_geometry_on_a_band_is_honoured_or_declined(tmp_path: Path, 
     src = print_network(module, weights=imported.weights)
     assert "for (; i + 2 <= m; i += 2)" in src.c  # two-row passes: the request's
     assert "for (; i + 4 <= m; i += 4)" in src.c  # four-row ones: the default's
+
+
+@pytest.mark.parametrize("budget", ["16K", "64K"])
+def test_bands_of_varying_rows_keep_their_register_tile(budget: str) -> None:
+    """A band whose rows vary has a dynamic extent on its memref; its site's m is
+    the rows the buffer holds, so every matrix product still gets a register tile
+    (a negative m would leave it without one and print the scalar direct loop)."""
+    from xdsl.dialects.builtin import MemRefType
+
+    from tigris_ir.dialects import loop
+    from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+    from tigris_ir.passes.plan_arena import PlanArenaPass
+    from tigris_ir.plan.memory import parse_budget
+
+    module = import_model(zoo.build("mobilenet_v2", size="small"), origin="mnv2").module
+    LowerToLoopsPass(budget=parse_budget(budget)).apply(Context(), module)
+    PlanArenaPass().apply(Context(), module)
+    decide.decide_defaults(module)
+    found = list(decide.sites(module))
+    dynamic = 0
+    for op, site in found:
+        parent = op.parent_op()
+        if isinstance(parent, loop.BandOp):
+            ty = parent.outputs[0].type
+            assert isinstance(ty, MemRefType)
+            dynamic += any(d < 0 for d in ty.get_shape())
+        assert 0 < site.m <= 1 << 20, (op.name, site)
+        assert isinstance(op.attributes.get(GEOM), GeomAttr), (op.name, site)
+    assert found and dynamic, "the plan should hold bands of varying rows"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FileLineColLoc, NameLoc
+from xdsl.dialects.builtin import FileLineColLoc, MemRefType, NameLoc
 from xdsl.ir import Operation
 
 from tigris_ir.dialects import loop, nn
@@ -47,14 +47,35 @@ def _dtype(op: Operation) -> Dtype:
 
 def _band_shape(op: Operation) -> tuple[int, ...] | None:
     """The output shape of the largest band a loop-level op computes, if it is
-    the body of a `loop.band`."""
+    the body of a `loop.band`.
+
+    A band of varying rows has a dynamic extent on its memref: its bound is what
+    the buffer holds along that axis (the stride of the axis outside it over its
+    own), and never more than the op's whole output.
+    """
     parent = op.parent_op()
-    if isinstance(parent, loop.BandOp) and parent.outputs:
-        ty = parent.outputs[0].type
-        shape = getattr(ty, "get_shape", None)
-        if shape is not None:
-            return tuple(shape())
-    return None
+    if not (isinstance(parent, loop.BandOp) and parent.outputs):
+        return None
+    ty = parent.outputs[0].type
+    if not isinstance(ty, MemRefType):
+        return None
+    shape = list(ty.get_shape())
+    if all(d >= 0 for d in shape):
+        return tuple(shape)
+    whole = nn.shape_of(op.results[0]) if op.results else None
+    strides = ty.get_strides()
+    for i, d in enumerate(shape):
+        if d >= 0:
+            continue
+        bound = whole[i] if whole is not None and len(whole) == len(shape) else None
+        outer, inner = (strides[i - 1], strides[i]) if strides is not None and i > 0 else (0, 0)
+        if outer and inner:
+            held = outer // inner
+            bound = held if bound is None else min(bound, held)
+        if bound is None:
+            return None
+        shape[i] = bound
+    return tuple(shape)
 
 
 def _rows(shape: tuple[int, ...]) -> int:

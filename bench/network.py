@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -100,7 +101,11 @@ BEFORE = "bae3857"
 """The revision whose printer the "before" columns run."""
 
 _BEFORE_CHILD = r"""
-import json, sys
+import json, os, sys
+# the editable install of today's tree resolves any module the revision lacks:
+# without its finders every project module comes from the revision or fails
+sys.meta_path[:] = [f for f in sys.meta_path
+                    if not getattr(f, "__module__", "").startswith("__editable__")]
 import numpy as np
 import zoo
 from xdsl.context import Context
@@ -117,9 +122,34 @@ imp = import_model(model, origin=name)
 LowerToLoopsPass(budget=parse_budget(budget)).apply(Context(), imp.module)
 PlanArenaPass().apply(Context(), imp.module)
 src = print_network(imp.module, weights=imp.weights)
+project = ("tigris_ir", "dialects", "passes", "tools", "zoo")
+files = sorted({os.path.realpath(m.__file__) for k, m in list(sys.modules.items())
+                if k.split(".")[0] in project and getattr(m, "__file__", None)})
 json.dump({"c": src.c, "h": src.h, "fast": src.fast_arena, "slow": src.slow_arena,
-           "package": tigris_ir.__file__}, open(sys.argv[4], "w"))
+           "package": tigris_ir.__file__, "files": files}, open(sys.argv[4], "w"))
 """
+
+
+def link_packages(tree: Path) -> None:
+    """Make the exported tree importable as its install would be: every package
+    its pyproject maps to another folder (setuptools' package-dir, e.g.
+    tigris_ir.passes -> passes/) gets a link at its import path."""
+    pyproject = tree / "pyproject.toml"
+    if not pyproject.exists():
+        return
+    cfg = tomllib.loads(pyproject.read_text())
+    dirs = cfg.get("tool", {}).get("setuptools", {}).get("package-dir", {})
+    for name, folder in dirs.items():
+        path = tree.joinpath(*name.split(".")) if name else tree
+        target = tree / folder
+        if name and not path.exists() and not path.is_symlink() and target.is_dir():
+            path.symlink_to(os.path.relpath(target, path.parent))
+
+
+def foreign_modules(tree: Path, files: list[str]) -> list[str]:
+    """The project modules a revision's child imported from outside its tree."""
+    root = os.path.realpath(tree) + os.sep
+    return [f for f in files if not f.startswith(root)]
 
 
 def export_revision(rev: str, into: Path) -> Path | None:
@@ -136,6 +166,7 @@ def export_revision(rev: str, into: Path) -> Path | None:
         return None
     tree.mkdir(parents=True)
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    link_packages(tree)
     return tree
 
 
@@ -153,8 +184,9 @@ def before_source(tree: Path, today: CSource, name: str, dtype: str, budget: str
             check=True,
         )
         got = json.loads(out.read_text())
-    if not str(got["package"]).startswith(str(tree)):
-        raise RuntimeError(f"the revision's child imported {got['package']}")
+    foreign = foreign_modules(tree, [str(got["package"]), *got["files"]])
+    if foreign:
+        raise RuntimeError(f"the revision's child imported {', '.join(foreign[:3])}")
     return CSource(
         today.name, got["c"], got["h"], today.inputs, today.outputs, got["fast"], got["slow"]
     )

@@ -16,7 +16,7 @@ from tigris_ir.backend.c.build import REQUIRED_FLAGS
 from tigris_ir.rtile import autotune
 from tigris_ir.rtile import model as rt
 from tigris_ir.rtile.model import Geometry as G
-from tigris_ir.rtile.targets import avx2, host_target
+from tigris_ir.rtile.targets import can_run, get_target, host_target
 
 F32_CASES = [
     (13, 19, 9, G(4, 2, 8)),
@@ -44,13 +44,22 @@ def test_float32_equals_float64(m: int, n: int, k: int, g: G):
     assert float(np.abs(y - ref).max()) <= 1e-5 * max(1.0, float(np.abs(ref).max()))
 
 
-@pytest.mark.parametrize(("m", "n", "k"), [(13, 21, 9), (70, 40, 33), (4, 8, 1)])
-def test_int8_is_bit_exact(m: int, n: int, k: int):
-    target = avx2.int8_file()
+@pytest.mark.parametrize("name", ["avx2", "avx512-vnni"])
+@pytest.mark.parametrize(
+    ("m", "n", "k"), [(13, 21, 9), (70, 40, 33), (4, 8, 1), (9, 50, 130), (66, 16, 4)]
+)
+def test_int8_is_bit_exact(m: int, n: int, k: int, name: str):
+    """int16 pairs (pmaddwd) and u8 x s8 groups of four with the offset
+    corrected in the bias (vpdpbusd), k of every remainder, column tails."""
+    reason = can_run(get_target(name))
+    if reason:
+        pytest.skip(reason)
+    target = get_target(name).int8_file()
     g = rt.default(target, m, n)
     assert g is not None
     p = gebp.Problem(m, n, k, "int8")
     kernel = gebp.build(g, p, target)
+    assert kernel.plan.dot == get_target(name).int8_dot
     a, b, bias, mult = autotune.operands(p, seed=k)
     assert mult is not None
     call, y = autotune.call_of(kernel, a, b, bias, mult)

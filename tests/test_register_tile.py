@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tigris_ir.rtile import kernel as rk
 from tigris_ir.rtile import model as rt
 from tigris_ir.rtile.model import Geometry as G
 from tigris_ir.rtile.targets import Target, avx2, avx512, detect_target, get_target, neon, sse
@@ -394,3 +395,21 @@ def test_detect_target_from_cpuinfo(flags: str, machine: str, isa: str, vnni: bo
     t = detect_target(f"processor\t: 0\nflags\t\t: {flags}\n", machine)
     assert (t.name, t.isa, t.vnni) == ("host", isa, vnni)
     assert rt.rn_cap(t) == (6 if t.vector_registers == 32 else 3)
+
+
+@pytest.mark.parametrize(
+    ("name", "dot", "lanes"),
+    [("avx512-vnni", "vpdpbusd", 16), ("avx512", "pmaddwd", 8), ("avx2", "pmaddwd", 8),
+     ("sse", "none", 4)],
+)
+def test_the_int8_instruction_is_the_targets(name: str, dot: str, lanes: int):
+    """VNNI targets multiply int8 in u8 x s8 groups of four into zmm int32
+    lanes; the kernel plan packs k to that group, one byte per step."""
+    t = get_target(name)
+    assert t.int8_dot == dot
+    file = t.int8_file()
+    g = rt.default(file, 64, 64)
+    assert g is not None and g.lanes == lanes
+    p = rk.plan(t, g, 27, True, "rows")
+    assert p.dot == dot and p.kp == -(-27 // rk.dot_group(dot)) * rk.dot_group(dot)
+    assert p.scratch == p.mc * p.kp * (1 if dot == "vpdpbusd" else 2)

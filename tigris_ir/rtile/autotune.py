@@ -142,7 +142,7 @@ def call_of(kernel: gebp_c.Kernel, a: np.ndarray, b: np.ndarray, bias: np.ndarra
     """A call of the kernel on packed operands (packed once, as a network's
     weights are) and the array it writes."""
     out = np.empty((kernel.problem.m, kernel.problem.n), a.dtype)
-    bp, bs = kernel.pack(b), kernel.pad(bias)
+    bp, bs = kernel.pack(b), kernel.bias(b, bias)
     ms = None if mult is None else kernel.pad(mult)
     return (lambda: kernel.call(a, bp, bs, out, ms)), out
 

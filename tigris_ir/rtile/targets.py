@@ -113,6 +113,8 @@ class Target:
     @property
     def int8_dot(self) -> Int8Dot:
         """The int8 multiply-accumulate of this target's kernels."""
+        if self.isa == "avx512" and self.vnni:
+            return "vpdpbusd"
         if self.isa in ("avx2", "avx512"):
             return "pmaddwd"
         return "none"

@@ -14,9 +14,12 @@ weights (the portable build):
   vector accumulators of `lanes` lanes are the op's `#rtile.geom` (the
   `gebp-tile` pass) and whose instruction, packing, K blocks and row blocks
   are its `#rtile.kernel` (the `lower-gebp` pass); weights in zero-padded
-  column panels, a dynamic row count with a row tail; int8 runs int16 pair
-  products (`pmaddwd`, exact) with the zero point subtracted while the rows
-  are packed, and one requantization;
+  column panels, a dynamic row count with a row tail; int8 runs, by the
+  kernel's instruction, int16 pair products (`pmaddwd`, exact) with the zero
+  point subtracted while the rows are packed, or on AVX512-VNNI u8 x s8 groups
+  of four (`vpdpbusd`) on rows packed as unsigned bytes (int8 inputs + 128),
+  the offset taken off the bias at print time (`bias_cols`); then one
+  requantization;
 * depthwise convolutions: per output pixel one pointer per tap (a pad row of
   zeros, or of the input zero point, where the tap leaves the image), vectors
   over channels;
@@ -304,6 +307,38 @@ static inline __attribute__((unused)) __m512i tg_rq16(
     unit.helper("c_conv.i8_512", code)
 
 
+def _vnni_prelude(unit: CUnit) -> None:
+    """AVX512-VNNI helpers of the int8 GEBP kernels, defined (with TG_VNNI)
+    where the compiler targets VNNI: u8 x s8 groups of four k steps
+    (`vpdpbusd`) into sixteen int32 lanes, and their requantized stores."""
+    _i8_512_prelude(unit)
+    code = """#if defined(TG_AVX512I) && defined(__AVX512VNNI__)
+#define TG_VNNI 1
+static inline __attribute__((unused)) int32_t tg_ld32b(const uint8_t *p) {
+  int32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+/* Sixteen int32 lanes already in range, stored as their first n bytes
+   (saturating narrows, exact in range; no masked stores: gcc 12 fails on them). */
+static inline __attribute__((unused)) void tg_st16s(int8_t *p, __m512i v, int n) {
+  __m128i h = _mm512_cvtsepi32_epi8(v);
+  if (n == 16) { _mm_storeu_si128((__m128i *)(void *)p, h); return; }
+  unsigned char t[16];
+  _mm_storeu_si128((__m128i *)(void *)t, h);
+  memcpy(p, t, (size_t)n);
+}
+static inline __attribute__((unused)) void tg_st16u(uint8_t *p, __m512i v, int n) {
+  __m128i h = _mm512_cvtusepi32_epi8(v);
+  if (n == 16) { _mm_storeu_si128((__m128i *)(void *)p, h); return; }
+  unsigned char t[16];
+  _mm_storeu_si128((__m128i *)(void *)t, h);
+  memcpy(p, t, (size_t)n);
+}
+#endif"""
+    unit.helper("c_conv.vnni", code)
+
+
 # ---------------------------------------------------------------------------
 # operands as the kernels index them
 
@@ -485,6 +520,11 @@ class _Panels:
         return rk.dot_group(self.plan.dot)
 
     @property
+    def vnni(self) -> bool:
+        """Whether the kernel runs u8 x s8 groups of four (`vpdpbusd`)."""
+        return self.plan.dot == "vpdpbusd"
+
+    @property
     def size(self) -> int:
         return self.kp * self.npad
 
@@ -496,7 +536,7 @@ class _Panels:
         )
 
 
-INT8_LANES: dict[str, int] = {"pmaddwd": 8, "none": 8}
+INT8_LANES: dict[str, tuple[int, ...]] = {"vpdpbusd": (16, 8), "pmaddwd": (8,), "none": (8,)}
 """The int32 lanes the int8 kernels of each instruction are written for."""
 
 
@@ -514,9 +554,10 @@ def _panels(op: nn.NNOp, k: int, n: int, int8: bool) -> _Panels:
         raise CLoweringError(f"{op.name}: {kern} does not pack a contraction of {k}")
     if int8 != (plan.dot != "fma"):
         raise CLoweringError(f"{op.name}: {kern} is not a {'n int8' if int8 else ' float'} kernel")
-    if int8 and INT8_LANES.get(plan.dot) != g.lanes:
+    if int8 and g.lanes not in INT8_LANES.get(plan.dot, ()):
+        widths = " or ".join(str(w) for w in INT8_LANES.get(plan.dot, ()))
         raise CLoweringError(
-            f"{op.name}: the {plan.dot} kernels run {INT8_LANES.get(plan.dot)} int32 lanes, "
+            f"{op.name}: the {plan.dot} kernels run {widths} int32 lanes, "
             f"not the {rt.show(g)} of this op"
         )
     name = getattr(label, "data", "host")
@@ -583,6 +624,17 @@ def _pack_b(p: _Panels, b: np.ndarray) -> np.ndarray:
             blk = blk.reshape(p.kp // p.group, p.group, w).transpose(0, 2, 1)
         parts.append(blk.reshape(-1))
     return np.concatenate(parts) if parts else np.zeros(0, b.dtype)
+
+
+def bias_cols(p: _Panels, b: np.ndarray, bias: np.ndarray, xzp: int, xt: str) -> np.ndarray:
+    """The int32 bias the int8 kernels start their sums from, padded to the
+    panels' columns: the bias itself, or for `vpdpbusd`, whose packed rows
+    hold x - zp + offset (`_x_offset`), the bias less offset * B's column sums."""
+    out = np.asarray(bias, np.int64).reshape(-1)
+    if p.vnni:
+        off = xzp + 128 if xt == "int8_t" else xzp
+        out = out - off * np.asarray(b, np.int64).sum(axis=0)
+    return _pad_cols(p, out.astype(np.int32))
 
 
 def _pad_cols(p: _Panels, v: np.ndarray) -> np.ndarray:
@@ -712,6 +764,158 @@ def _i8_tile(unit: CUnit, r: int, v: int, last: int, yt: str) -> str:
         return "\n".join(out)
 
     return _helper(unit, f"imk.{r}.{v}.{last}.{yt}", f"tg_imk_{r}x{v}_{last}", build)
+
+
+@dataclass(frozen=True)
+class _VnniIsa:
+    """The intrinsics of the `vpdpbusd` kernels at one width of int32 lanes."""
+
+    vec: str
+    fvec: str
+    load: str
+    set1: str
+    dot: str
+    loadps: str
+    set1ps: str
+    requant: str
+    store: str
+
+
+_VNNI: dict[int, _VnniIsa] = {
+    16: _VnniIsa(
+        "__m512i", "__m512", "_mm512_loadu_si512({p})", "_mm512_set1_epi32",
+        "_mm512_dpbusd_epi32", "_mm512_loadu_ps", "_mm512_set1_ps", "tg_rq16", "tg_st16",
+    ),
+    8: _VnniIsa(
+        "__m256i", "__m256", "_mm256_loadu_si256((const __m256i *)(const void *)({p}))",
+        "_mm256_set1_epi32", "_mm256_dpbusd_epi32", "_mm256_loadu_ps", "_mm256_set1_ps",
+        "tg_rq", "tg_st8",
+    ),
+}
+"""The lane widths the `vpdpbusd` kernels are written for: zmm, and ymm
+(AVX512VL) for sites too narrow to fill sixteen columns."""
+
+
+def _vnni_tile(unit: CUnit, lanes: int, r: int, v: int, last: int, yt: str) -> str:
+    """One int8 micro-tile on AVX512-VNNI: u8 x s8 groups of four k steps
+    into `lanes` int32 lanes (`vpdpbusd`), then requantized."""
+    x = _VNNI[lanes]
+    store = x.store + ("u" if yt == "uint8_t" else "s")
+
+    def build(name: str) -> str:
+        acc = {(i, j): f"c{i}_{j}" for i in range(r) for j in range(v)}
+        out = [
+            "#ifdef TG_VNNI",
+            f"static inline __attribute__((always_inline)) void {name}(",
+            "    const uint8_t *restrict a, long lda, const int8_t *restrict b,",
+            f"    {yt} *restrict y, long ldy, int kq, const int32_t *restrict bias,",
+            f"    const float *restrict mult, {x.fvec} zp, {x.fvec} lo, {x.fvec} hi)",
+            "{",
+        ]
+        out += [
+            f"  const {x.vec} i{j} = {x.load.format(p=f'bias + {lanes * j}')};" for j in range(v)
+        ]
+        out += [f"  {x.vec} {acc[i, j]} = i{j};" for i in range(r) for j in range(v)]
+        out += [f"  const uint8_t *a{i} = a + {i} * lda;" for i in range(r)]
+        if r == rt.rm_cap:
+            out.append("  TG_UNROLL4I")
+        out.append("  for (int q = 0; q < kq; ++q) {")
+        out.append(f"    const int8_t *bq = b + (long)q * {4 * lanes * v};")
+
+        def bload(j: int) -> str:
+            ld = x.load.format(p=f"bq + {4 * lanes * j}")
+            return f"    {x.vec} b{j} = {ld}; TG_KEEPI(b{j});"
+
+        def splat(i: int) -> str:
+            return f"    {x.vec} s{i} = {x.set1}(tg_ld32b(a{i} + 4 * q)); TG_KEEPI(s{i});"
+
+        def mac(i: int, j: int) -> str:
+            return f"    {acc[i, j]} = {x.dot}({acc[i, j]}, s{i}, b{j});"
+
+        if v <= r:
+            out += [bload(j) for j in range(v)]
+            for i in range(r):
+                out.append(splat(i))
+                out += [mac(i, j) for j in range(v)]
+        else:
+            out += [splat(i) for i in range(r)]
+            for j in range(v):
+                out.append(bload(j))
+                out += [mac(i, j) for i in range(r)]
+        out.append("  }")
+        out += [f"  const {x.fvec} m{j} = {x.loadps}(mult + {lanes * j});" for j in range(v)]
+        for i in range(r):
+            for j in range(v):
+                width = last if j == v - 1 else lanes
+                out.append(
+                    f"  {store}(y + {i} * ldy + {lanes * j},"
+                    f" {x.requant}({acc[i, j]}, m{j}, zp, lo, hi), {width});"
+                )
+        out += ["}", "#endif"]
+        return "\n".join(out)
+
+    key = f"vmk.{lanes}.{r}.{v}.{last}.{yt}"
+    return _helper(unit, key, f"tg_vmk{lanes}_{r}x{v}_{last}", build)
+
+
+def _x_offset(q: _Q) -> int:
+    """The unsigned byte an input's zero point is in the `vpdpbusd` kernels'
+    packed rows (int8 inputs are offset by 128 to make them unsigned)."""
+    return q.xzp + 128 if q.xt == "int8_t" else q.xzp
+
+
+def _to_u8(q: _Q, v: str) -> str:
+    """C for an input value as the unsigned byte the `vpdpbusd` kernels pack."""
+    return f"(uint8_t)({v} ^ 0x80)" if q.xt == "int8_t" else f"(uint8_t){v}"
+
+
+def _vnni_block(unit: CUnit, p: _Panels, q: _Q) -> str:
+    """The int8 panel sweep over m packed rows of unsigned bytes (AVX512-VNNI
+    only); the bias it starts from is `bias_cols`'s, which corrects the packed
+    rows' offset, so that the sums are exactly those of (x - zp) * w."""
+    _vnni_prelude(unit)
+    x = _VNNI[p.lanes]
+
+    def build(name: str) -> str:
+        spans = []
+        if p.nfull:
+            spans.append((p.rn, p.lanes, True))
+        if p.tv:
+            spans.append((p.tv, p.last, False))
+        tiles = {
+            (r, v, last): _vnni_tile(unit, p.lanes, r, v, last, q.yt)
+            for v, last, _ in spans
+            for r in range(1, p.rm + 1)
+        }
+        out = [
+            "#ifdef TG_VNNI",
+            f"static void {name}(const uint8_t *restrict a, int m, const int8_t *restrict bp,",
+            f"    const int32_t *restrict bias, const float *restrict mult, {q.yt} *restrict y,"
+            " long ldy)",
+            "{",
+            f"  const {x.fvec} zp = {x.set1ps}({_flt(q.yzp)});",
+            f"  const {x.fvec} lo = {x.set1ps}({_flt(q.lo)}), hi = {x.set1ps}({_flt(q.hi)});",
+        ]
+        for v, last, full in spans:
+
+            def call(r: int, v: int = v, last: int = last) -> str:
+                return (
+                    f"{tiles[r, v, last]}(a + (long)i * {p.kp}, {p.kp}, b, y + (long)i * ldy + j0,"
+                    f" ldy, {p.kp // 4}, bias + j0, mult + j0, zp, lo, hi);"
+                )
+
+            if full:
+                out.append(f"  for (int j0 = 0; j0 < {p.nfull}; j0 += {p.nr}) {{")
+            else:
+                out.append(f"  {{ const int j0 = {p.nfull};")
+            out.append(f"    const int8_t *b = bp + (long)j0 * {p.kp};")
+            out += _row_tail(p, call, "    ")
+            out.append("  }")
+        out += ["}", "#endif"]
+        return "\n".join(out)
+
+    key = f"vblk.{p.key()}.{q.xt}.{q.xzp}.{q.yt}.{q.yzp}.{q.lo}"
+    return _helper(unit, key, f"tg_vgebp_{p.k}x{p.n}", build)
 
 
 def _row_tail(p: _Panels, call: Callable[[int], str], indent: str) -> list[str]:
@@ -847,6 +1051,21 @@ def _port_accum(p: _Panels, acc: str, bp: str, k: str, av: str, indent: str) -> 
     return out
 
 
+def _port_bias(p: _Panels, q: _Q, groups: int, gs: int) -> list[str]:
+    """Plain C: `b0`, the bias the plain loops start from. For `vpdpbusd`
+    kernels it is the stored bias plus the offset times B's column sums
+    (what `bias_cols` took off), rebuilt from the panels once per call."""
+    if not p.vnni:
+        return ["  const int32_t *b0 = bias;"]
+    npad = groups * p.npad
+    out = [f"  int32_t b0[{npad}];", f"  for (int j = 0; j < {npad}; ++j) b0[j] = bias[j];"]
+    out += [f"  for (int gi = 0; gi < {groups}; ++gi)", f"  for (int k = 0; k < {p.k}; ++k) {{"]
+    out += _port_accum(
+        p, f"(b0 + gi * {p.npad})", f"(bp + (long)gi * {gs})", "k", str(_x_offset(q)), "    "
+    )
+    return out + ["  }"]
+
+
 def _matrix_rows(unit: CUnit, p: _Panels, q: _Q | None, at: str) -> str:
     """y[i, :] = epilogue(a[i, :] . B + bias) for m rows at row strides
     lda / ldy: the driver of pointwise convolutions and matrix products."""
@@ -888,32 +1107,39 @@ def _matrix_rows(unit: CUnit, p: _Panels, q: _Q | None, at: str) -> str:
     unit.scratch(p.plan.scratch)
 
     def build_i(name: str) -> str:
-        blk = _i8_block(unit, p, q)
-        pad = [f"      d[{p.k}] = 0;"] if p.kp > p.k else []
+        if p.vnni:
+            blk, guard, buft = _vnni_block(unit, p, q), "TG_VNNI", "uint8_t"
+            value = _to_u8(q, "s[k]")
+            pad = [f"      for (int k = {p.k}; k < {p.kp}; ++k) d[k] = 0;"] if p.kp > p.k else []
+        else:
+            blk, guard, buft = _i8_block(unit, p, q), "TG_AVX2", "int16_t"
+            value = f"(int16_t)(s[k] - {_lit(q.xzp)})"
+            pad = [f"      d[{p.k}] = 0;"] if p.kp > p.k else []
         out = [
             f"static void {name}(const {at} *restrict a, long lda, int m,",
             "    const int8_t *restrict bp, const int32_t *restrict bias,",
             "    const float *restrict mult,",
             f"    {q.yt} *restrict y, long ldy)",
             "{",
-            "#ifdef TG_AVX2",
-            f"  int16_t buf[{mc * p.kp}] __attribute__((aligned(32)));",
+            f"#ifdef {guard}",
+            f"  {buft} buf[{mc * p.kp}] __attribute__((aligned(64)));",
             f"  for (int i0 = 0; i0 < m; i0 += {mc}) {{",
             f"    const int mb = m - i0 < {mc} ? m - i0 : {mc};",
             "    for (int r = 0; r < mb; ++r) {",
             f"      const {at} *s = a + (long)(i0 + r) * lda;",
-            f"      int16_t *d = buf + r * {p.kp};",
-            f"      for (int k = 0; k < {p.k}; ++k) d[k] = (int16_t)(s[k] - {_lit(q.xzp)});",
+            f"      {buft} *d = buf + r * {p.kp};",
+            f"      for (int k = 0; k < {p.k}; ++k) d[k] = {value};",
             *pad,
             "    }",
             f"    {blk}(buf, mb, bp, bias, mult, y + (long)i0 * ldy, ldy);",
             "  }",
             "#else",
+            *_port_bias(p, q, 1, p.size),
             "  for (int i = 0; i < m; ++i) {",
             f"    const {at} *ar = a + (long)i * lda;",
             f"    {q.yt} *yr = y + (long)i * ldy;",
             f"    int32_t acc[{p.npad}];",
-            f"    for (int j = 0; j < {p.n}; ++j) acc[j] = bias[j];",
+            f"    for (int j = 0; j < {p.n}; ++j) acc[j] = b0[j];",
             f"    for (int k = 0; k < {p.k}; ++k) {{",
             f"      const int32_t av = (int32_t)ar[k] - {_lit(q.xzp)};",
             *_port_accum(p, "acc", "bp", "k", "av", "      "),
@@ -1203,7 +1429,8 @@ def _conv_consts(
     for gi in range(g.groups):
         wg = w[gi * g.cog : (gi + 1) * g.cog].reshape(g.cog, k).T
         packs.append(_pack_b(p, np.ascontiguousarray(wg)))
-        biases.append(_pad_cols(p, b[gi * g.cog : (gi + 1) * g.cog]))
+        bg = b[gi * g.cog : (gi + 1) * g.cog]
+        biases.append(_pad_cols(p, bg) if q is None else bias_cols(p, wg, bg, q.xzp, q.xt))
         if m is not None:
             mults.append(_pad_cols(p, m[gi * g.cog : (gi + 1) * g.cog]))
     names = [unit.const("wp", np.concatenate(packs)), unit.const("bp", np.concatenate(biases))]
@@ -1281,6 +1508,9 @@ def _emit_im2col(
     if q is None:
         guard = _gebp_prelude(unit, p.unit)
         bt, it, buft = "float", "float", "float"
+    elif p.vnni:
+        _vnni_prelude(unit)
+        guard, bt, it, buft = "TG_VNNI", "int8_t", "int32_t", "uint8_t"
     else:
         _i8_prelude(unit)
         guard, bt, it, buft = "TG_AVX2", "int8_t", "int32_t", "int16_t"
@@ -1290,13 +1520,18 @@ def _emit_im2col(
         mid.append("const float *restrict mult")
     acc = "float" if q is None else "int32_t"
     key = f"im2col.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q)}.{p.key()}"
+    # what a tap outside the image holds: zero, or the zero point's byte
+    pad_byte = _x_offset(q) if q is not None and p.vnni else 0
 
     def build(name: str) -> str:
-        blk = _f32_block(unit, p) if q is None else _i8_block(unit, p, q)
+        if q is None:
+            blk = _f32_block(unit, p)
+        else:
+            blk = _vnni_block(unit, p, q) if p.vnni else _i8_block(unit, p, q)
         out = _header(name, _conv_params(xt, yt, mid))
         out += _unpack("xb", "x", 4) + _unpack("yb", "y", 4)
         out.append(f"#ifdef {guard}")
-        out.append(f"  {buft} buf[{mc * p.kp}] __attribute__((aligned(32)));")
+        out.append(f"  {buft} buf[{mc * p.kp}] __attribute__((aligned(64)));")
         out += _batch_loop(xv, yv, xt, yt)
         out.append("    for (int oy = yl1; oy < yl1 + yn1; ++oy) {")
         out += _row_offsets(g, xv)
@@ -1313,7 +1548,7 @@ def _emit_im2col(
             f"              const int ix = ix0 + kx * {g.dw};",
             f"              {buft} *dt = d + (ky * {g.kw} + kx) * {g.cg};",
             f"              if (!rok[ky] || ix < 0 || ix >= {g.w}) {{",
-            f"                memset(dt, 0, {g.cg} * sizeof(*dt));",
+            f"                memset(dt, {pad_byte}, {g.cg} * sizeof(*dt));",
             "                continue;",
             "              }",
             "              TIGRIS_BOUND(ix >= xl2 && ix < xl2 + xn2);",
@@ -1322,6 +1557,10 @@ def _emit_im2col(
         ]
         if q is None:
             out.append(f"              memcpy(dt, s, {g.cg} * sizeof(float));")
+        elif p.vnni:
+            out.append(
+                f"              for (int ci = 0; ci < {g.cg}; ++ci) dt[ci] = {_to_u8(q, 's[ci]')};"
+            )
         else:
             out.append(
                 f"              for (int ci = 0; ci < {g.cg}; ++ci)"
@@ -1329,7 +1568,7 @@ def _emit_im2col(
             )
         out.append("            }")
         if p.kp > k:
-            out.append(f"            d[{k}] = 0;")
+            out.append(f"            for (int kk = {k}; kk < {p.kp}; ++kk) d[kk] = 0;")
         out.append("          }")
         yarg = f"yr + (long)(ox0 - yl2) * {yv.strides[2]} + gi * {g.cog}"
         if q is None:
@@ -1344,13 +1583,17 @@ def _emit_im2col(
             )
         out += ["        }", "      }", "    }", "  }", "#else"]
         # plain loops over the same packed panels
+        if q is None:
+            out.append("  const float *b0 = bias;")
+        else:
+            out += _port_bias(p, q, g.groups, gs)
         out += _batch_loop(xv, yv, xt, yt)
         out += [
             "    for (int oy = yl1; oy < yl1 + yn1; ++oy)",
             "    for (int ox = yl2; ox < yl2 + yn2; ++ox) {",
             f"      {acc} acc[{g.groups * p.npad}];",
             f"      {yt} *yp = {_pixel(yv)};",
-            f"      for (int j = 0; j < {g.groups * p.npad}; ++j) acc[j] = bias[j];",
+            f"      for (int j = 0; j < {g.groups * p.npad}; ++j) acc[j] = b0[j];",
             *_tap_loops(g, xv, xt),
             f"          for (int gi = 0; gi < {g.groups}; ++gi)",
             f"          for (int ci = 0; ci < {g.cg}; ++ci) {{",
@@ -2047,7 +2290,9 @@ def _emit_fast_mat(
         a.name,
         _view(a).bounds(),
         unit.const("wp", _pack_b(p, bmat)),
-        unit.const("bp", _pad_cols(p, bias)),
+        unit.const(
+            "bp", _pad_cols(p, bias) if q is None else bias_cols(p, bmat, bias, q.xzp, q.xt)
+        ),
     ]
     if mult is not None:
         args.append(unit.const("mp", _pad_cols(p, mult)))

@@ -89,7 +89,16 @@ class Kernel:
         return conv.pack_b(self.panels, np.ascontiguousarray(b))
 
     def pad(self, v: np.ndarray) -> np.ndarray:
+        """A per-column vector (the multipliers) padded to the panels' columns."""
         return conv.pad_cols(self.panels, np.ascontiguousarray(v))
+
+    def bias(self, b: np.ndarray, bias: np.ndarray) -> np.ndarray:
+        """The bias the kernel starts from for weights B (done once, as the
+        network stores it): padded, and for int8 as `conv.bias_cols` makes it
+        for int8 rows of zero point 0."""
+        if self.problem.dtype == "float32":
+            return self.pad(bias)
+        return conv.bias_cols(self.panels, b, bias, 0, "int8_t")
 
     def call(
         self,

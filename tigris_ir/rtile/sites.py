@@ -15,9 +15,9 @@ import sys
 from dataclasses import dataclass
 from typing import Literal
 
-from xdsl.dialects import func
+from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import FileLineColLoc, MemRefType, NameLoc
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from tigris_ir.dialects import loop, nn
 from tigris_ir.rtile.kernel import Packing
@@ -45,13 +45,27 @@ def _dtype(op: Operation) -> Dtype:
     return "float32" if nn.dtype_of(op.operands[0]) == "float32" else "int8"
 
 
+def _held(value: SSAValue, rank: int) -> list[int | None]:
+    """Per axis, the extent of the buffer a (sub)view `value` lies in, where
+    its source is a static buffer of the same rank (else None)."""
+    owner = value.owner
+    if isinstance(owner, memref.SubviewOp):
+        src = owner.source.type
+        if isinstance(src, MemRefType):
+            shape = list(src.get_shape())
+            if len(shape) == rank:
+                return [d if d >= 0 else None for d in shape]
+    return [None] * rank
+
+
 def _band_shape(op: Operation) -> tuple[int, ...] | None:
     """The output shape of the largest band a loop-level op computes, if it is
     the body of a `loop.band`.
 
     A band of varying rows has a dynamic extent on its memref: its bound is what
-    the buffer holds along that axis (the stride of the axis outside it over its
-    own), and never more than the op's whole output.
+    the buffer holds along that axis (the extent of the buffer it is a view of,
+    and the stride of the axis outside it over its own), and never more than the
+    op's whole output.
     """
     parent = op.parent_op()
     if not (isinstance(parent, loop.BandOp) and parent.outputs):
@@ -64,14 +78,18 @@ def _band_shape(op: Operation) -> tuple[int, ...] | None:
         return tuple(shape)
     whole = nn.shape_of(op.results[0]) if op.results else None
     strides = ty.get_strides()
+    held = _held(parent.outputs[0], len(shape))
     for i, d in enumerate(shape):
         if d >= 0:
             continue
         bound = whole[i] if whole is not None and len(whole) == len(shape) else None
+        buf = held[i]
+        if buf is not None:
+            bound = buf if bound is None else min(bound, buf)
         outer, inner = (strides[i - 1], strides[i]) if strides is not None and i > 0 else (0, 0)
         if outer and inner:
-            held = outer // inner
-            bound = held if bound is None else min(bound, held)
+            rows = outer // inner
+            bound = rows if bound is None else min(bound, rows)
         if bound is None:
             return None
         shape[i] = bound

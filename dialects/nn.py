@@ -142,19 +142,25 @@ def scale_problem(scale: float) -> str | None:
     return None
 
 
-# numpy dtypes of the element types the dialect accepts
+# numpy dtypes of the element types the dialect accepts: (width, signed) of
+# an integer type; i1 (bool) and i64 are signless only
 _INT_DTYPES = {(8, True): np.int8, (8, False): np.uint8, (32, True): np.int32}
+_SIGNLESS_DTYPES = {1: np.bool_, 64: np.int64}
 
 
 def element_dtype(t: Attribute) -> np.dtype:
-    """The numpy dtype of a tensor element type (i8 is signed, ui8 unsigned)."""
+    """The numpy dtype of a tensor element type (i8 is signed, ui8 unsigned,
+    i1 is bool, i64 int64)."""
     if isinstance(t, Float32Type):
         return np.dtype(np.float32)
     if isinstance(t, IntegerType):
-        key = (t.width.data, t.signedness.data != Signedness.UNSIGNED)
+        width, sign = t.width.data, t.signedness.data
+        if sign == Signedness.SIGNLESS and width in _SIGNLESS_DTYPES:
+            return np.dtype(_SIGNLESS_DTYPES[width])
+        key = (width, sign != Signedness.UNSIGNED)
         if key in _INT_DTYPES:
             return np.dtype(_INT_DTYPES[key])
-    raise VerifyException(f"unsupported element type {t}; supported: f32, i8, ui8, i32")
+    raise VerifyException(f"unsupported element type {t}; supported: f32, i8, ui8, i32, i64, i1")
 
 
 def tensor_type(
@@ -171,8 +177,14 @@ def tensor_type(
         elem = IntegerType(8, Signedness.UNSIGNED)
     elif dt == np.int32:
         elem = IntegerType(32)
+    elif dt == np.int64:
+        elem = IntegerType(64)
+    elif dt == np.bool_:
+        elem = IntegerType(1)
     else:
-        raise ValueError(f"unsupported dtype {dt}; supported: float32, int8, uint8, int32")
+        raise ValueError(
+            f"unsupported dtype {dt}; supported: float32, int8, uint8, int32, int64, bool"
+        )
     return TensorType(elem, shape, quant if quant is not None else NoneAttr())
 
 
@@ -404,6 +416,23 @@ def _check_values(op: NNOp) -> None:
         _check_float_or_quant(op, v, f"operand #{i}")
     for i, v in enumerate(op.results):
         _check_float_or_quant(op, v, f"result #{i}")
+
+
+def _check_data(op: NNOp) -> None:
+    """What ops that only move values accept: `_check_values`, or unquantized
+    integer or bool tensors that all share one element type."""
+    values = (*op.operands, *op.results)
+    raw = [v for v in values if quant_of(v) is None and dtype_of(v) != np.float32]
+    if not raw or any(quant_of(v) is not None for v in values):
+        _check_values(op)
+        return
+    dt = dtype_of(raw[0])
+    for v in values:
+        _require(
+            quant_of(v) is None and dtype_of(v) == dt,
+            f"{op.name}: operands and results must share one element type, got {v.type} "
+            f"beside {raw[0].type}",
+        )
 
 
 # ------------------------------------------------------------------------- weights
@@ -1348,7 +1377,7 @@ class ConcatOp(NNOp):
         return [tuple(out)]
 
     def check_operands(self) -> None:
-        _check_values(self)
+        _check_data(self)
 
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         return [np.concatenate(args, axis=self.int_("axis"))]
@@ -1376,7 +1405,7 @@ class SplitOp(NNOp):
         return [tuple(xs[:ax]) + (s,) + tuple(xs[ax + 1 :]) for s in sizes]
 
     def check_operands(self) -> None:
-        _check_values(self)
+        _check_data(self)
 
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         cuts = np.cumsum(self.ints("sizes"))[:-1]
@@ -1403,7 +1432,7 @@ class ReshapeLikeOp(NNOp):
             f"{self.name}: cannot reshape {_dims(a)} ({math.prod(a)} elements) into "
             f"{_dims(b)} ({math.prod(b)} elements)",
         )
-        _check_values(self)
+        _check_data(self)
         _require(
             dtype_of(self.input) == dtype_of(self.output)
             and quant_of(self.input) == quant_of(self.output),
@@ -1487,7 +1516,7 @@ class TransposeOp(NNOp):
         return [tuple(xs[i] for i in p)]
 
     def check_operands(self) -> None:
-        _check_values(self)
+        _check_data(self)
 
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         return [np.ascontiguousarray(np.transpose(args[0], self.ints("perm")))]
@@ -1781,37 +1810,23 @@ class DequantizeOp(NNOp):
 # ------------------------------------------------------------ conditions and flags
 #
 # ONNX If and Loop take a boolean condition and Loop counts its trips in int64.
-# Those two element types exist only here: i1 flags (conditions) and the i64
-# iteration number. They never reach a compute op of the catalogue above, and
-# the loop level does not lower them (`loop_level_refusal`).
+# Comparisons give i1 flags; the loop level lowers them like any pointwise op,
+# but not the control flow they feed (`loop_level_refusal`).
 
 FLAG = IntegerType(1)
 INDEX = IntegerType(64)
-_EXTRA_DTYPES: dict[int, np.dtype] = {1: np.dtype(np.bool_), 64: np.dtype(np.int64)}
 
 
 def value_dtype(v: SSAValue | Attribute) -> np.dtype:
-    """The numpy dtype of any tensor the dialect holds: `element_dtype`, plus
-    bool for i1 flags and int64 for the loop's iteration number."""
-    t = v.type if isinstance(v, SSAValue) else v
-    assert isinstance(t, TensorType)
-    e = t.element_type
-    if isinstance(e, IntegerType) and e.signedness.data == Signedness.SIGNLESS:
-        if e.width.data in _EXTRA_DTYPES:
-            return _EXTRA_DTYPES[e.width.data]
-    return element_dtype(e)
+    """The numpy dtype of any tensor the dialect holds (`dtype_of`)."""
+    return dtype_of(v)
 
 
 def value_type(
     shape: Sequence[int], dtype: np.dtype | type, quant: QuantAttr | None = None
 ) -> TensorType:
-    """`tensor_type`, also for bool (i1) and int64 (i64) arrays."""
-    dt = np.dtype(dtype)
-    if dt == np.bool_:
-        return TensorType(FLAG, shape)
-    if dt == np.int64:
-        return TensorType(INDEX, shape)
-    return tensor_type(shape, dt, quant)
+    """`tensor_type` (bool is i1, int64 is i64)."""
+    return tensor_type(shape, dtype, quant)
 
 
 def value_bytes(v: SSAValue | Attribute) -> int:
@@ -1840,9 +1855,10 @@ def flag_value(a: np.ndarray, what: str) -> bool:
 class CompareOp(NNOp):
     """An elementwise comparison with broadcasting; the result is an i1 flag tensor.
 
-    Operands are f32, i32 or i64 of one element type (quantized tensors are
-    compared after dequantization by the importer). They exist to compute the
-    conditions of `nn.if` and `nn.loop`.
+    Operands are unquantized tensors of one element type (quantized tensors
+    are compared after dequantization by the importer). They compute the
+    conditions of `nn.if` and `nn.loop`, and boolean data for `nn.where` and
+    the logic ops; numpy's comparisons are the reference (NaN compares false).
     """
 
     TILING: ClassVar[TilingClass] = TilingClass.POINTWISE
@@ -1860,8 +1876,9 @@ class CompareOp(NNOp):
             _require(
                 isinstance(t, TensorType)
                 and isinstance(t.encoding, NoneAttr)
-                and _safe_dtype(t) in (np.float32, np.int32, np.int64),
-                f"{self.name}: the {what} must be a tensor of f32, i32 or i64, got {t}",
+                and _safe_dtype(t) is not None,
+                f"{self.name}: the {what} must be an unquantized tensor of f32, i8, ui8, "
+                f"i32, i64 or i1, got {t}",
             )
         _require(
             value_dtype(self.lhs) == value_dtype(self.rhs),
@@ -2566,7 +2583,7 @@ class IndexMapOp(NNOp):
         raise NotImplementedError(f"{self.name}: each index-map op defines its tables")
 
     def check_operands(self) -> None:
-        _check_values(self)
+        _check_data(self)
         xs = shape_of(self.input)
         for a, t in enumerate(self.tables()):
             _require(
@@ -2685,6 +2702,259 @@ class GatherOp(IndexMapOp):
 EXTRA_OPS += [SliceOp, TileOp, ExpandOp, GatherOp]
 
 
+# ------------------------------------------------------- integer and boolean data
+#
+# Tensors of i32, i64, i1 (bool) and raw i8 / ui8 flow between the ops below
+# as data: casts, comparisons (above), logic, selection, arg reductions and
+# gathers with run-time indices. They carry no quantization; a quantized
+# tensor reaches them dequantized (the importer), except where an op only
+# moves or orders stored values (ArgMax, the gather's data).
+
+
+def _check_plain(op: NNOp, v: SSAValue, what: str, dtypes: Sequence[type] = ()) -> None:
+    """An unquantized tensor, of one of `dtypes` when they are given."""
+    _require(
+        quant_of(v) is None,
+        f"{op.name}: {what} must be unquantized, got {v.type}",
+    )
+    if dtypes:
+        names = ", ".join(str(np.dtype(d)) for d in dtypes)
+        _require(
+            dtype_of(v) in [np.dtype(d) for d in dtypes],
+            f"{op.name}: {what} must be {names}, got {v.type}",
+        )
+
+
+@irdl_op_definition
+class CastOp(NNOp):
+    """ONNX Cast between f32, i8, ui8, i32, i64 and i1 (`kernels.cast`: floats
+    to integers truncate toward zero and saturate, NaN becomes 0; integers
+    narrow modulo 2^n; anything to bool is `!= 0`)."""
+
+    name = "nn.cast"
+    TILING: ClassVar[TilingClass] = TilingClass.POINTWISE
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        _check_plain(self, self.input, "the input")
+        _check_plain(self, self.output, "the result")
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [K.cast(args[0], dtype_of(self.output))]
+
+
+@irdl_op_definition
+class NotOp(NNOp):
+    """Logical not of a bool tensor."""
+
+    name = "nn.not"
+    TILING: ClassVar[TilingClass] = TilingClass.POINTWISE
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        _check_plain(self, self.input, "the input", (np.bool_,))
+        _check_plain(self, self.output, "the result", (np.bool_,))
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [np.logical_not(args[0])]
+
+
+class LogicOp(NNOp):
+    """An elementwise logic op of two bool tensors with broadcasting."""
+
+    TILING: ClassVar[TilingClass] = TilingClass.POINTWISE
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        for v, what in ((self.lhs, "the lhs"), (self.rhs, "the rhs"), (self.y, "the result")):
+            _check_plain(self, v, what, (np.bool_,))
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        return [broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs), op=self.name)]
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [self.fn(args[0], args[1])]
+
+
+@irdl_op_definition
+class AndOp(LogicOp):
+    name = "nn.and"
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.logical_and(a, b)
+
+
+@irdl_op_definition
+class OrOp(LogicOp):
+    name = "nn.or"
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.logical_or(a, b)
+
+
+@irdl_op_definition
+class XorOp(LogicOp):
+    name = "nn.xor"
+
+    def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.logical_xor(a, b)
+
+
+@irdl_op_definition
+class WhereOp(NNOp):
+    """ONNX Where: x where the bool condition holds, else y (three-way
+    broadcasting); x, y and the result share one unquantized element type."""
+
+    name = "nn.where"
+    TILING: ClassVar[TilingClass] = TilingClass.POINTWISE
+    cond = operand_def(TensorType)
+    x = operand_def(TensorType)
+    y = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        _check_plain(self, self.cond, "the condition", (np.bool_,))
+        for v, what in ((self.x, "x"), (self.y, "y"), (self.output, "the result")):
+            _check_plain(self, v, what)
+        _require(
+            dtype_of(self.x) == dtype_of(self.y) == dtype_of(self.output),
+            f"{self.name}: x, y and the result must have one element type, got "
+            f"{self.x.type}, {self.y.type} and {self.output.type}",
+        )
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        shapes = (shape_of(self.cond), shape_of(self.x), shape_of(self.y))
+        return [broadcast_shapes(*shapes, op=self.name)]
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [np.where(args[0], args[1], args[2]).astype(args[1].dtype, copy=False)]
+
+
+class ArgReduceOp(ReduceOp):
+    """ONNX ArgMax / ArgMin along one axis (`axes` holds it): the int64 index
+    of the first (or, with select_last_index, the last) extreme element, NaN
+    counting as the extreme as numpy's argmax has it. On a quantized input it
+    orders the stored integers, which order the real values the same way."""
+
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
+    select_last_index = prop_def(IntegerAttr[I64])
+    MAX: ClassVar[bool] = True
+
+    def check_operands(self) -> None:
+        _require(
+            dtype_of(self.input) != np.bool_,
+            f"{self.name}: the input must be numeric, got {self.input.type}",
+        )
+        _check_plain(self, self.output, "the result", (np.int64,))
+        _require(
+            len(self.ints("axes")) == 1,
+            f"{self.name}: reduces exactly one axis, got axes {list(self.ints('axes'))}",
+        )
+        for p in ("keepdims", "select_last_index"):
+            _require(self.int_(p) in (0, 1), f"{self.name}: {p} must be 0 or 1")
+
+    def axis(self) -> int:
+        return _norm_axis(self.ints("axes")[0], _rank(self.input), self.name)
+
+    def reference(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        out = K.arg_reduce(
+            args[0],
+            axis=self.axis(),
+            largest=self.MAX,
+            last=bool(self.int_("select_last_index")),
+            keepdims=bool(self.int_("keepdims")),
+        )
+        return [out]
+
+
+@irdl_op_definition
+class ArgMaxOp(ArgReduceOp):
+    name = "nn.argmax"
+
+
+@irdl_op_definition
+class ArgMinOp(ArgReduceOp):
+    name = "nn.argmin"
+    MAX: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class TakeOp(NNOp):
+    """ONNX Gather with run-time indices: y = take(data, indices, axis), the
+    indices i32 or i64 of any shape, negative ones counted from the end. An
+    index outside [-n, n) is a run-time error (the reference raises; the C
+    stops in a TIGRIS_BOUNDS_CHECK build and otherwise clamps). The data may
+    be quantized: the result keeps its values and type.
+
+    Bands cut an axis of the indices (the data read whole: a table of
+    independent lookups) or, when the indices hold one element per axis, a
+    data axis other than `axis`."""
+
+    name = "nn.take"
+    TILING: ClassVar[TilingClass] = TilingClass.INDEPENDENT_AXIS
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+
+    def gather_axis(self) -> int:
+        return _norm_axis(self.int_("axis"), _rank(self.data), self.name)
+
+    def check_operands(self) -> None:
+        _check_plain(self, self.indices, "the indices", (np.int32, np.int64))
+        _require(
+            quant_of(self.data) == quant_of(self.output)
+            and dtype_of(self.data) == dtype_of(self.output),
+            f"{self.name}: the result must have the data's type {self.data.type}, "
+            f"got {self.output.type}",
+        )
+        _require(_rank(self.data) >= 1, f"{self.name}: the data must have rank >= 1")
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        ds, ax = shape_of(self.data), self.gather_axis()
+        return [(*ds[:ax], *shape_of(self.indices), *ds[ax + 1 :])]
+
+    def independent_axes(self) -> tuple[int, tuple[int, ...]] | None:
+        ds, ax, ins = shape_of(self.data), self.gather_axis(), shape_of(self.indices)
+        for i, d in enumerate(ins):
+            if d != 1:
+                return ax + i, (-1, i)
+        for a, d in enumerate(ds):
+            if a != ax and d != 1:
+                return (a if a < ax else a - 1 + len(ins)), (a, -1)
+        return 0, (-1, -1)
+
+    def reference(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [K.take(args[0], args[1], axis=self.gather_axis(), what=self.name)]
+
+
+INT_DATA_OPS: list[type[IRDLOperation]] = [
+    CastOp,
+    NotOp,
+    AndOp,
+    OrOp,
+    XorOp,
+    WhereOp,
+    ArgMaxOp,
+    ArgMinOp,
+    TakeOp,
+]
+"""Operators of integer and boolean data, in the catalogue `NN_OPS` too."""
+
+
 # ------------------------------------------------------------- recurrent layers
 
 
@@ -2791,14 +3061,11 @@ EXTRA_OPS += [LSTMOp, GRUOp]
 
 def loop_level_refusal(root: Operation) -> str | None:
     """Why the loop level cannot lower `root` yet (None when it can): control
-    flow and the i1 flags of its conditions stay at the `nn` level."""
+    flow stays at the `nn` level."""
     ops = list(root.walk())
     for op in ops:
         if isinstance(op, ControlFlowOp):
             return f"{op.name}: the loop level does not lower control flow yet"
-    for op in ops:
-        if isinstance(op, CompareOp):
-            return f"{op.name}: the loop level does not lower i1 conditions yet"
     return None
 
 
@@ -2851,6 +3118,7 @@ NN_OPS: list[type[IRDLOperation]] = [
     QuantizeOp,
     DequantizeOp,
     *EXTRA_OPS,
+    *INT_DATA_OPS,
 ]
 
 NN = Dialect("nn", [*NN_OPS, *CONDITION_OPS, *CONTROL_FLOW_OPS], [QuantAttr])

@@ -41,6 +41,7 @@ _ELEM = {
     np.dtype(np.uint8): TensorProto.UINT8,
     np.dtype(np.int64): TensorProto.INT64,
     np.dtype(np.int32): TensorProto.INT32,
+    np.dtype(np.bool_): TensorProto.BOOL,
 }
 
 
@@ -50,13 +51,20 @@ def make_model(
     outputs: Sequence[str],
     inits: dict[str, np.ndarray] | None = None,
     opset: int = 17,
+    types: dict[str, type[np.generic]] | None = None,
 ) -> onnx.ModelProto:
-    """A float32 model of `nodes`; output shapes come from shape inference."""
+    """A model of `nodes` with float32 inputs and outputs unless `types` names
+    another element type; output shapes come from shape inference."""
+    types = types or {}
+
+    def elem(n: str) -> int:
+        return _ELEM[np.dtype(types.get(n, np.float32))]
+
     graph = helper.make_graph(
         list(nodes),
         "ops",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+        [helper.make_tensor_value_info(n, elem(n), s) for n, s in inputs.items()],
+        [helper.make_tensor_value_info(n, elem(n), None) for n in outputs],
         [numpy_helper.from_array(np.asarray(v), k) for k, v in (inits or {}).items()],
     )
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])

@@ -62,6 +62,10 @@ def build(
     return op
 
 
+def tt(shape: tuple[int, ...], dtype: type) -> TensorType:
+    return nn.tensor_type(shape, dtype)
+
+
 def ints(*v: int) -> Attribute:
     return nn.ints_prop(v)
 
@@ -157,6 +161,10 @@ SPEC_TILING: dict[str, T] = {
     "nn.layer_norm": T.WHOLE_ROWS,  # over its last axis; whole otherwise (test below)
     "nn.instance_norm": T.WHOLE,
     **{f"nn.{n}": T.INDEPENDENT_AXIS for n in ("slice", "tile", "expand", "gather")},
+    # integer and boolean data: comparisons, logic, Where, Cast with the tile;
+    # ArgMax / ArgMin and a run-time Gather along an independent axis
+    **{f"nn.{n}": T.POINTWISE for n in ("cast", "not", "and", "or", "xor", "where")},
+    **{f"nn.{n}": T.INDEPENDENT_AXIS for n in ("argmax", "argmin", "take")},
     # whole: the recurrence reads every step
     "nn.lstm": T.WHOLE,
     "nn.gru": T.WHOLE,
@@ -196,7 +204,7 @@ SPEC_QUANT: dict[str, nn.QuantKind] = {
             "nn.identity", "nn.max", "nn.min", "nn.max_pool", "nn.concat", "nn.split",
             "nn.reshape", "nn.flatten", "nn.squeeze", "nn.unsqueeze", "nn.transpose",
             "nn.pad", "nn.reduce_max", "nn.reduce_min", "nn.slice", "nn.tile", "nn.expand",
-            "nn.gather",
+            "nn.gather", "nn.argmax", "nn.argmin", "nn.take",
         )
     },
     # one integer definition: an exp table, int64 sums (kernels.softmax_quantized)
@@ -598,6 +606,28 @@ CASES: list[Case] = [
           arr([[0, 0, math.atanh(0.5), 0, 0, 0]]), arr([[[1.0]]])],
          [arr([[[[0.75]]]]), arr([[[0.75]]])],
          {"hidden_size": i(1), "direction": s("reverse"), "linear_before_reset": i(0)}),
+    # -------- integer and boolean data
+    # floats truncate toward zero and saturate, NaN gives 0
+    Case(nn.CastOp, [f32(5)], [tt((5,), np.int8)], [arr([-1.7, 2.9, 300.0, -300.0, np.nan])],
+         [arr([-1, 2, 127, -128, 0], np.int8)]),
+    Case(nn.NotOp, [tt((2,), np.bool_)], [tt((2,), np.bool_)], [arr([True, False], np.bool_)],
+         [arr([False, True], np.bool_)]),
+    *[Case(cls, [tt((4,), np.bool_), tt((4,), np.bool_)], [tt((4,), np.bool_)],
+           [arr([0, 0, 1, 1], np.bool_), arr([0, 1, 0, 1], np.bool_)], [arr(want, np.bool_)])
+      for cls, want in ((nn.AndOp, [0, 0, 0, 1]), (nn.OrOp, [0, 1, 1, 1]),
+                        (nn.XorOp, [0, 1, 1, 0]))],
+    Case(nn.WhereOp, [tt((2, 1), np.bool_), f32(2), f32(1)], [f32(2, 2)],
+         [arr([[True], [False]], np.bool_), arr([1, 2]), arr([9])], [arr([[1, 2], [9, 9]])]),
+    # ties: the first index, or the last with select_last_index
+    Case(nn.ArgMaxOp, [f32(2, 3)], [tt((2,), np.int64)], [arr([[1, 5, 5], [7, 0, 7]])],
+         [arr([1, 0], np.int64)], {"axes": ints(1), "keepdims": i(0),
+                                   "select_last_index": i(0)}),
+    Case(nn.ArgMinOp, [f32(2, 3)], [tt((2, 1), np.int64)], [arr([[1, 0, 0], [7, 0, 7]])],
+         [arr([[2], [1]], np.int64)], {"axes": ints(1), "keepdims": i(1),
+                                       "select_last_index": i(1)}),
+    Case(nn.TakeOp, [f32(3, 2), tt((2,), np.int64)], [f32(2, 2)],
+         [arr([[1, 2], [3, 4], [5, 6]]), arr([-1, 0], np.int64)], [arr([[5, 6], [1, 2]])],
+         {"axis": i(0)}),
     # -------- quantization: q = saturate(rint(x / 0.5) + 1), half to even
     Case(nn.QuantizeOp, [f32(5)], [qt((5,), 0.5, 1)], [arr([0.0, 0.25, 0.75, -1.0, 100.0])],
          [arr([1, 1, 3, -1, 127], np.int8)]),

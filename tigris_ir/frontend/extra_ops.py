@@ -373,13 +373,13 @@ def _expand(imp: _Importer, node: onnx.NodeProto) -> None:
 @_handles("Gather")
 def _gather(imp: _Importer, node: onnx.NodeProto) -> None:
     """Gather with constant indices of any shape (a 1-D gather, then a reshape
-    where the indices are not 1-D)."""
+    where the indices are not 1-D); run-time indices are `int_ops.take`."""
     idx_arr = imp.const(node.input[1])
     if idx_arr is None:
-        raise imp.fail(
-            f"the indices ('{node.input[1]}') must be a constant; gathering with run-time "
-            "indices needs integer tensors, which are not supported yet"
-        )
+        from tigris_ir.frontend import int_ops
+
+        int_ops.take(imp, node)
+        return
     x, q = _exact_input(imp, node)
     onnx_shape = _onnx_shape(x)
     rank = len(onnx_shape)

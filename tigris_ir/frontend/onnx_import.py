@@ -122,6 +122,8 @@ _ONNX_DTYPES: dict[int, type[np.generic]] = {
     onnx.TensorProto.INT8: np.int8,
     onnx.TensorProto.UINT8: np.uint8,
     onnx.TensorProto.INT32: np.int32,
+    onnx.TensorProto.INT64: np.int64,
+    onnx.TensorProto.BOOL: np.bool_,
 }
 
 
@@ -583,21 +585,41 @@ class _Importer:
             layout = "cl" if len(shape) in (3, 4) else "plain"
             if layout == "cl":
                 shape = tuple(shape[i] for i in _to_cl_perm(len(shape)))
-            arg_types.append(nn.tensor_type(shape, dtype))
-            arg_layouts.append("nchw" if len(shape) == 4 else "ncw" if len(shape) == 3 else "plain")
+            # a scalar crosses the boundary as one element of shape 1 ("scalar")
+            arg_types.append(nn.tensor_type(shape or (1,), dtype))
+            arg_layouts.append(
+                "nchw" if len(shape) == 4 else "ncw" if len(shape) == 3 else
+                "scalar" if not shape else "plain"
+            )
         block = Block(arg_types=arg_types)
+        self.builder = Builder(InsertPoint.at_end(block))
         for inp, arg, lay in zip(real_inputs, block.args, arg_layouts):
             arg.name_hint = _hint(inp.name)
-            self.env[inp.name] = _Val(arg, "cl" if lay != "plain" else "plain")
-        self.builder = Builder(InsertPoint.at_end(block))
+            held: SSAValue = arg
+            if lay == "scalar":
+                held = self.emit(
+                    nn.ReshapeOp, [arg], dtype=nn.dtype_of(arg), result_shapes=[()]
+                ).results[0]
+            self.env[inp.name] = _Val(held, "cl" if lay in ("nchw", "ncw") else "plain")
         self.import_nodes()
 
         results: list[SSAValue] = []
         out_layouts: list[str] = []
         for out in g.output:
             v = self.value(out.name)
-            results.append(v.ssa)
             r = len(nn.shape_of(v.ssa))
+            if r == 0:
+                one = self.emit(
+                    nn.ReshapeOp,
+                    [v.ssa],
+                    dtype=nn.dtype_of(v.ssa),
+                    quant=nn.quant_of(v.ssa),
+                    result_shapes=[(1,)],
+                )
+                results.append(one.results[0])
+                out_layouts.append("scalar")
+                continue
+            results.append(v.ssa)
             out_layouts.append(("nchw" if r == 4 else "ncw") if v.layout == "cl" else "plain")
         self.b.insert(func.ReturnOp(*results))
         ftype = FunctionType.from_lists(arg_types, [r.type for r in results])
@@ -631,11 +653,12 @@ class _Importer:
     def input_type(self, inp: onnx.ValueInfoProto) -> tuple[tuple[int, ...], np.dtype]:
         tt = inp.type.tensor_type
         elem = tt.elem_type
-        if elem not in _ONNX_DTYPES or elem == onnx.TensorProto.INT32:
+        if elem not in _ONNX_DTYPES:
             type_name = onnx.TensorProto.DataType.Name(elem)  # pyright: ignore[reportArgumentType]
             raise ImportDiagnostic(
                 f"{self.origin}: input '{inp.name}'",
-                f"unsupported element type {type_name}; supported: FLOAT, INT8, UINT8",
+                f"unsupported element type {type_name}; supported: FLOAT, INT8, UINT8, "
+                "INT32, INT64, BOOL",
             )
         dims: list[int] = []
         symbolic: list[str] = []
@@ -670,11 +693,6 @@ class _Importer:
                 f"{'x'.join(str(d) if d > 0 else '?' for d in dims)}; give the shape "
                 f"with --input-shape {inp.name}:"
                 + "x".join(str(d) if d > 0 else "1" for d in dims),
-            )
-        if not dims:
-            raise ImportDiagnostic(
-                f"{self.origin}: input '{inp.name}'",
-                "scalar model inputs are not supported",
             )
         return tuple(dims), np.dtype(_ONNX_DTYPES[elem])
 
@@ -817,8 +835,8 @@ def _unary(imp: _Importer, node: onnx.NodeProto) -> None:
         raise imp.fail("Dropout's mask output is not supported")
     if node.op_type == "Identity" and imp.dq_node(node.input[0]) is None:
         x = imp.value(node.input[0])
-        if nn.value_dtype(x.ssa) in (np.bool_, np.int64):
-            imp.env[node.output[0]] = x  # a condition or the trip number passes through
+        if nn.quant_of(x.ssa) is None and nn.dtype_of(x.ssa) != np.float32:
+            imp.env[node.output[0]] = x  # integer or bool data passes through
             return
     _float_unary(imp, node, _UNARY[node.op_type], {})
 
@@ -1971,3 +1989,4 @@ __all__ = [
 
 # the handlers of the extended operator set register themselves on import
 from tigris_ir.frontend import extra_ops as _extra_ops  # noqa: E402, F401
+from tigris_ir.frontend import int_ops as _int_ops  # noqa: E402, F401

@@ -497,7 +497,11 @@ def compute(
     """The results of `op` over the band `out`, from operands that hold the
     bands `held` (one per operand; WHOLE for weights and whole reads)."""
     inp = held[0] if held else WHOLE
-    a = list(args)
+    # a rank-0 tensor lives in memory as one element of shape 1
+    a: list[np.ndarray] = [
+        np.asarray(x).reshape(()) if not nn.shape_of(v) and np.size(x) == 1 else x
+        for x, v in zip(args, op.operands)
+    ]
     if isinstance(op, nn.ConvOp):
         res = _conv(op, a, inp, out)
     elif isinstance(op, nn.MaxPoolOp):

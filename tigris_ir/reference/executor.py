@@ -55,14 +55,21 @@ def save_weights(weights: dict[str, np.ndarray], path: Path) -> None:
 
 
 def to_internal(x: np.ndarray, layout: str) -> np.ndarray:
+    """A boundary array in the function's layout: NCHW / NCW channels-last,
+    a scalar ("scalar") as one element of shape 1."""
     if layout in ("nchw", "ncw"):
         return np.ascontiguousarray(np.moveaxis(x, 1, -1))
+    if layout == "scalar":
+        return np.asarray(x).reshape(-1)
     return x
 
 
 def to_boundary(x: np.ndarray, layout: str) -> np.ndarray:
+    """The inverse of `to_internal`."""
     if layout in ("nchw", "ncw"):
         return np.ascontiguousarray(np.moveaxis(x, -1, 1))
+    if layout == "scalar":
+        return np.asarray(x).reshape(())
     return x
 
 
@@ -156,6 +163,8 @@ def check_inputs(fn: func.FuncOp, names: list[str], inputs: list[np.ndarray]) ->
         boundary = (
             tuple(want[i] for i in (0, len(want) - 1, *range(1, len(want) - 1)))
             if lay in ("nchw", "ncw")
+            else ()
+            if lay == "scalar"
             else want
         )
         if tuple(x.shape) != boundary or x.dtype != nn.dtype_of(arg):

@@ -1163,3 +1163,56 @@ def gru(
             ys[t, d] = h
         hs[d] = h
     return ys.astype(np.float32), hs.astype(np.float32)
+
+
+# ---------------------------------------------------------------------------
+# Integer and boolean data
+
+
+def cast(x: ArrayLike, dtype: np.dtype | type) -> Array:
+    """ONNX Cast, defined where ONNX leaves it open: anything to bool is
+    `x != 0` (NaN is true); a float to an integer type truncates toward zero
+    and saturates at the type's range, NaN becoming 0; integers narrow modulo
+    2^n (two's complement); integers to float32 round to nearest."""
+    xa = np.asarray(x)
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return np.asarray(xa != 0)
+    if xa.dtype == np.bool_ or dt.kind == "f" or xa.dtype.kind in "iu":
+        return xa.astype(dt)
+    info = np.iinfo(dt)
+    t = np.trunc(xa.astype(np.float64))
+    lo, hi = float(info.min), float(info.max) + 1.0  # hi: exclusive, exact in float64
+    inside = (t >= lo) & (t < hi)
+    out = np.where(inside, t, 0.0).astype(dt)
+    out[t >= hi] = info.max
+    out[t < lo] = info.min
+    return out
+
+
+def arg_reduce(
+    x: ArrayLike, *, axis: int, largest: bool, last: bool, keepdims: bool
+) -> Array:
+    """ONNX ArgMax / ArgMin as int64: the first extreme index along `axis`
+    (the last with `last`), a NaN being the extreme (numpy's rule)."""
+    xa = np.asarray(x)
+    if last:
+        xa = np.flip(xa, axis=axis)
+    idx = np.argmax(xa, axis=axis) if largest else np.argmin(xa, axis=axis)
+    idx = idx.astype(np.int64)
+    if last:
+        idx = np.int64(xa.shape[axis] - 1) - idx
+    if keepdims:
+        idx = np.expand_dims(idx, axis)
+    return np.ascontiguousarray(idx)
+
+
+def take(data: ArrayLike, indices: ArrayLike, *, axis: int, what: str = "Gather") -> Array:
+    """ONNX Gather: numpy's take along `axis`, negative indices counted from
+    the end; an index outside [-n, n) raises ValueError."""
+    d, i = np.asarray(data), np.asarray(indices).astype(np.int64)
+    n = d.shape[axis]
+    if i.size and (int(i.min()) < -n or int(i.max()) >= n):
+        bad = int(i[(i < -n) | (i >= n)].reshape(-1)[0])
+        raise ValueError(f"{what}: index {bad} is outside [-{n}, {n}) along axis {axis}")
+    return np.ascontiguousarray(np.take(d, np.where(i < 0, i + n, i), axis=axis))

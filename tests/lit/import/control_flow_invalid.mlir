@@ -108,9 +108,9 @@ func.func @stray_yield(%x: tensor<2xf32>) -> tensor<2xf32> {
 
 // -----
 
-// CHECK: Operation does not verify: nn.less: the lhs must be a tensor of f32, i32 or i64, got tensor<2xi8>
-func.func @compare_i8(%a: tensor<2xi8>, %b: tensor<2xi8>) -> tensor<2xi1> {
-  %c = nn.less %a, %b : (tensor<2xi8>, tensor<2xi8>) -> tensor<2xi1>
+// CHECK: Operation does not verify: nn.less: the lhs must be an unquantized tensor of f32, i8, ui8, i32, i64 or i1, got tensor<2xi8, #nn.q<0.5 : 0>>
+func.func @compare_i8(%a: tensor<2xi8, #nn.q<0.5 : 0>>, %b: tensor<2xi8, #nn.q<0.5 : 0>>) -> tensor<2xi1> {
+  %c = nn.less %a, %b : (tensor<2xi8, #nn.q<0.5 : 0>>, tensor<2xi8, #nn.q<0.5 : 0>>) -> tensor<2xi1>
   func.return %c : tensor<2xi1>
 }
 

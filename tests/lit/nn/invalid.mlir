@@ -324,7 +324,7 @@ func.func @matmul_inner(%a: tensor<2x3x4xf32>, %b: tensor<5x6xf32>) -> tensor<2x
 
 // -----
 
-// CHECK: Operation does not verify: nn.relu: operand #0 has an unsupported element type f64; supported: f32, i8, ui8, i32
+// CHECK: Operation does not verify: nn.relu: operand #0 has an unsupported element type f64; supported: f32, i8, ui8, i32, i64, i1
 func.func @f64(%x: tensor<4xf64>) -> tensor<4xf64> {
   %0 = nn.relu %x : (tensor<4xf64>) -> tensor<4xf64>
   func.return %0 : tensor<4xf64>
@@ -332,8 +332,32 @@ func.func @f64(%x: tensor<4xf64>) -> tensor<4xf64> {
 
 // -----
 
-// CHECK: Operation does not verify: nn.add: operand #1 has an unsupported element type i16; supported: f32, i8, ui8, i32
+// CHECK: Operation does not verify: nn.add: operand #1 has an unsupported element type i16; supported: f32, i8, ui8, i32, i64, i1
 func.func @i16(%x: tensor<4xi16>, %y: tensor<4xf32>) -> tensor<4xf32> {
   %0 = nn.add %y, %x : (tensor<4xf32>, tensor<4xi16>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK: Operation does not verify: nn.where: the condition must be bool, got tensor<4xf32>
+func.func @where_float_condition(%c: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = nn.where %c, %x, %x : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK: Operation does not verify: nn.take: the indices must be int32, int64, got tensor<2xf32>
+func.func @take_float_indices(%t: tensor<4x3xf32>, %i: tensor<2xf32>) -> tensor<2x3xf32> {
+  %0 = nn.take %t, %i {axis = 0} : (tensor<4x3xf32>, tensor<2xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// CHECK: Operation does not verify: nn.argmax: the result must be int64, got tensor<4xi32>
+func.func @argmax_i32(%x: tensor<4x3xf32>) -> tensor<4xi32> {
+  %0 = nn.argmax %x {axes = array<i64: 1>, keepdims = 0, select_last_index = 0} : (tensor<4x3xf32>) -> tensor<4xi32>
+  func.return %0 : tensor<4xi32>
 }

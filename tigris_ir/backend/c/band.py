@@ -53,7 +53,7 @@ class CTensor:
     name: str
     """A C pointer variable (`T *` or `const T *`) to the memref's first element."""
     ctype: str
-    """Element type: "float", "int8_t", "uint8_t" or "int32_t"."""
+    """Element type: "float", "int8_t", "uint8_t", "int32_t", "int64_t" or "_Bool"."""
     shape: tuple[int, ...]
     """The whole tensor's shape (the band body's tensor type)."""
     strides: tuple[int, ...]
@@ -174,6 +174,7 @@ C_TYPES = {
     np.dtype(np.int16): "int16_t",
     np.dtype(np.int32): "int32_t",
     np.dtype(np.int64): "int64_t",
+    np.dtype(np.bool_): "_Bool",
 }
 
 

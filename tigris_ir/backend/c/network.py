@@ -1042,6 +1042,8 @@ def _ports(fn: func.FuncOp, mems: Sequence[_Mem], key: str, layouts: Sequence[st
         streamed = m.space == loop.STREAM.data
         if lay in ("nchw", "ncw") and not streamed:
             shape = (shape[0], shape[-1], *shape[1:-1])
+        elif lay == "scalar":  # one element of shape 1 inside, rank 0 outside
+            shape = ()
         dt = {v: k for k, v in c_band.C_TYPES.items()}[m.ctype]
         out.append(CPort(names[i], dt, shape, lay, streamed))
     return out

@@ -854,6 +854,12 @@ def _unravel(flat: str, t: CTensor, axis: int, w: _Code, stem: str) -> str:
 def emit_reshape(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
     """A band of a reshape is one contiguous span of elements (`_reshape`)."""
     x, y = ins[0], outs[0]
+    if x.rank == 0 or y.rank == 0:  # one element (a scalar to or from shape 1)
+        fn = _Fn("tigris_reshape1")
+        xs = fn.ptr(x.ctype, x.name)
+        ys = fn.ptr(y.ctype, y.name, out=True)
+        fn.code(f"{ys}[0] = {xs}[0];")
+        return fn.call(unit)
     if len(x.cut) > 1 or len(y.cut) > 1:
         raise CLoweringError(f"{op.name}: a reshape band cuts one axis")
     ai = x.cut[0] if x.cut else 0
@@ -1805,3 +1811,208 @@ REFUSED_INSTANCES: tuple[str, ...] = (
 )
 """Instances refused with CLoweringError rather than lowered approximately
 (accumulate / finish of any op but GlobalAveragePool: `c_band.emitter`)."""
+
+
+# ---------------------------------------------------------------------------
+# integer and boolean data (Cast, comparisons, logic, Where, ArgMax / ArgMin,
+# Gather with run-time indices): the values of `kernels.cast`,
+# `kernels.arg_reduce` and `kernels.take`, exactly
+
+
+def _int_limits(dt: np.dtype) -> tuple[str, str]:
+    info = np.iinfo(dt)
+    ct = c_type(dt)
+    lit = {"int32_t": ("(-2147483647 - 1)", "2147483647")}
+    if ct == "int64_t":
+        return "(-9223372036854775807LL - 1)", "9223372036854775807LL"
+    return lit.get(ct, (str(int(info.min)), str(int(info.max))))
+
+
+def _cast_expr(unit: CUnit, src: np.dtype, dst: np.dtype, x: str) -> str:
+    """`kernels.cast` of one element."""
+    ct = c_type(dst)
+    if dst == np.bool_:
+        return f"({x} != 0)"
+    if src.kind != "f" or dst.kind == "f":
+        return f"({ct}){_par(x)}"
+    info = np.iinfo(dst)
+    lo, hi = float(info.min), float(info.max) + 1.0
+    mn, mx = _int_limits(dst)
+    text = "\n".join(
+        [
+            f"static inline {ct} @NAME@(float v) {{",
+            "  const double t = trunc((double)v);",
+            f"  if (t >= {float(lo).hex()} && t < {float(hi).hex()}) return ({ct})t;",
+            f"  return t >= {float(hi).hex()} ? {mx} : (t < {float(lo).hex()} ? {mn} : 0);",
+            "}",
+        ]
+    )
+    return f"{_define(unit, 'tigris_cast_' + str(dst), text)}({x})"
+
+
+@register("band", nn.CastOp)
+def emit_cast(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """Cast, elementwise."""
+    src, dst = nn.dtype_of(op.operands[0]), nn.dtype_of(op.results[0])
+
+    def body(a: list[str]) -> tuple[list[str], list[str]]:
+        return [], [_cast_expr(unit, src, dst, a[0])]
+
+    reads = [_Read(ins[0], tuple(range(ins[0].rank)))]
+    return _elementwise(unit, _short(op), op.name, outs[:1], reads, body)
+
+
+_FLAG_BINARY: dict[type[nn.NNOp], str] = {
+    nn.LessOp: "({a} < {b})",
+    nn.LessEqualOp: "({a} <= {b})",
+    nn.GreaterOp: "({a} > {b})",
+    nn.GreaterEqualOp: "({a} >= {b})",
+    nn.EqualOp: "({a} == {b})",
+    nn.AndOp: "({a} && {b})",
+    nn.OrOp: "({a} || {b})",
+    nn.XorOp: "({a} != {b})",
+}
+"""Comparisons (IEEE: a NaN compares false, as numpy) and logic, to bool."""
+
+
+@register("band", nn.CompareOp, nn.LogicOp)
+def emit_flag_binary(
+    op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
+) -> str:
+    """A comparison or logic op with numpy broadcasting, giving bool."""
+    tmpl = _FLAG_BINARY.get(type(op))
+    if tmpl is None:
+        raise CLoweringError(f"{op.name}: no C lowering for this comparison")
+
+    def body(a: list[str]) -> tuple[list[str], list[str]]:
+        return [], [tmpl.format(a=a[0], b=a[1])]
+
+    rank = outs[0].rank
+    reads = [_aligned(ins[0], rank), _aligned(ins[1], rank)]
+    return _elementwise(unit, _short(op), op.name, outs[:1], reads, body)
+
+
+@register("band", nn.NotOp)
+def emit_not(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """Logical not."""
+
+    def body(a: list[str]) -> tuple[list[str], list[str]]:
+        return [], [f"(!{_par(a[0])})"]
+
+    reads = [_Read(ins[0], tuple(range(ins[0].rank)))]
+    return _elementwise(unit, _short(op), op.name, outs[:1], reads, body)
+
+
+@register("band", nn.WhereOp)
+def emit_where(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """Where with three-way numpy broadcasting."""
+
+    def body(a: list[str]) -> tuple[list[str], list[str]]:
+        return [], [f"({a[0]} ? {a[1]} : {a[2]})"]
+
+    rank = outs[0].rank
+    reads = [_aligned(t, rank) for t in ins[:3]]
+    return _elementwise(unit, _short(op), op.name, outs[:1], reads, body)
+
+
+@register("band", nn.ArgReduceOp)
+def emit_arg_reduce(
+    op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
+) -> str:
+    """ArgMax / ArgMin along an axis the band does not cut: the first extreme
+    (scanning from the end for select_last_index), a NaN winning as in numpy."""
+    assert isinstance(op, nn.ArgReduceOp)
+    x, y = ins[0], outs[0]
+    rank = x.rank
+    r = op.axis()
+    if r in x.cut:
+        raise CLoweringError(f"{op.name}: a band cuts the reduced axis")
+    keep = bool(op.int_("keepdims"))
+    kept = [a for a in range(rank) if a != r]
+    out_axis = {a: (a if keep else kept.index(a)) for a in kept}
+    fn = _Fn(_short(op))
+    xs = fn.ptr(x.ctype, x.name)
+    ys = fn.ptr(y.ctype, y.name, out=True)
+    w = fn.code
+    cx, cy = xs, ys
+    for a in kept:
+        oa = out_axis[a]
+        fn.check(_inside(x.origin[a], x.extent[a], y.origin[oa], y.extent[oa], op.name))
+        off = fn.int_(_sub(y.origin[oa], x.origin[a]))
+        w.open(f"for (int k{a} = 0; k{a} < {fn.int_(y.extent[oa])}; k{a}++)")
+        w(f"const {x.ctype} *x_{a} = {cx} + (k{a} + {off}) * {x.strides[a]};")
+        w(f"int64_t *y_{a} = {cy} + k{a} * {y.strides[oa]};")
+        cx, cy = f"x_{a}", f"y_{a}"
+    n, st = x.shape[r], x.strides[r]
+    last = bool(op.int_("select_last_index"))
+    first = n - 1 if last else 0
+    w.open("")
+    w(f"{x.ctype} best = {cx}[{first * st}];")
+    w(f"int64_t at = {first};")
+    loop = f"for (int j = {n - 2}; j >= 0; j--)" if last else f"for (int j = 1; j < {n}; j++)"
+    w.open(loop)
+    w(f"const {x.ctype} v = {cx}[j * {st}];")
+    better = "v > best" if op.MAX else "v < best"
+    nan = " || v != v" if x.ctype == "float" else ""
+    guard = "best == best && " if x.ctype == "float" else ""
+    w(f"if ({guard}({better}{nan})) {{ best = v; at = j; }}")
+    w.close(1)
+    w(f"{cy}[0] = at;")
+    w.close(1 + len(kept))
+    return fn.call(unit)
+
+
+@register("band", nn.TakeOp)
+def emit_take(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """Gather with run-time indices: per output element, the data element at
+    the index (negative counted from the end; one outside [-n, n) stops a
+    TIGRIS_BOUNDS_CHECK build and is clamped otherwise)."""
+    assert isinstance(op, nn.TakeOp)
+    d, i, y = ins[0], ins[1], outs[0]
+    ax, q = op.gather_axis(), i.rank
+    if ax in d.cut:
+        raise CLoweringError(f"{op.name}: a band cuts the gathered axis of the data")
+    fn = _Fn(_short(op))
+    ds = fn.ptr(d.ctype, d.name)
+    is_ = fn.ptr(i.ctype, i.name)
+    ys = fn.ptr(y.ctype, y.name, out=True)
+    w = fn.code
+    cd, ci, cy = ds, is_, ys
+    n = d.shape[ax]
+    opened = 0
+
+    def resolve() -> None:
+        nonlocal cd
+        w(f"int64_t g = (int64_t){ci}[0];")
+        w(f"if (g < 0) g += {n};")
+        w(f"TIGRIS_BOUND(g >= 0 && g < {n});")
+        w(f"g = g < 0 ? 0 : (g >= {n} ? {n - 1} : g);")
+        w(f"const {d.ctype} *d_g = {cd} + (g - {_par(fn.int_(d.origin[ax]))}) * {d.strides[ax]};")
+        cd = "d_g"
+
+    for oa in range(y.rank):
+        if oa == ax + q:
+            resolve()
+        w.open(f"for (int k{oa} = 0; k{oa} < {fn.int_(y.extent[oa])}; k{oa}++)")
+        opened += 1
+        if ax <= oa < ax + q:
+            ia = oa - ax
+            fn.check(_inside(i.origin[ia], i.extent[ia], y.origin[oa], y.extent[oa], op.name))
+            off = fn.int_(_sub(y.origin[oa], i.origin[ia]))
+            w(f"const {i.ctype} *i_{oa} = {ci} + (k{oa} + {off}) * {i.strides[ia]};")
+            ci = f"i_{oa}"
+        else:
+            da = oa if oa < ax else oa - q + 1
+            fn.check(_inside(d.origin[da], d.extent[da], y.origin[oa], y.extent[oa], op.name))
+            off = fn.int_(_sub(y.origin[oa], d.origin[da]))
+            w(f"const {d.ctype} *d_{oa} = {cd} + (k{oa} + {off}) * {d.strides[da]};")
+            cd = f"d_{oa}"
+        w(f"{y.ctype} *y_{oa} = {cy} + k{oa} * {y.strides[oa]};")
+        cy = f"y_{oa}"
+    if y.rank == ax + q:
+        w.open("")
+        opened += 1
+        resolve()
+    w(f"{cy}[0] = {cd}[0];")
+    w.close(opened)
+    return fn.call(unit)

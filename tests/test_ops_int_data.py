@@ -1,0 +1,189 @@
+"""Integer and boolean tensors as data: Cast, comparisons, logic, Where,
+ArgMax / ArgMin, Gather with run-time indices, integer and bool model inputs
+and scalars. Each model against onnxruntime, then tiled in the interpreter
+and as C against the untiled reference (`ops_oracle.check_model`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+from ops_oracle import check_model, make_model, rand
+
+from tigris_ir.frontend.onnx_import import ImportDiagnostic, import_model
+
+RNG = np.random.default_rng(7)
+
+
+def _ints(shape: tuple[int, ...], lo: int, hi: int, dtype: type) -> np.ndarray:
+    return RNG.integers(lo, hi, shape).astype(dtype)
+
+
+def test_int32_input_cast_to_float() -> None:
+    """The exporters' pattern: an int32 input cast to float feeds a Conv."""
+    nodes = [
+        helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT),
+        helper.make_node("Conv", ["xf", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["y"]),
+    ]
+    w = rand((4, 3, 3, 3), 1, 0.3)
+    m = make_model(nodes, {"x": (1, 3, 12, 12)}, ["y"], {"w": w}, types={"x": np.int32})
+    check_model(m, {"x": _ints((1, 3, 12, 12), -50, 50, np.int32)})
+
+
+@pytest.mark.parametrize(
+    ("src", "dst"),
+    [
+        (np.float32, np.int32),
+        (np.float32, np.int8),
+        (np.float32, np.uint8),
+        (np.float32, np.int64),
+        (np.float32, np.bool_),
+        (np.int64, np.float32),
+        (np.int32, np.int8),
+        (np.bool_, np.float32),
+        (np.uint8, np.int32),
+    ],
+)
+def test_cast(src: type, dst: type) -> None:
+    """Cast between the element types, on values ONNX defines (in range)."""
+    from ops_oracle import _ELEM  # noqa: PLC0415
+
+    nodes = [helper.make_node("Cast", ["x"], ["y"], to=_ELEM[np.dtype(dst)])]
+    shape = (1, 4, 6, 6)
+    m = make_model(nodes, {"x": shape}, ["y"], types={"x": src, "y": dst})
+    if src == np.float32:
+        lo = 0 if dst in (np.uint8, np.bool_) else -100
+        x = RNG.uniform(lo, 100, shape).astype(np.float32)
+        x.reshape(-1)[:5] = 0.0  # zeros for bool
+    elif src == np.bool_:
+        x = RNG.integers(0, 2, shape).astype(np.bool_)
+    else:
+        x = _ints(shape, 0, 200, src)
+    check_model(m, {"x": x})
+
+
+def test_cast_saturates_where_onnx_is_open() -> None:
+    """Out of range and NaN: the reference's defined answer, tiled and in C."""
+    nodes = [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT8)]
+    m = make_model(nodes, {"x": (1, 2, 4, 4)}, ["y"], types={"y": np.int8})
+    x = np.linspace(-300, 300, 32).astype(np.float32).reshape(1, 2, 4, 4)
+    x[0, 0, 0, 0] = np.nan
+    got = check_model(m, {"x": x}, ort=False, min_tiles=1)
+    from tigris_ir.reference.executor import run_reference  # noqa: PLC0415
+
+    (y,) = run_reference(got.module, got.weights, [x])
+    assert y[0, 0, 0, 0] == 0 and y.min() == -128 and y.max() == 127
+
+
+def test_compare_logic_where() -> None:
+    """A clamp written as comparisons, And, Not and Where."""
+    nodes = [
+        helper.make_node("Less", ["x", "hi"], ["lt"]),
+        helper.make_node("Greater", ["x", "lo"], ["gt"]),
+        helper.make_node("And", ["lt", "gt"], ["inside"]),
+        helper.make_node("Not", ["inside"], ["outside"]),
+        helper.make_node("Mul", ["x", "k"], ["small"]),
+        helper.make_node("Where", ["outside", "small", "x"], ["y"]),
+        helper.make_node("Equal", ["x", "x"], ["same"]),
+        helper.make_node("Or", ["same", "inside"], ["any"]),
+    ]
+    inits = {
+        "hi": np.array(1.0, np.float32),
+        "lo": np.array([-1.0, -0.5, 0.0, -2.0], np.float32).reshape(1, 4, 1, 1),
+        "k": np.array(0.1, np.float32),
+    }
+    m = make_model(nodes, {"x": (1, 4, 8, 8)}, ["y", "any"], inits, types={"any": np.bool_})
+    check_model(m, {"x": rand((1, 4, 8, 8), 3)})
+
+
+def test_bool_mask_input() -> None:
+    nodes = [helper.make_node("Where", ["mask", "x", "zero"], ["y"])]
+    m = make_model(
+        nodes,
+        {"mask": (1, 1, 8, 8), "x": (1, 3, 8, 8)},
+        ["y"],
+        {"zero": np.zeros((1,), np.float32)},
+        types={"mask": np.bool_},
+    )
+    feeds = {"mask": RNG.integers(0, 2, (1, 1, 8, 8)).astype(np.bool_), "x": rand((1, 3, 8, 8))}
+    check_model(m, feeds)
+
+
+def test_int64_scalar_input() -> None:
+    """A model that takes an int64 scalar: cast and used as a factor."""
+    nodes = [
+        helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["x", "nf"], ["y"]),
+    ]
+    m = make_model(nodes, {"x": (1, 3, 8, 8), "n": ()}, ["y"], types={"n": np.int64})
+    check_model(m, {"x": rand((1, 3, 8, 8)), "n": np.array(3, np.int64)})
+
+
+@pytest.mark.parametrize(("op", "last"), [("ArgMax", 0), ("ArgMin", 0), ("ArgMax", 1)])
+def test_arg_reduce_channels(op: str, last: int) -> None:
+    """ArgMax / ArgMin over the channels of a conv output (ties: a coarse
+    Floor makes them frequent, so first and last index differ)."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Floor", ["c"], ["f"]),
+        helper.make_node(op, ["f"], ["y"], axis=1, keepdims=0, select_last_index=last),
+    ]
+    w = rand((6, 3, 3, 3), 2, 0.5)
+    m = make_model(nodes, {"x": (1, 3, 10, 10)}, ["y"], {"w": w}, types={"y": np.int64})
+    check_model(m, {"x": rand((1, 3, 10, 10), 4)})
+
+
+def test_arg_max_keepdims_last_axis() -> None:
+    nodes = [helper.make_node("ArgMax", ["x"], ["y"], axis=-1, keepdims=1)]
+    m = make_model(nodes, {"x": (2, 5, 7)}, ["y"], types={"y": np.int64})
+    check_model(m, {"x": rand((2, 5, 7), 5)}, min_tiles=1)
+
+
+@pytest.mark.parametrize("idx_type", [np.int64, np.int32])
+def test_gather_runtime_indices(idx_type: type) -> None:
+    """An embedding lookup: token ids (negative ones from the end) into a table."""
+    table = rand((20, 16), 6)
+    nodes = [
+        helper.make_node("Gather", ["table", "ids"], ["e"], axis=0),
+        helper.make_node("Relu", ["e"], ["y"]),
+    ]
+    m = make_model(nodes, {"ids": (1, 12)}, ["y"], {"table": table}, types={"ids": idx_type})
+    ids = _ints((1, 12), -20, 20, idx_type)
+    check_model(m, {"ids": ids})
+
+
+def test_gather_runtime_indices_inner_axis() -> None:
+    """Gather along a middle axis of activations, the indices an input."""
+    nodes = [helper.make_node("Gather", ["x", "i"], ["y"], axis=1)]
+    m = make_model(nodes, {"x": (3, 5, 6), "i": (2,)}, ["y"], types={"i": np.int64})
+    check_model(m, {"x": rand((3, 5, 6), 8), "i": np.array([4, -5], np.int64)}, min_tiles=1)
+
+
+def test_gather_index_out_of_range_is_an_error() -> None:
+    table = rand((4, 3))
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["y"], axis=0)]
+    m = make_model(nodes, {"ids": (2,)}, ["y"], {"table": table}, types={"ids": np.int64})
+    from tigris_ir.reference.executor import run_reference  # noqa: PLC0415
+
+    imp = import_model(m, origin="test")
+    with pytest.raises(ValueError, match="index 4 is outside"):
+        run_reference(imp.module, imp.weights, [np.array([0, 4], np.int64)])
+
+
+def test_range_of_runtime_values_is_refused() -> None:
+    nodes = [
+        helper.make_node("Range", ["zero", "n", "one"], ["r"]),
+        helper.make_node("Cast", ["r"], ["y"], to=TensorProto.FLOAT),
+    ]
+    inits = {"zero": np.array(0, np.int64), "one": np.array(1, np.int64)}
+    m = make_model(nodes, {"n": ()}, ["y"], inits, types={"n": np.int64})
+    with pytest.raises(ImportDiagnostic, match="Range's output length depends on 'n'"):
+        import_model(m, origin="test")
+
+
+def test_cast_to_double_is_refused() -> None:
+    nodes = [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.DOUBLE)]
+    m = make_model(nodes, {"x": (2, 3)}, ["y"])
+    with pytest.raises(ImportDiagnostic, match="Cast to DOUBLE is not supported"):
+        import_model(m, origin="test")

@@ -1,0 +1,174 @@
+"""Import handlers of integer and boolean data.
+
+Registered with `onnx_import`'s `_handles` like `extra_ops` (imported at the
+end of `onnx_import`): Cast between FLOAT, INT8, UINT8, INT32, INT64 and
+BOOL; Not, And, Or, Xor; Where; ArgMax and ArgMin; Gather with run-time
+indices (`nn.take`); Shape and Size of what the shape inference left open
+(the importer knows every static shape); Range, whose length would depend on
+run-time values, refused by name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from xdsl.ir import Attribute, SSAValue
+
+from tigris_ir.dialects import nn
+from tigris_ir.frontend import onnx_import as base
+from tigris_ir.frontend.onnx_import import _handles, _Importer, _Val
+
+_CAST_TYPES: dict[int, type[np.generic]] = {
+    onnx.TensorProto.FLOAT: np.float32,
+    onnx.TensorProto.INT8: np.int8,
+    onnx.TensorProto.UINT8: np.uint8,
+    onnx.TensorProto.INT32: np.int32,
+    onnx.TensorProto.INT64: np.int64,
+    onnx.TensorProto.BOOL: np.bool_,
+}
+
+
+def _type_name(elem: int) -> str:
+    try:
+        return onnx.TensorProto.DataType.Name(elem)  # pyright: ignore[reportArgumentType]
+    except ValueError:
+        return str(elem)
+
+
+def _matched(imp: _Importer, node: onnx.NodeProto, names: list[str]) -> tuple[list[SSAValue], str]:
+    """The operands of an elementwise node in one layout (channels-last when
+    any of them is a feature map), and that layout."""
+    vals = [imp.value(n) for n in names]
+    target = "cl" if any(v.layout == "cl" for v in vals) else "plain"
+    rank = max(len(nn.shape_of(v.ssa)) for v in vals)
+    match = base._match_layout  # noqa: SLF001
+    return [match(imp, v, n, target, rank) for v, n in zip(vals, names)], target
+
+
+@_handles("Cast")
+def _cast(imp: _Importer, node: onnx.NodeProto) -> None:
+    to = imp.attrs(node).get("to")
+    if not isinstance(to, int) or to not in _CAST_TYPES:
+        raise imp.fail(
+            f"Cast to {_type_name(to) if isinstance(to, int) else repr(to)} is not supported; "
+            "supported: FLOAT, INT8, UINT8, INT32, INT64, BOOL"
+        )
+    x = imp.value(node.input[0])
+    dt = np.dtype(_CAST_TYPES[to])
+    if nn.quant_of(x.ssa) is None and nn.dtype_of(x.ssa) == dt:
+        imp.env[node.output[0]] = x
+        return
+    op = imp.emit(nn.CastOp, [x.ssa], dtype=dt, result_shapes=[nn.shape_of(x.ssa)])
+    imp.finish(node, op, x.layout)
+
+
+_LOGIC: dict[str, type[nn.NNOp]] = {"And": nn.AndOp, "Or": nn.OrOp, "Xor": nn.XorOp}
+
+
+@_handles("Not")
+def _not(imp: _Importer, node: onnx.NodeProto) -> None:
+    x = imp.value(node.input[0])
+    op = imp.emit(nn.NotOp, [x.ssa], dtype=np.bool_)
+    imp.finish(node, op, x.layout)
+
+
+@_handles(*_LOGIC)
+def _logic(imp: _Importer, node: onnx.NodeProto) -> None:
+    operands, layout = _matched(imp, node, list(node.input))
+    op = imp.emit(_LOGIC[node.op_type], operands, dtype=np.bool_)
+    imp.finish(node, op, layout)
+
+
+@_handles("Where")
+def _where(imp: _Importer, node: onnx.NodeProto) -> None:
+    operands, layout = _matched(imp, node, list(node.input))
+    dt = nn.dtype_of(operands[1])
+    if nn.dtype_of(operands[2]) != dt:
+        raise imp.fail(
+            f"x ('{node.input[1]}') is {operands[1].type} but y ('{node.input[2]}') is "
+            f"{operands[2].type}; Where takes one element type"
+        )
+    op = imp.emit(nn.WhereOp, operands, dtype=dt)
+    imp.finish(node, op, layout)
+
+
+@_handles("ArgMax", "ArgMin")
+def _arg_reduce(imp: _Importer, node: onnx.NodeProto) -> None:
+    a = imp.attrs(node)
+    x = imp.value(node.input[0])
+    rank = len(nn.shape_of(x.ssa))
+    axis = int(a.get("axis", 0))
+    if not -rank <= axis < rank:
+        raise imp.fail(f"axis {axis} is outside the rank-{rank} input")
+    keep = int(a.get("keepdims", 1))
+    if x.layout == "cl" and not keep:
+        x = imp.to_plain(x)
+    internal = base._cl_axis(axis, rank) if x.layout == "cl" else axis % rank  # noqa: SLF001
+    props: dict[str, Attribute] = {
+        "axes": nn.ints_prop([internal]),
+        "keepdims": nn.int_prop(keep),
+        "select_last_index": nn.int_prop(int(a.get("select_last_index", 0))),
+    }
+    cls = nn.ArgMaxOp if node.op_type == "ArgMax" else nn.ArgMinOp
+    op = imp.emit(cls, [x.ssa], props, dtype=np.int64)
+    imp.finish(node, op, x.layout)
+
+
+def take(imp: _Importer, node: onnx.NodeProto) -> None:
+    """Gather whose indices are computed at run time: `nn.take` in ONNX's layout."""
+    x = imp.to_plain(imp.value(node.input[0]))
+    idx = imp.to_plain(imp.value(node.input[1]))
+    if nn.dtype_of(idx.ssa) not in (np.int32, np.int64) or nn.quant_of(idx.ssa) is not None:
+        raise imp.fail(
+            f"the indices ('{node.input[1]}') must be INT32 or INT64, got {idx.ssa.type}"
+        )
+    rank = len(nn.shape_of(x.ssa))
+    axis = int(imp.attrs(node).get("axis", 0))
+    if not -rank <= axis < rank:
+        raise imp.fail(f"axis {axis} is outside the rank-{rank} input")
+    op = imp.emit(
+        nn.TakeOp,
+        [x.ssa, idx.ssa],
+        {"axis": nn.int_prop(axis % rank)},
+        dtype=nn.dtype_of(x.ssa),
+        quant=nn.quant_of(x.ssa),
+    )
+    imp.finish(node, op, "plain")
+
+
+@_handles("Shape", "Size")
+def _shape(imp: _Importer, node: onnx.NodeProto) -> None:
+    """The static shape (ONNX's axis order) or element count, as a constant."""
+    x = imp.value(node.input[0])
+    shape = nn.shape_of(x.ssa)
+    if x.layout == "cl":
+        shape = tuple(shape[i] for i in base._to_plain_perm(len(shape)))  # noqa: SLF001
+    if node.op_type == "Size":
+        value = np.array(int(np.prod(shape)), np.int64)
+    else:
+        a = imp.attrs(node)
+        r = len(shape)
+        start, end = int(a.get("start", 0)), int(a.get("end", r))
+        start = min(max(start + r if start < 0 else start, 0), r)
+        end = min(max(end + r if end < 0 else end, 0), r)
+        value = np.array(shape[start:end], np.int64)
+    imp.consts[node.output[0]] = value
+    imp.env[node.output[0]] = _Val(imp.weight(value, "shape"), "plain")
+
+
+@_handles("Range")
+def _range(imp: _Importer, node: onnx.NodeProto) -> None:
+    """Range folds when its inputs are constants; otherwise its length is a
+    run-time value, and every tensor here has a static shape."""
+    for n in node.input:
+        if imp.const(n) is None:
+            cause = imp.runtime_cause(n) or "but it is computed at run time"
+            raise imp.fail(
+                f"Range's output length depends on '{n}', which must be a constant at "
+                f"import (tensors have static shapes), {cause}"
+            )
+    raise imp.fail("Range of constants should have been folded at import")
+
+
+_NEW = ("Cast", "Not", "And", "Or", "Xor", "Where", "ArgMax", "ArgMin", "Shape", "Size", "Range")
+base.SUPPORTED_OPS = tuple(sorted({*base.SUPPORTED_OPS, *_NEW}))

@@ -1543,6 +1543,29 @@ def _emit_im2col(
             "          for (int r = 0; r < mb; ++r) {",
             f"            const int ix0 = (ox0 + r) * {g.sw} - {g.pl};",
             f"            {buft} *d = buf + r * {p.kp};",
+        ]
+        if p.kp > k:
+            out.append(f"            for (int kk = {k}; kk < {p.kp}; ++kk) d[kk] = 0;")
+        span = g.kw * g.cg
+        if _whole_tap_rows(g, xv):
+            # a pixel whose window lies inside the image's width: per kernel row,
+            # its kw taps are one run of kw * c input values
+            out += [
+                f"            if (ix0 >= 0 && ix0 + {g.kw - 1} < {g.w}) {{",
+                f"              TIGRIS_BOUND(ix0 >= xl2 && ix0 + {g.kw - 1} < xl2 + xn2);",
+                f"              for (int ky = 0; ky < {g.kh}; ++ky) {{",
+                f"                {buft} *dt = d + ky * {span};",
+                "                if (!rok[ky]) {",
+                f"                  memset(dt, {pad_byte}, {span} * sizeof(*dt));",
+                "                  continue;",
+                "                }",
+                f"                const {xt} *s = xn + roff[ky] + (long)(ix0 - xl2) * {g.c};",
+                f"                {_gather(q, p, span)}",
+                "              }",
+                "              continue;",
+                "            }",
+            ]
+        out += [
             f"            for (int ky = 0; ky < {g.kh}; ++ky)",
             f"            for (int kx = 0; kx < {g.kw}; ++kx) {{",
             f"              const int ix = ix0 + kx * {g.dw};",
@@ -1554,21 +1577,9 @@ def _emit_im2col(
             "              TIGRIS_BOUND(ix >= xl2 && ix < xl2 + xn2);",
             f"              const {xt} *s = xn + roff[ky] + (long)(ix - xl2) * {xv.strides[2]}"
             f" + gi * {g.cg};",
+            f"              {_gather(q, p, g.cg)}",
+            "            }",
         ]
-        if q is None:
-            out.append(f"              memcpy(dt, s, {g.cg} * sizeof(float));")
-        elif p.vnni:
-            out.append(
-                f"              for (int ci = 0; ci < {g.cg}; ++ci) dt[ci] = {_to_u8(q, 's[ci]')};"
-            )
-        else:
-            out.append(
-                f"              for (int ci = 0; ci < {g.cg}; ++ci)"
-                f" dt[ci] = (int16_t)(s[ci] - {_lit(q.xzp)});"
-            )
-        out.append("            }")
-        if p.kp > k:
-            out.append(f"            for (int kk = {k}; kk < {p.kp}; ++kk) d[kk] = 0;")
         out.append("          }")
         yarg = f"yr + (long)(ox0 - yl2) * {yv.strides[2]} + gi * {g.cog}"
         if q is None:
@@ -1627,6 +1638,22 @@ def _emit_im2col(
     name = _helper(unit, key, f"tg_conv_{g.kh}x{g.kw}s{g.sh}x{g.sw}_{g.c}_{g.co}", build)
     consts = _conv_consts(unit, g, q, ins, p)
     return f"  {name}({x.name}, {xv.bounds()}, {', '.join(consts)}, {y.name}, {yv.bounds()});"
+
+
+def _whole_tap_rows(g: _Conv, xv: _View) -> bool:
+    """Whether a kernel row's kw taps read one run of kw * c input values
+    (undilated, one group, pixels dense along the width)."""
+    return g.dw == 1 and g.groups == 1 and xv.strides[2] == g.c and g.kw > 1
+
+
+def _gather(q: _Q | None, p: _Panels, n: str | int) -> str:
+    """C copying n input values at `s` into the gathered row at `dt`, as the
+    kernel's rows hold them: float32, x - zp in int16 pairs, or unsigned bytes."""
+    if q is None:
+        return f"memcpy(dt, s, {n} * sizeof(float));"
+    if p.vnni:
+        return f"for (int ci = 0; ci < {n}; ++ci) dt[ci] = {_to_u8(q, 's[ci]')};"
+    return f"for (int ci = 0; ci < {n}; ++ci) dt[ci] = (int16_t)(s[ci] - {_lit(q.xzp)});"
 
 
 DW_PIXELS = 8

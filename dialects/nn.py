@@ -2867,6 +2867,15 @@ class ArgReduceOp(ReduceOp):
     def axis(self) -> int:
         return _norm_axis(self.ints("axes")[0], _rank(self.input), self.name)
 
+    def independent_axes(self) -> tuple[int, tuple[int, ...]] | None:
+        """The first non-unit axis it does not reduce (rows of a feature map)."""
+        xs, r = shape_of(self.input), self.axis()
+        kept = [a for a in range(len(xs)) if a != r]
+        if not kept:
+            return 0, (-1,)
+        a = next((a for a in kept if xs[a] != 1), kept[0])
+        return (a if self.int_("keepdims") else kept.index(a)), (a,)
+
     def reference(self, args: list[np.ndarray]) -> list[np.ndarray]:
         out = K.arg_reduce(
             args[0],

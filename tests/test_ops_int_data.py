@@ -187,3 +187,29 @@ def test_cast_to_double_is_refused() -> None:
     m = make_model(nodes, {"x": (2, 3)}, ["y"])
     with pytest.raises(ImportDiagnostic, match="Cast to DOUBLE is not supported"):
         import_model(m, origin="test")
+
+
+def test_tigris_run_takes_integer_and_scalar_inputs(tmp_path, capsys) -> None:
+    """tigris-run: random int32 and int64-scalar inputs, the reference against
+    onnxruntime, the plan in the interpreter and as C against the untiled one."""
+    import onnx  # noqa: PLC0415
+
+    from tigris_ir.tools.tigris_run import run  # noqa: PLC0415
+
+    nodes = [
+        helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT),
+        helper.make_node("Conv", ["xf", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["c", "nf"], ["p"]),
+        helper.make_node("ArgMax", ["p"], ["y"], axis=1, keepdims=0),
+    ]
+    types = {"x": np.int32, "n": np.int64, "y": np.int64}
+    inits = {"w": rand((4, 3, 3, 3), 1, 0.3)}
+    m = make_model(nodes, {"x": (1, 3, 16, 16), "n": ()}, ["y"], inits, types=types)
+    path = tmp_path / "int.onnx"
+    onnx.save(m, path)
+    assert run([str(path), "--random-input", "1", "--check", "-q"]) == 0
+    for backend in ("interp", "c"):
+        args = [str(path), "-m", "1K", "--random-input", "1", "--backend", backend, "--check"]
+        assert run(args) == 0
+        assert "equals the untiled reference" in capsys.readouterr().out

@@ -316,6 +316,13 @@ def first_reason(e: Exception) -> str:
     return text[0] if text else type(e).__name__
 
 
+def _boundary_shape(s: tuple[int, ...], layout: str) -> tuple[int, ...]:
+    """The shape an input has outside: NCHW / NCW for feature maps, rank 0 for a scalar."""
+    if layout in ("nchw", "ncw"):
+        return (s[0], s[-1], *s[1:-1])
+    return () if layout == "scalar" else s
+
+
 def _inputs(args: argparse.Namespace, fn, names: list[str], layouts: list[str]) -> list[np.ndarray]:
     from tigris_ir.dialects import nn
 
@@ -326,12 +333,11 @@ def _inputs(args: argparse.Namespace, fn, names: list[str], layouts: list[str]) 
         rng = np.random.default_rng(args.random_input)
         out = []
         for a, lay in zip(arg_vals, layouts):
-            s = nn.shape_of(a)
-            if lay in ("nchw", "ncw"):
-                s = (s[0], s[-1], *s[1:-1])
+            s = _boundary_shape(nn.shape_of(a), lay)
             dt = nn.dtype_of(a)
             x = rng.standard_normal(s).astype(np.float32)
-            out.append(x if dt == np.float32 else rng.integers(-128, 128, s).astype(dt))
+            lo, hi = {np.dtype(np.bool_): (0, 2), np.dtype(np.uint8): (0, 256)}.get(dt, (-128, 128))
+            out.append(x if dt == np.float32 else rng.integers(lo, hi, s).astype(dt))
         return out
     if len(args.input) != len(arg_vals):
         raise RunError(
@@ -341,9 +347,7 @@ def _inputs(args: argparse.Namespace, fn, names: list[str], layouts: list[str]) 
     out = []
     for f, name, a, lay in zip(args.input, names, arg_vals, layouts):
         x = _load_input(f)
-        s = nn.shape_of(a)
-        if lay in ("nchw", "ncw"):
-            s = (s[0], s[-1], *s[1:-1])
+        s = _boundary_shape(nn.shape_of(a), lay)
         dt = np.dtype(nn.dtype_of(a))
         if tuple(x.shape) != tuple(s) or x.dtype != dt:
             raise RunError(
@@ -536,10 +540,7 @@ def _plan_inputs(
     for a, lay in zip(fn.body.block.args, layouts):
         t = a.type
         assert isinstance(t, MemRefType)
-        s = tuple(t.get_shape())
-        if lay in ("nchw", "ncw"):
-            s = (s[0], s[-1], *s[1:-1])
-        want.append((s, nn.element_dtype(t.element_type)))
+        want.append((_boundary_shape(tuple(t.get_shape()), lay), nn.element_dtype(t.element_type)))
     if args.random_input is not None:
         if args.input:
             raise RunError("give either --input or --random-input, not both")
@@ -547,6 +548,8 @@ def _plan_inputs(
         return [
             rng.standard_normal(s).astype(np.float32)
             if dt == np.float32
+            else rng.integers(0, 2, s).astype(dt)
+            if dt == np.bool_
             else rng.integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, s).astype(dt)
             for s, dt in want
         ]

@@ -101,8 +101,12 @@ def _arg_reduce(imp: _Importer, node: onnx.NodeProto) -> None:
     if not -rank <= axis < rank:
         raise imp.fail(f"axis {axis} is outside the rank-{rank} input")
     keep = int(a.get("keepdims", 1))
+    layout = x.layout
     if x.layout == "cl" and not keep:
-        x = imp.to_plain(x)
+        # over the channels the result (N, H, W) is in ONNX's order already
+        layout = "plain"
+        if axis % rank != 1:
+            x = imp.to_plain(x)
     internal = base._cl_axis(axis, rank) if x.layout == "cl" else axis % rank  # noqa: SLF001
     props: dict[str, Attribute] = {
         "axes": nn.ints_prop([internal]),
@@ -111,7 +115,7 @@ def _arg_reduce(imp: _Importer, node: onnx.NodeProto) -> None:
     }
     cls = nn.ArgMaxOp if node.op_type == "ArgMax" else nn.ArgMinOp
     op = imp.emit(cls, [x.ssa], props, dtype=np.int64)
-    imp.finish(node, op, x.layout)
+    imp.finish(node, op, layout)
 
 
 def take(imp: _Importer, node: onnx.NodeProto) -> None:

@@ -1,7 +1,7 @@
 """The loop level's speed: a MobileNetV2-224 plan run against numpy and onnxruntime.
 
 For float32 and int8 at 256K: planning + lowering + arena placement, the
-loop-IR run (`loop_run.run_loop_module`, the interpreter `tigris-run` uses),
+loop-IR run (`tigris_ir.interp.loop_ir.run_loop_module`, the interpreter `tigris-run` uses),
 the untiled numpy reference (`reference.run_function`) and onnxruntime on
 one thread; best of `--repeat` runs, ratios against the reference. Also the
 `tigris-run model.onnx -m 256K` command line end to end (import included).

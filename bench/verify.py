@@ -2,7 +2,7 @@
 
 For every model, float32 and int8, at each budget where the plan fits: the
 plan is lowered to loop IR (`lower-to-loops`), its arena placed and verified
-(`plan-arena`) and run (`loop_run.run_loop_module`). The table shows whether
+(`plan-arena`) and run (`tigris_ir.interp.loop_ir.run_loop_module`). The table shows whether
 the output equals the untiled reference (int8 bit-exact, float32 to a
 relative 1e-5), the planned against the measured fast peak, slow peak, slow
 reads and writes, and the tiles run. `--direct` runs the plan interpreter

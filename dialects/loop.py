@@ -54,11 +54,26 @@ from xdsl.irdl import (
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from tigris_ir.dialects import nn
+
 # Attribute names of the loop level: a buffer's static offset in its arena
 # (`plan-arena`), and the function's fast and slow arena sizes in bytes.
 OFFSET_ATTR = "loop.offset"
 ARENA_ATTR = "loop.arena"
 SLOW_ARENA_ATTR = "loop.slow_arena"
+# the tensor a buffer is allocated for; the plan's figures on the function
+TENSOR_ATTR = "loop.tensor"
+PLAN_ATTR = "loop.plan"
+# a weight global's entry in the weight table; a tile table's column names
+REF_ATTR = "loop.ref"
+COLUMNS_ATTR = "loop.columns"
+# a tile loop's unit and kind (`strips`, `chain, line-buffered`, ...); the
+# graph node a band op computes
+UNIT_ATTR = "loop.unit"
+KIND_ATTR = "loop.kind"
+NODE_ATTR = "loop.node"
+LINE_BUFFERED = "line-buffered"
+"""The suffix of a tile loop's kind whose line buffers compute each row once."""
 
 FAST = StringAttr("fast")
 SLOW = StringAttr("slow")
@@ -206,8 +221,6 @@ def _check_band_type(name: str, v: SSAValue, t: Attribute, axes: Sequence[int]) 
 def element_dtype(t: Attribute) -> np.dtype:
     """The numpy dtype of an element type: the `nn` ones and the float64 of
     accumulators."""
-    from tigris_ir.dialects import nn
-
     return np.dtype(np.float64) if isinstance(t, Float64Type) else nn.element_dtype(t)
 
 
@@ -231,8 +244,6 @@ class AccumulateOp(BandComputeOp):
         return 1
 
     def tensor_results(self) -> list[Attribute]:
-        from tigris_ir.dialects import nn
-
         r = self.nn_op.results[0].type
         return [TensorType(Float64Type(), nn.shape_of(r))]
 

@@ -78,11 +78,6 @@ from tigris_ir.plan.ir import (
 from tigris_ir.plan.nn_graph import GraphView
 from tigris_ir.plan.tiling import GraphTables
 
-TENSOR_ATTR = "loop.tensor"
-"""The tensor a buffer holds (a `memref.alloc` attribute), for diagnostics."""
-PLAN_ATTR = "loop.plan"
-"""The plan's figures on the lowered function: peak, slow_peak, reads, writes, budget."""
-
 
 def memref_of(shape: Sequence[int], dtype: np.dtype, space: StringAttr | None) -> MemRefType:
     elem = (
@@ -185,7 +180,7 @@ class _Lowering:
             t = memref_of(info.shape, self.dtype(name), None)
             sym = self.symbol("w_" + ref)
             g = memref.GlobalOp.get(StringAttr(sym), t, UnitAttr())
-            g.attributes["loop.ref"] = StringAttr(ref)
+            g.attributes[loop.REF_ATTR] = StringAttr(ref)
             self.globals.append(g)
             get = memref.GetGlobalOp(sym, t)
             get.memref.name_hint = _hint("w_" + ref)
@@ -204,7 +199,7 @@ class _Lowering:
         op = memref.AllocOp.get(
             memref_of(shape, dtype, space).element_type, shape=list(shape), memory_space=space
         )
-        op.attributes[TENSOR_ATTR] = StringAttr(tensor or key)
+        op.attributes[loop.TENSOR_ATTR] = StringAttr(tensor or key)
         op.memref.name_hint = _hint(("s_" if space == loop.SLOW else "") + key)
         self.add(op)
         return op.memref
@@ -280,7 +275,7 @@ class _Lowering:
             if key in self.fn.attributes:
                 new.attributes[key] = self.fn.attributes[key]
         p = prog.plan
-        new.attributes[PLAN_ATTR] = DictionaryAttr(
+        new.attributes[loop.PLAN_ATTR] = DictionaryAttr(
             {
                 "peak": IntegerAttr(p.peak, i64),
                 "slow_peak": IntegerAttr(p.slow_peak, i64),
@@ -302,8 +297,10 @@ class _Lowering:
         cuts: list[list[int]],
         cls: type[loop.BandComputeOp] = loop.BandOp,
     ) -> loop.BandComputeOp:
-        nn_op = self.view.ops[self.graph.nodes[k].name]
-        return cls(ins, outs, bounds, cuts, loop.band_body(nn_op))
+        node = self.graph.nodes[k].name
+        op = cls(ins, outs, bounds, cuts, loop.band_body(self.view.ops[node]))
+        op.attributes[loop.NODE_ATTR] = StringAttr(node)
+        return op
 
     def normal(self, u: NormalUnit) -> None:
         graph = self.graph
@@ -409,7 +406,7 @@ class _Lowering:
             TensorType(IndexType(), [n_groups, 2]), [v for g in u.acc_groups for v in g]
         )
         g = memref.GlobalOp.get(StringAttr(sym), ttype, init, constant=UnitAttr())
-        g.attributes["loop.columns"] = ArrayAttr([StringAttr("c.0"), StringAttr("c.1")])
+        g.attributes[loop.COLUMNS_ATTR] = ArrayAttr([StringAttr("c.0"), StringAttr("c.1")])
         self.globals.append(g)
         get = memref.GetGlobalOp(sym, ttype)
         get.memref.name_hint = sym
@@ -443,7 +440,7 @@ class _Lowering:
         for op in ops:
             body.add_op(op)
         outer = scf.ForOp(self.const(0), self.const(n_groups), self.const(1), [], Region(body))
-        outer.attributes["loop.unit"] = StringAttr(u.name + " channel groups")
+        outer.attributes[loop.UNIT_ATTR] = StringAttr(u.name + " channel groups")
         self.add(outer)
 
     # ---- the tile loop -----------------------------------------------------
@@ -583,7 +580,7 @@ class _Lowering:
                 TensorType(IndexType(), [n, len(cols_of)]), flat
             )
             g = memref.GlobalOp.get(StringAttr(sym), ttype, init, constant=UnitAttr())
-            g.attributes["loop.columns"] = ArrayAttr(
+            g.attributes[loop.COLUMNS_ATTR] = ArrayAttr(
                 [StringAttr(".".join(str(x) for x in tab.keys[j][len(gkey) :])) for j in cols_of]
             )
             self.globals.append(g)
@@ -688,9 +685,9 @@ class _Lowering:
         for op in ops:
             body.add_op(op)
         for_op = scf.ForOp(self.const(0), self.const(count), self.const(1), [], Region(body))
-        for_op.attributes["loop.unit"] = StringAttr(u.name)
-        for_op.attributes["loop.kind"] = StringAttr(
-            u.kind + (", line-buffered" if u.line_buffered else "")
+        for_op.attributes[loop.UNIT_ATTR] = StringAttr(u.name)
+        for_op.attributes[loop.KIND_ATTR] = StringAttr(
+            u.kind + (", " + loop.LINE_BUFFERED if u.line_buffered else "")
         )
         return for_op
 

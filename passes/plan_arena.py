@@ -7,13 +7,15 @@ A buffer is live from its allocation to its `memref.dealloc` (an argument:
 to its last use), counted in top-level ops of the function, so the live sums
 are exactly the planner's: a normal stage's buffers as its cost model frees
 them, a tile loop's buffers for the whole loop. Offsets come from
-`loop_run.place` (the interpreter's own placement) within the live peak.
+`tigris_ir.loops.arena.place_lifetimes` (the planner's placement) within the live peak.
 
 The verifier then rejects, naming the buffers: a buffer without an aligned
 offset, two live buffers that overlap, a fast arena above the budget or other
-than the planned peak, and (by a dry run of the loop IR that computes
-nothing) a band that reads rows outside the band it holds or rows never
-loaded or computed.
+than the planned peak; and, by a run of the loop IR that computes nothing
+(`tigris_ir.loops.machine.verify_plan`), naming the band op, tile and rows: a
+band that reads rows outside the band it holds, never loaded or computed, or
+stale (another tile's); rows that are spilled or returned but never computed;
+a row computed twice where the plan claims once; a slow element written twice.
 """
 
 from __future__ import annotations
@@ -21,27 +23,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func, memref
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from tigris_ir.dialects import loop
-from tigris_ir.interp.loop_ir import dry_run
-from tigris_ir.loops.arena import (
-    ARENA_ATTR,
-    OFFSET_ATTR,
-    SLOW_ARENA_ATTR,
-    arena_problems,
-    int_attr,
-    lifetimes,
-    place_lifetimes,
-    planned,
-)
-from tigris_ir.loops.schedule import PlanRunError
-from tigris_ir.plan.ir import BUDGET_ATTR, SLOW_BUDGET_ATTR, main_func
-from tigris_ir.plan.memory import parse_budget
+from tigris_ir.loops.arena import lifetimes, place_lifetimes
+from tigris_ir.loops.verify import budget_for, is_lowered, verify_arena
+from tigris_ir.plan.ir import main_func
+
+__all__ = ["PlanArenaPass", "assign_offsets", "budget_for", "is_lowered", "verify_arena"]
 
 
 def assign_offsets(fn: func.FuncOp) -> None:
@@ -52,52 +45,12 @@ def assign_offsets(fn: func.FuncOp) -> None:
     for lv in lives:
         off = IntegerAttr(offsets[lv.key], i64)
         if isinstance(lv.owner, Operation):
-            lv.owner.attributes[OFFSET_ATTR] = off
+            lv.owner.attributes[loop.OFFSET_ATTR] = off
         else:
-            arg_attrs[int(lv.key.removeprefix("arg"))][OFFSET_ATTR] = off
+            arg_attrs[int(lv.key.removeprefix("arg"))][loop.OFFSET_ATTR] = off
     fn.arg_attrs = ArrayAttr([DictionaryAttr(dict(a)) for a in arg_attrs])
-    fn.attributes[ARENA_ATTR] = IntegerAttr(sizes["fast"], i64)
-    fn.attributes[SLOW_ARENA_ATTR] = IntegerAttr(sizes["slow"], i64)
-
-
-def budget_for(module: ModuleOp, fn: func.FuncOp, option: int | str | None) -> int | None:
-    """The option, else the module's `tile.budget`, else the plan's."""
-    if option not in (None, "", 0):
-        try:
-            return parse_budget(option)  # type: ignore[arg-type]
-        except ValueError as e:
-            raise PassFailedException(str(e)) from None
-    attr = module.attributes.get(BUDGET_ATTR)
-    if isinstance(attr, IntegerAttr):
-        return int(attr.value.data)
-    return planned(fn).get("budget")
-
-
-def verify_arena(module: ModuleOp, budget: int | None = None) -> list[str]:
-    """Every problem of a planned loop module (empty when it may run)."""
-    fn = main_func(module)
-    problems = arena_problems(fn, budget if budget is not None else budget_for(module, fn, None))
-    slow_budget = module.attributes.get(SLOW_BUDGET_ATTR)
-    slow = int_attr(fn, SLOW_ARENA_ATTR)
-    if isinstance(slow_budget, IntegerAttr) and slow is not None:
-        if slow > slow_budget.value.data:
-            problems.append(
-                f"the slow arena of {slow} bytes exceeds the slow budget of "
-                f"{slow_budget.value.data}"
-            )
-    if problems:
-        return problems
-    try:
-        dry_run(module)
-    except PlanRunError as e:
-        return [str(e)]
-    return []
-
-
-def is_lowered(fn: func.FuncOp) -> bool:
-    return any(isinstance(op, loop.BandComputeOp | memref.AllocOp) for op in fn.walk()) or any(
-        loop.space_of(a.type) for a in fn.body.block.args
-    )
+    fn.attributes[loop.ARENA_ATTR] = IntegerAttr(sizes["fast"], i64)
+    fn.attributes[loop.SLOW_ARENA_ATTR] = IntegerAttr(sizes["slow"], i64)
 
 
 @dataclass(frozen=True)

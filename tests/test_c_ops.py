@@ -22,6 +22,7 @@ from tigris_ir.backend.c import band as c_band
 from tigris_ir.backend.c import ops as c_ops
 from tigris_ir.dialects import nn
 from tigris_ir.interp import band_exec
+from tigris_ir.loops.need import required
 from tigris_ir.plan.band import Band, band_slices
 
 # ---------------------------------------------------------------------------
@@ -73,10 +74,10 @@ def held_of(op: nn.NNOp, i: int, out: Band, cut: bool) -> Band:
         return {}
     shape = nn.shape_of(op.operands[i])
     if isinstance(op, nn.ReshapeLikeOp):
-        return band_exec.required(op, i, {1: (0, shape[1])}, out)
+        return required(op, i, {1: (0, shape[1])}, out)
     if isinstance(op, nn.WindowOp | nn.ResizeOp):
         spatial = [a for a in out if 1 <= a < len(shape) - 1]
-        need = band_exec.required(op, i, {a: (0, shape[a]) for a in spatial}, out)
+        need = required(op, i, {a: (0, shape[a]) for a in spatial}, out)
         return {**out, **need}
     full = nn.shape_of(op.results[0])
     lead = len(full) - len(shape)

@@ -29,7 +29,7 @@ from tigris_ir.backend.c import gebp as gebp_c
 from tigris_ir.backend.c.target import CEmitError, print_c
 from tigris_ir.dialects import nn
 from tigris_ir.dialects.rtile import CoverAttr, DotAccOp, GeomAttr
-from tigris_ir.interp.gebp_loops import InterpretError, LoopInterpreter
+from tigris_ir.interp.loop_ir import LoopIRError, run_kernel
 from tigris_ir.passes.gebp_tile import GebpTilePass, gemm_site
 from tigris_ir.passes.lower_gebp import KernelSpec, LowerGebpPass, build_kernel
 from tigris_ir.rtile import autotune as tune
@@ -417,7 +417,7 @@ def test_lowered_kernel_interpreted(m: int, n: int, k: int, g: G, dtype: str):
     a, b = operands(m, n, k, dtype, seed=m * n + k)
     acc = np.float32 if dtype == "float32" else np.int32
     y = np.full((m, n), np.nan if dtype == "float32" else -7, dtype=acc)
-    LoopInterpreter(module).call(kernel.sym_name.data, [a, b, y])
+    run_kernel(module, kernel.sym_name.data, [a, b, y])
     if dtype == "float32":
         assert_close(y, a, b)
     else:
@@ -449,7 +449,7 @@ def test_gemm_addend_shapes_interpreted(c_shape: tuple[int, ...], beta: float):
     a, b = operands(13, 37, 9, "float32", seed=3)
     c = np.random.default_rng(4).standard_normal(c_shape).astype(np.float32)
     y = np.full((13, 37), np.nan, np.float32)
-    LoopInterpreter(module).call("f", [a, b, c, y])
+    run_kernel(module, "f", [a, b, c, y])
     assert_close(y, a, b, beta * c.astype(np.float64))
 
 
@@ -477,7 +477,7 @@ def test_a_graph_of_products_becomes_a_memref_function():
     x, w1, w2 = (rng.standard_normal(s).astype(np.float32) for s in ((10, 12), (12, 20), (20, 9)))
     c2 = rng.standard_normal(9).astype(np.float32)
     h, y = np.full((10, 20), np.nan, np.float32), np.full((10, 9), np.nan, np.float32)
-    LoopInterpreter(module).call("chain", [x, w1, w2, c2, h, y])
+    run_kernel(module, "chain", [x, w1, w2, c2, h, y])
     assert_close(h, x, w1)
     assert_close(y, h, w2, c2.astype(np.float64))
 
@@ -505,7 +505,7 @@ func.func @m(%a: tensor<13x9xf32>, %b: tensor<9x19xf32>, %bt: tensor<19x9xf32>,
     a, b = operands(13, 19, 9, "float32", 1)
     c = np.random.default_rng(2).standard_normal(19).astype(np.float32)
     y = np.full((13, 19), np.nan, np.float32)
-    LoopInterpreter(module).call(kernel.sym_name.data, [a, b, c, y])
+    run_kernel(module, kernel.sym_name.data, [a, b, c, y])
     assert_close(y, a, b, c.astype(np.float64))
 
 
@@ -526,8 +526,8 @@ def test_the_interpreter_names_an_op_it_does_not_run():
         "func.func @f(%x: f32) -> f32 {\n  %y = arith.addf %x, %x : f32\n"
         "  func.return %y : f32\n}\n"
     )
-    with pytest.raises(InterpretError, match="'arith.addf'"):
-        LoopInterpreter(module).call("f", [np.float32(1)])
+    with pytest.raises(LoopIRError, match="'arith.addf'"):
+        run_kernel(module, "f", [np.float32(1)])
 
 
 # ------------------------------------------------------------------ C target

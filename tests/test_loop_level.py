@@ -625,14 +625,14 @@ def test_the_arena_verifier_names_the_buffers():
     assert any("not a multiple of 16" in p for p in verify_arena(m))
 
 
-def test_the_dry_run_catches_a_band_reading_rows_never_loaded():
+def test_the_plan_verifier_catches_a_band_reading_rows_never_loaded():
     from xdsl.dialects import memref
 
-    from tigris_ir.interp.loop_ir import LoopIRError, dry_run
+    from tigris_ir.loops.machine import LoopIRError, verify_plan
 
     module = zoo_case("vgg", False)[0]
     m = lower(module, 8192)
-    dry_run(m)
+    verify_plan(m)
     # drop the first tile loop's loads: its first conv reads nothing loaded
     loop_op = next(op for op in main_func(m).body.block.ops if op.name == "scf.for")
     copies = [
@@ -646,7 +646,69 @@ def test_the_dry_run_catches_a_band_reading_rows_never_loaded():
         c.detach()
         c.erase()
     with pytest.raises(LoopIRError, match="which was never loaded or computed"):
-        dry_run(m)
+        verify_plan(m)
+
+
+def _conv_relu(budget: int) -> ModuleOp:
+    """The lit tests' conv -> relu model (1x3x8x8), lowered and placed."""
+    from pathlib import Path
+
+    import onnx
+
+    path = Path(__file__).parent / "lit" / "Inputs" / "conv_relu.onnx"
+    return lower(import_model(onnx.load(str(path)), origin=str(path)).module, budget)
+
+
+def _edited(m: ModuleOp, table: str, old: str, new: str) -> ModuleOp:
+    """`m` with one tile table's text edited (the table named by its symbol)."""
+    lines = str(m).splitlines()
+    hits = [i for i, line in enumerate(lines) if f'sym_name = "{table}"' in line]
+    assert len(hits) == 1 and old in lines[hits[0]], (table, old)
+    lines[hits[0]] = lines[hits[0]].replace(old, new)
+    return Parser(_loop_context(), "\n".join(lines)).parse_module()
+
+
+def test_the_plan_verifier_names_a_gap_of_a_grid_tile_in_rows_and_columns():
+    from tigris_ir.loops.verify import verify_arena
+
+    m = _conv_relu(384)  # a grid of 4 x 3 tiles, conv_0 and relu_1 in each
+    assert verify_arena(m) == []
+    gap = _edited(m, "stage0_out_relu1", "[6, 8, 6, 8]]", "[6, 8, 6, 7]]")
+    (problem,) = verify_arena(gap)
+    assert problem.startswith(
+        "loop.band of 'relu_1' (stage 0) never computes rows [6, 8) x columns [7, 8) of its "
+        "output (stage 0 tile 11: the copy of 'conv_0' puts element 220 of 'conv_0' at"
+    ), problem
+
+
+def test_the_plan_verifier_refuses_a_slow_row_written_twice():
+    from xdsl.dialects import memref, scf
+
+    from tigris_ir.loops.verify import verify_arena
+
+    m = _conv_relu(1024)  # a line-buffered chain of 3 tiles
+    tile_loop = next(op for op in main_func(m).body.block.ops if isinstance(op, scf.ForOp))
+    spill = [
+        op
+        for op in tile_loop.body.block.ops
+        if isinstance(op, memref.CopyOp) and "slow" in str(op.destination.type)
+    ][-1]
+    spill.parent_block().insert_op_after(spill.clone(), spill)  # every tile spills twice
+    (problem,) = verify_arena(m)
+    assert problem.startswith("chain 0 tile 0: copying 'conv_0' writes slow 'relu_1'"), problem
+    assert problem.endswith("a second time"), problem
+
+
+def test_the_plan_verifier_refuses_a_normal_band_computed_twice():
+    from tigris_ir.dialects import loop
+    from tigris_ir.loops.verify import verify_arena
+
+    m = _conv_relu(64 * 1024)  # no tile loop: one band op per node
+    band = next(op for op in main_func(m).walk() if isinstance(op, loop.BandOp))
+    band.parent_block().insert_op_after(band.clone(), band)
+    (problem,) = verify_arena(m)
+    assert problem.startswith(f"loop.band of '{band.attributes['loop.node'].data}'"), problem  # type: ignore[attr-defined]
+    assert "of its output twice" in problem, problem
 
 
 def test_a_plan_with_no_arena_does_not_run():

@@ -17,8 +17,8 @@ from xdsl.dialects import func
 
 from tigris_ir.dialects import nn
 from tigris_ir.interp import band_exec
+from tigris_ir.loops.arena import FastArena
 from tigris_ir.loops.schedule import (
-    Buffer,
     NormalUnit,
     OpStep,
     PlanRunError,
@@ -30,7 +30,7 @@ from tigris_ir.loops.schedule import (
     tensor_consts,
 )
 from tigris_ir.plan.band import Band, BandError, band_slices
-from tigris_ir.plan.memory import ALIGN, align
+from tigris_ir.plan.memory import align
 from tigris_ir.plan.nn_graph import GraphView, build_view
 from tigris_ir.plan.planner import Plan, plan
 from tigris_ir.plan.tiling import (
@@ -39,52 +39,6 @@ from tigris_ir.plan.tiling import (
 
 # ---------------------------------------------------------------------------
 # Memories
-
-
-@dataclass
-class FastArena:
-    """One byte buffer; views at static offsets; the live set is checked."""
-
-    size: int
-    mem: np.ndarray = field(init=False)
-    live: dict[str, tuple[int, int]] = field(default_factory=dict[str, tuple[int, int]])
-    peak: int = 0
-    high: int = 0
-    now: int = 0
-
-    def __post_init__(self) -> None:
-        self.mem = np.zeros(self.size, dtype=np.uint8)
-
-    def alloc(self, buf: Buffer, where: str) -> np.ndarray:
-        lo, hi = buf.offset, buf.offset + buf.size
-        if buf.offset % ALIGN or hi > self.size:
-            raise PlanRunError(
-                f"{where}: buffer '{buf.key}' [{lo}, {hi}) is outside the arena of "
-                f"{self.size} bytes"
-            )
-        for key, (a, b) in self.live.items():
-            if a < hi and lo < b:
-                raise PlanRunError(
-                    f"{where}: buffer '{buf.key}' [{lo}, {hi}) overlaps live buffer '{key}' "
-                    f"[{a}, {b})"
-                )
-        self.live[buf.key] = (lo, hi)
-        self.now += buf.size
-        self.peak = max(self.peak, self.now)
-        self.high = max(self.high, hi)
-        return self.view(buf)
-
-    def view(self, buf: Buffer) -> np.ndarray:
-        raw = self.mem[buf.offset : buf.offset + buf.nbytes]
-        return raw.view(buf.dtype).reshape(buf.shape)
-
-    def free(self, key: str) -> None:
-        lo, hi = self.live.pop(key)
-        self.now -= hi - lo
-
-    def reset(self) -> None:
-        self.live.clear()
-        self.now = 0
 
 
 @dataclass

@@ -1,12 +1,13 @@
 """The arena of loop-level IR: buffer lifetimes read off the IR, their static
-placement, and the verifier of a placed plan (bounds, overlaps, budget).
+placement, the checks of a placed plan (bounds, overlaps, budget), and the
+byte arena a run allocates its buffers in.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import func
@@ -23,12 +24,55 @@ from xdsl.ir import Attribute, Operation
 
 from tigris_ir.dialects import loop
 from tigris_ir.dialects.loop import ARENA_ATTR, OFFSET_ATTR, SLOW_ARENA_ATTR
+from tigris_ir.loops.schedule import Buffer, PlanRunError
 from tigris_ir.plan.arena import Interval, live_peak, place
 from tigris_ir.plan.memory import ALIGN, align
 
-# ---------------------------------------------------------------------------
-# The loop IR: lifetimes, the arena check and the interpreter
 
+@dataclass
+class FastArena:
+    """One byte buffer; views at static offsets; the live set is checked."""
+
+    size: int
+    mem: np.ndarray = field(init=False)
+    live: dict[str, tuple[int, int]] = field(default_factory=dict[str, tuple[int, int]])
+    peak: int = 0
+    high: int = 0
+    now: int = 0
+
+    def __post_init__(self) -> None:
+        self.mem = np.zeros(self.size, dtype=np.uint8)
+
+    def alloc(self, buf: Buffer, where: str) -> np.ndarray:
+        lo, hi = buf.offset, buf.offset + buf.size
+        if buf.offset % ALIGN or hi > self.size:
+            raise PlanRunError(
+                f"{where}: buffer '{buf.key}' [{lo}, {hi}) is outside the arena of "
+                f"{self.size} bytes"
+            )
+        for key, (a, b) in self.live.items():
+            if a < hi and lo < b:
+                raise PlanRunError(
+                    f"{where}: buffer '{buf.key}' [{lo}, {hi}) overlaps live buffer '{key}' "
+                    f"[{a}, {b})"
+                )
+        self.live[buf.key] = (lo, hi)
+        self.now += buf.size
+        self.peak = max(self.peak, self.now)
+        self.high = max(self.high, hi)
+        return self.view(buf)
+
+    def view(self, buf: Buffer) -> np.ndarray:
+        raw = self.mem[buf.offset : buf.offset + buf.nbytes]
+        return raw.view(buf.dtype).reshape(buf.shape)
+
+    def free(self, key: str) -> None:
+        lo, hi = self.live.pop(key)
+        self.now -= hi - lo
+
+    def reset(self) -> None:
+        self.live.clear()
+        self.now = 0
 
 
 @dataclass(frozen=True)
@@ -88,7 +132,7 @@ def lifetimes(fn: func.FuncOp) -> list[Lifetime]:
         for u in op.memref.uses:
             if isinstance(u.operation, mr.DeallocOp):
                 last = top[id(u.operation)]
-        tensor = op.attributes.get("loop.tensor")
+        tensor = op.attributes.get(loop.TENSOR_ATTR)
         name = tensor.data if isinstance(tensor, StringAttr) else f"buffer{pos}"
         out.append(
             Lifetime(f"alloc{pos}", name, space, _memref_bytes(op.memref.type), pos, last, op)
@@ -155,7 +199,7 @@ def int_attr(fn: func.FuncOp, key: str) -> int | None:
 
 def planned(fn: func.FuncOp) -> dict[str, int]:
     """The plan's figures recorded on a lowered function (`loop.plan`)."""
-    a = fn.attributes.get("loop.plan")
+    a = fn.attributes.get(loop.PLAN_ATTR)
     if not isinstance(a, DictionaryAttr):
         return {}
     return {k: int(v.value.data) for k, v in a.data.items() if isinstance(v, IntegerAttr)}

@@ -24,7 +24,7 @@ func.func @main(%x: tensor<1x64x8xf32>) -> tensor<1x32x8xf32> {
 // CHECK:          %[[S:.*]] = memref.subview %x[0, %load_x_lo, 0] [1, %[[N:.*]], 8] [1, 1, 1] : memref<1x64x8xf32, "slow"> to memref<1x?x8xf32, strided<[512, 8, 1], offset: ?>, "slow">
 // CHECK:          %[[F:.*]] = memref.subview %x_1[0, %{{.*}}, 0] [1, %[[N]], 8] [1, 1, 1] : memref<1x19x8xf32, "fast">
 // CHECK-NEXT:     "memref.copy"(%[[S]], %[[F]])
-// CHECK:          loop.band ins(%{{.*}}, %w_w, %w_b : {{.*}}) outs(%{{.*}} : {{.*}}) bounds(%held_x_lo, %held_x_hi, %out_conv0_lo, %out_conv0_hi) cuts [array<i64: 1>, array<i64>, array<i64>, array<i64: 1>] {
+// CHECK:          loop.band ins(%{{.*}}, %w_w, %w_b : {{.*}}) outs(%{{.*}} : {{.*}}) bounds(%held_x_lo, %held_x_hi, %out_conv0_lo, %out_conv0_hi) cuts [array<i64: 1>, array<i64>, array<i64>, array<i64: 1>] attributes {loop.node = "conv_0"} {
 // CHECK-NEXT:     ^bb0(%{{.*}}: tensor<1x64x8xf32>, %{{.*}}: tensor<8x5x8xf32>, %{{.*}}: tensor<8xf32>):
 // CHECK-NEXT:       nn.conv {{.*}} {kernel = array<i64: 5>, strides = array<i64: 2>, pads = array<i64: 2, 2>}
 // CHECK-NEXT:       loop.yield

@@ -47,7 +47,7 @@ func.func @main(%x: tensor<1x16x16x8xf32>) -> tensor<1x4xf32> {
 // CHECK:        %p_acc = memref.alloc() {loop.tensor = "p", loop.offset = {{[0-9]+}} : i64} : memref<1x1x1x8xf64, "fast">
 // CHECK:        linalg.fill ins(%{{.*}} : f64) outs(%p_acc : memref<1x1x1x8xf64, "fast">)
 // CHECK:        scf.for %tile_1 = %c0 to %c3 step %c1 {
-// CHECK:          loop.accumulate ins(%{{.*}} : memref<1x?x16x8xf32, {{.*}}) outs(%p_acc : memref<1x1x1x8xf64, "fast">) bounds(%acc_lo, %acc_hi) cuts [array<i64: 1>, array<i64>] {
+// CHECK:          loop.accumulate ins(%{{.*}} : memref<1x?x16x8xf32, {{.*}}) outs(%p_acc : memref<1x1x1x8xf64, "fast">) bounds(%acc_lo, %acc_hi) cuts [array<i64: 1>, array<i64>] attributes {loop.node = "global_average_pool_2"} {
 // CHECK-NEXT:     ^bb0(%{{.*}}: tensor<1x16x16x8xf32>):
 // CHECK-NEXT:       nn.global_average_pool
 // CHECK:        } {loop.unit = "stage 2", loop.kind = "accumulate"}

@@ -1,7 +1,7 @@
 """A whole tiled network as one C99 translation unit (the `c` target of a plan).
 
 `print_network` prints a loop-level plan (`lower-to-loops`, `plan-arena`) as
-C that does exactly what `loop_run.LoopRunner` does, with no allocation:
+C that does exactly what the interpreter (`tigris_ir.interp.loop_ir`) does, with no allocation:
 
 * the fast arena is ONE static, aligned byte buffer of exactly the plan's
   `loop.arena` bytes and the slow arena a second one of `loop.slow_arena`
@@ -57,6 +57,10 @@ from xdsl.utils.exceptions import DiagnosticException
 from tigris_ir.backend.c import band as c_band
 from tigris_ir.backend.c.band import CLoweringError, CTensor, Kind
 from tigris_ir.dialects import loop, nn
+from tigris_ir.loops.arena import arg_names, lifetimes
+from tigris_ir.loops.verify import budget_for, verify_arena
+from tigris_ir.plan.ir import main_func
+from tigris_ir.reference.executor import ReferenceError_, load_weights, module_layouts
 from tigris_ir.rtile.decide import decide_defaults
 
 ARENA_ALIGN = 64
@@ -278,8 +282,8 @@ def _mem_type(t: object, where: Operation | str) -> MemRefType:
 def _what(where: Operation | str) -> str:
     if isinstance(where, str):
         return where
-    tensor = where.attributes.get("loop.tensor")
-    unit = where.attributes.get("loop.unit")
+    tensor = where.attributes.get(loop.TENSOR_ATTR)
+    unit = where.attributes.get(loop.UNIT_ATTR)
     extra = ""
     if isinstance(tensor, StringAttr):
         extra = f" ('{tensor.data}')"
@@ -317,9 +321,6 @@ class _Printer:
     """Prints one planned function; implements `c_band.CUnit` for the emitters."""
 
     def __init__(self, module: ModuleOp, weights: Mapping[str, np.ndarray], name: str):
-        from tigris_ir.dialects.loop import ARENA_ATTR, SLOW_ARENA_ATTR
-        from tigris_ir.loops.arena import lifetimes
-        from tigris_ir.plan.ir import main_func
 
         self.module = module
         self.fn = main_func(module)
@@ -340,8 +341,8 @@ class _Printer:
         self.vals: dict[SSAValue, _Val] = {}
         self.globals = {op.sym_name.data: op for op in module.ops if isinstance(op, mr.GlobalOp)}
         self.global_vals: dict[str, _Mem] = {}
-        fast = self.fn.attributes.get(ARENA_ATTR)
-        slow = self.fn.attributes.get(SLOW_ARENA_ATTR)
+        fast = self.fn.attributes.get(loop.ARENA_ATTR)
+        slow = self.fn.attributes.get(loop.SLOW_ARENA_ATTR)
         if not isinstance(fast, IntegerAttr) or not isinstance(slow, IntegerAttr):
             raise NetworkError("the loop IR has no arena: run plan-arena first")
         self.fast_bytes = int(fast.value.data)
@@ -443,7 +444,6 @@ class _Printer:
     # ---- the function ------------------------------------------------------
 
     def print_body(self) -> None:
-        from tigris_ir.dialects.loop import OFFSET_ATTR
 
         block = self.fn.body.block
         self.arg_mems: list[_Mem] = []
@@ -470,7 +470,7 @@ class _Printer:
                 continue
             if not space or lv is None:
                 raise NetworkError(f"argument #{i} is in no memory space (run lower-to-loops)")
-            off = self._arg_offset(i, OFFSET_ATTR)
+            off = self._arg_offset(i, loop.OFFSET_ATTR)
             m = self._buffer(a, t, space, off, self._hint(a, f"arg{i}"))
             self.arg_mems.append(m)
             self.emit(f"TIGRIS_STAT_ALLOC({int(space == 'fast')}, {lv.size}, {off + lv.size});")
@@ -562,12 +562,11 @@ class _Printer:
     # ---- memory ------------------------------------------------------------
 
     def alloc(self, op: mr.AllocOp) -> None:
-        from tigris_ir.dialects.loop import OFFSET_ATTR
 
         t = _mem_type(op.memref.type, op)
         space = loop.space_of(t)
         lv = self.lives.get(id(op))
-        off = op.attributes.get(OFFSET_ATTR)
+        off = op.attributes.get(loop.OFFSET_ATTR)
         if space == loop.STREAM.data:  # a streamed output: spills call the row callback
             if len(self.fn.function_type.outputs.data) != 1:
                 raise NetworkError("a streamed output is printed for a model of one output")
@@ -583,7 +582,9 @@ class _Printer:
         if not space or lv is None:
             raise NetworkError(f"{_what(op)}: a buffer in no memory space")
         if not isinstance(off, IntegerAttr):
-            raise NetworkError(f"{_what(op)}: the buffer has no {OFFSET_ATTR} (run plan-arena)")
+            raise NetworkError(
+                f"{_what(op)}: the buffer has no {loop.OFFSET_ATTR} (run plan-arena)"
+            )
         o = int(off.value.data)
         self._buffer(op.memref, t, space, o, self._hint(op.memref, "buf"))
         self.emit(f"TIGRIS_STAT_ALLOC({int(space == 'fast')}, {lv.size}, {o + lv.size});")
@@ -604,7 +605,7 @@ class _Printer:
             value = np.array(init.get_values(), dtype=dt).reshape(shape)
             is_table = isinstance(t.element_type, IndexType)
         else:
-            ref = g.attributes.get("loop.ref")
+            ref = g.attributes.get(loop.REF_ATTR)
             key = ref.data if isinstance(ref, StringAttr) else sym
             if key not in self.weights:
                 raise NetworkError(f"weight '{key}' (@{sym}) is not in the weight table")
@@ -855,8 +856,8 @@ class _Printer:
         iv_v = op.body.block.args[0]
         iv = self.fresh(self._hint(iv_v, "i"))
         self.vals[iv_v] = _Index(iv)
-        unit = op.attributes.get("loop.unit")
-        kind = op.attributes.get("loop.kind")
+        unit = op.attributes.get(loop.UNIT_ATTR)
+        kind = op.attributes.get(loop.KIND_ATTR)
         what = unit.data if isinstance(unit, StringAttr) else "loop"
         if isinstance(kind, StringAttr):
             self.emit(f"/* {what}: {kind.data}, tiles */")
@@ -955,7 +956,9 @@ class _Printer:
             while isinstance(root.owner, mr.SubviewOp):
                 root = root.owner.source
             owner = root.owner
-            tensor = owner.attributes.get("loop.tensor") if isinstance(owner, Operation) else None
+            tensor = (
+                owner.attributes.get(loop.TENSOR_ATTR) if isinstance(owner, Operation) else None
+            )
             names.append(f"'{tensor.data}'" if isinstance(tensor, StringAttr) else "a buffer")
         return ", ".join(names)
 
@@ -1021,7 +1024,6 @@ def _prune(lines: list[str | _Decl], keep_text: list[str], consts: list[_Const])
 
 
 def _ports(fn: func.FuncOp, mems: Sequence[_Mem], key: str, layouts: Sequence[str]) -> list[CPort]:
-    from tigris_ir.loops.arena import arg_names
 
     if key == "nn.input_names":
         names = arg_names(fn)
@@ -1291,13 +1293,11 @@ def print_network(
     Weights come from `weights` or the module's `nn.weights` (relative to
     `base`). The plan is verified first as `plan-arena` does (against
     `budget`, else the module's `tile.budget`, else the plan's)."""
-    from tigris_ir.plan.ir import main_func
-    from tigris_ir.reference.executor import ReferenceError_, load_weights, module_layouts
 
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise NetworkError(f"'{name}' is not a C identifier")
     fn = main_func(module)
-    if "loop.plan" not in fn.attributes:
+    if loop.PLAN_ATTR not in fn.attributes:
         raise NetworkError(
             "the module holds no loop-level plan (run --lower-to-loops and --plan-arena)"
         )
@@ -1449,8 +1449,6 @@ def print_network(
 
 
 def _verify(module: ModuleOp, fn: func.FuncOp, budget: int | None) -> None:
-    from tigris_ir.passes.plan_arena import budget_for, verify_arena
-
     problems = verify_arena(module, budget if budget is not None else budget_for(module, fn, None))
     if problems:
         raise NetworkError("the plan does not verify, no C is printed:\n  " + "\n  ".join(problems))

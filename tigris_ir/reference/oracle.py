@@ -15,6 +15,9 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from tigris_ir.dialects import nn
+from tigris_ir.reference.executor import to_internal
+
 FLOAT_RTOL = 1e-4
 INT8_LSB = 1
 
@@ -171,9 +174,6 @@ def per_op_lsb(model_bytes: bytes, imported, feeds: dict[str, np.ndarray]) -> li
     (an exact int32 accumulator against a float32 sum) that later layers
     amplify; this isolates every op, so that each is held to 1 LSB by itself.
     """
-    from tigris_ir.dialects import nn
-    from tigris_ir.reference.executor import to_internal
-
     model = onnx.load_model_from_string(model_bytes)
     q_outs = [n.output[0] for n in model.graph.node if n.op_type == "QuantizeLinear"]
     probe = onnx.load_model_from_string(model_bytes)

@@ -47,7 +47,8 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
-from tigris_ir.dialects.rtile import DotAccOp
+from tigris_ir.dialects.loop import PLAN_ATTR
+from tigris_ir.dialects.rtile import COVER, GEOM, TARGET, DotAccOp
 from tigris_ir.rtile import targets as tg
 
 if TYPE_CHECKING:
@@ -699,7 +700,7 @@ class CPrinter:
     def target_of(self, fn: func.FuncOp) -> tg.Target:
         name = self.isa
         if not name:
-            attr = fn.attributes.get("rtile.target")
+            attr = fn.attributes.get(TARGET)
             name = attr.data if isinstance(attr, StringAttr) else "host"
         try:
             return tg.get_target(name)
@@ -809,10 +810,10 @@ class CPrinter:
 
 
 def _kernel_comment(fn: func.FuncOp, target: tg.Target) -> list[str]:
-    geom = fn.attributes.get("rtile.geom")
+    geom = fn.attributes.get(GEOM)
     if geom is None:
         return []
-    cover = fn.attributes.get("rtile.cover")
+    cover = fn.attributes.get(COVER)
     flags = " ".join(target.cflags())
     return [f"/* {geom} {cover or ''} for {target.name}: gcc -O3 {flags} */"]
 
@@ -891,7 +892,7 @@ class CTarget(Target):
 def holds_plan(module: ModuleOp) -> bool:
     """Whether the module is a loop-level plan (a function with `loop.plan`):
     the `c` target prints it as a whole network (`c_net`)."""
-    return any(isinstance(op, func.FuncOp) and "loop.plan" in op.attributes for op in module.ops)
+    return any(isinstance(op, func.FuncOp) and PLAN_ATTR in op.attributes for op in module.ops)
 
 
 def network_source(module: ModuleOp, name: str = "tigris") -> CSource:

@@ -676,7 +676,7 @@ def test_the_plan_verifier_names_a_gap_of_a_grid_tile_in_rows_and_columns():
     gap = _edited(m, "stage0_out_relu1", "[6, 8, 6, 8]]", "[6, 8, 6, 7]]")
     (problem,) = verify_arena(gap)
     assert problem.startswith(
-        "loop.band of 'relu_1' (stage 0) never computes rows [6, 8) x columns [7, 8) of its "
+        "loop.band of 'relu_1' (stage 0) has not computed rows [6, 8) x columns [7, 8) of its "
         "output (stage 0 tile 11: the copy of 'conv_0' puts element 220 of 'conv_0' at"
     ), problem
 

@@ -27,7 +27,7 @@ buffer carries a tag instead, the tensor it holds and its position there
 
 A failure is a `LoopIRError` (a `PlanRunError`) naming the band op (`loop.node`,
 the graph node it computes), its unit and tile, and the rows, for instance
-"loop.band of 'relu_1' (chain 0) never computes rows [7, 8) of its output".
+"loop.band of 'relu_1' (chain 0) has not computed rows [7, 8) of its output (...)".
 `tigris_ir.interp` adds the compute (band kernels, vector and register-tile
 ops) to the same functions.
 """
@@ -182,7 +182,7 @@ class Cover:
             at = f"{where}: " if where else ""
             raise LoopIRError(f"{at}{node_of(self.op)} {self._what(twice, idx)} twice")
 
-    def _what(self, bad: np.ndarray, idx: tuple[slice, ...]) -> str:
+    def _what(self, bad: np.ndarray, idx: tuple[slice, ...], verbs: str = "computes adds") -> str:
         words = []
         for k, (ax, sl) in enumerate(zip(self.axes, idx)):
             other = tuple(i for i in range(bad.ndim) if i != k)
@@ -194,18 +194,20 @@ class Cover:
                 hi += 1
             words.append(f"{axis_name(self.rank, ax)} [{start + lo}, {start + hi})")
         what = "its input" if isinstance(self.op, loop.AccumulateOp) else "its output"
-        verb = "adds" if isinstance(self.op, loop.AccumulateOp) else "computes"
+        compute, add = verbs.split(" ", 1) if " " in verbs else (verbs, verbs)
+        verb = add if isinstance(self.op, loop.AccumulateOp) else compute
         return f"{verb} {' x '.join(words) or 'all'} of {what}"
 
-    def gap(self) -> str:
-        """The elements never computed so far, in words ("" if none)."""
+    def gap(self, final: bool) -> str:
+        """The elements not computed so far, in words ("" if none): "never" once
+        the run is over, "has not" before."""
         missing = np.asarray(self.counts == 0)
         if not missing.any():
             return ""
         where = f" ({self.unit})" if self.unit else ""
         full = tuple(slice(0, n) for n in self.counts.shape)
-        what = self._what(missing, full).replace("computes", "never computes", 1)
-        what = what.replace("adds", "never adds", 1)
+        verbs = "never|computes never|adds" if final else "has|not|computed has|not|added"
+        what = self._what(missing, full, verbs).replace("|", " ")
         return f"{node_of(self.op)}{where} {what}"
 
 
@@ -359,10 +361,12 @@ class Machine:
         want = positions(shape, {ax: need.get(ax, rng) for ax, rng in held.items()})
         self.holds(part, want, f"{what} reads '{m.name}' at {{at}} of its band {dict(need)}")
 
-    def holds(self, tags: np.ndarray, want: np.ndarray | None, what: str) -> None:
+    def holds(
+        self, tags: np.ndarray, want: np.ndarray | None, what: str, final: bool = False
+    ) -> None:
         """The elements' tags are written and (`want`) at the wanted positions;
-        otherwise an error naming, where it can, the band op that never
-        computed what is missing."""
+        otherwise an error naming, where it can, the band op that has not
+        computed what is missing (`final`: the run is over, it never does)."""
         written = tags >= 0
         ok = written if want is None else written & ((tags & _POSITION) == want)
         if ok.all():
@@ -379,10 +383,11 @@ class Machine:
                 f", which holds element {pos} of '{self.names[pid]}' instead of element "
                 f"{int(want[bad])}"
             )
-        gap = self.gap(None if tag < 0 else tag >> POSITION_BITS)
+        pid = None if tag < 0 else tag >> POSITION_BITS
+        gap = self.gap(pid, final) if pid is not None or final else ""
         raise LoopIRError(f"{gap} ({why})" if gap else why)
 
-    def expect(self, tags: np.ndarray, tensor: str, what: str) -> None:
+    def expect(self, tags: np.ndarray, tensor: str, what: str, final: bool = False) -> None:
         """Elements written into a buffer of `tensor` hold `tensor` (when a band
         op or an input of that name has produced anything): otherwise an error
         naming the band op that never computed what is missing."""
@@ -398,17 +403,17 @@ class Machine:
             f"{what} puts element {tag & _POSITION} of '{self.names[tag >> POSITION_BITS]}' "
             f"at {bad} of '{tensor}'"
         )
-        gap = self.gap(pid)
+        gap = self.gap(pid, final)
         raise LoopIRError(f"{gap} ({why})" if gap else why)
 
-    def gap(self, pid: int | None) -> str:
-        """The first band op (of producer `pid`, or any) that never computed
+    def gap(self, pid: int | None, final: bool) -> str:
+        """The first band op (of producer `pid`, or any) that has not computed
         part of its output so far, in words; "" if none."""
         for covers in self.covers.values():
             for c in covers:
                 if pid is not None and c.pid != pid:
                     continue
-                words = c.gap()
+                words = c.gap(final)
                 if words:
                     return words
         return ""
@@ -495,8 +500,8 @@ class Machine:
             assert isinstance(r, Ref)
             if r.tags is not None:
                 want = positions(r.data.shape, {})
-                self.holds(r.tags, want, f"the function's result '{r.name}' at {{at}}")
-                self.expect(r.tags, r.name, "the function's result")
+                self.holds(r.tags, want, f"the function's result '{r.name}' at {{at}}", True)
+                self.expect(r.tags, r.name, "the function's result", True)
             results.append(r.data.copy())
         return results
 

@@ -53,7 +53,7 @@
 // RUN: sed -e 's/sym_name = "chain0_load_input", type = memref<3x2xindex>, initial_value = dense<\[\[0, 4\]/sym_name = "chain0_load_input", type = memref<3x2xindex>, initial_value = dense<[[0, 3]/' %t.plan.mlir > %t.short.mlir
 // RUN: not tigris-run %t.short.mlir --random-input 1 2>&1 | filecheck %s --check-prefix=SHORT
 // SHORT:     tigris-run: error: the plan does not verify, nothing runs:
-// SHORT:     chain 0 tile 0: loop.band of nn.conv operand #0 reads 'input' at (0, 3, 0, 0) of its band {1: (0, 4)}, which was never loaded or computed
+// SHORT:     chain 0 tile 0: loop.band of 'conv_0' operand #0 reads 'input' at (0, 3, 0, 0) of its band {1: (0, 4)}, which was never loaded or computed
 // RUN: not tigris-run %t.plan.mlir -m 512 --random-input 1 2>&1 | filecheck %s --check-prefix=BUDGET
 // BUDGET:    the fast arena of 864 bytes exceeds the budget of 512
 

@@ -14,7 +14,7 @@
 // RUN: not tigris-run %t.gap.mlir --random-input 1 2>&1 | filecheck %s --check-prefix=GAP
 // RUN: not tigris-opt %t.gap.mlir -t c 2>&1 | filecheck %s --check-prefix=GAP
 // RUN: not tigris-opt %t.gap.mlir --plan-arena 2>&1 | filecheck %s --check-prefix=GAP
-// GAP: loop.band of 'relu_1' (chain 0) never computes rows [7, 8) of its output
+// GAP: loop.band of 'relu_1' (chain 0) has not computed rows [7, 8) of its output
 // GAP-NOT: int tigris_run
 
 // Every table's last tile repeats tile 1: rows [3, 6) computed twice.

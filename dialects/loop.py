@@ -74,6 +74,10 @@ KIND_ATTR = "loop.kind"
 NODE_ATTR = "loop.node"
 LINE_BUFFERED = "line-buffered"
 """The suffix of a tile loop's kind whose line buffers compute each row once."""
+RECOMPUTE_ATTR = "loop.recompute"
+"""On a band op of a line-buffered chain: the member stage it belongs to, one
+that holds a channel Concat, whose ops compute their whole range every tile
+(`spec/tiling.md`: "A stage that holds a Concat recomputes them")."""
 
 FAST = StringAttr("fast")
 SLOW = StringAttr("slow")

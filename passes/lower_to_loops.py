@@ -734,7 +734,11 @@ class _Lowering:
                 bounds += [lo, hi]
             outs.append(self.subview(fast[o], band, ops))
             cuts.append(axes)
-        return self.band_op(k, ins, outs, bounds, cuts)
+        op = self.band_op(k, ins, outs, bounds, cuts)
+        stage = u.recompute.get(k)
+        if stage is not None:
+            op.attributes[loop.RECOMPUTE_ATTR] = StringAttr(stage)
+        return op
 
 
 UNTILED_SUFFIX = "_untiled"

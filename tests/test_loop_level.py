@@ -711,6 +711,54 @@ def test_the_plan_verifier_refuses_a_normal_band_computed_twice():
     assert "of its output twice" in problem, problem
 
 
+@functools.cache
+def _unet_streamed() -> str:
+    """The U-Net (small, int8) at 16K with its input and output streamed: its
+    last chain is line-buffered, and a member stage of it holds a channel
+    Concat (which recomputes its rows every tile), as placed loop IR text."""
+    from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+    from tigris_ir.passes.plan_arena import PlanArenaPass
+
+    m = import_model(zoo.build("unet", size="small", int8=True)).module
+    LowerToLoopsPass(budget=16384, stream_input=True, stream_output=True).apply(Context(), m)
+    PlanArenaPass().apply(Context(), m)
+    return str(m)
+
+
+def _problems(text: str, *edits: tuple[str, str]) -> list[str]:
+    """The plan verifier's findings on `text` with each (old, new) replaced once."""
+    from tigris_ir.loops.verify import verify_arena
+
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return verify_arena(Parser(_loop_context(), text).parse_module())
+
+
+def test_a_line_buffered_concat_stage_recomputes_and_the_others_do_not():
+    """In a line-buffered chain the ops of a member stage holding a channel
+    Concat compute their whole range every tile (spec/tiling.md); every other
+    op computes each row once, and a plan that recomputes one is refused, as
+    is a recomputation claimed for a stage that holds no Concat or a Concat
+    stripped of its claim."""
+    text = _unet_streamed()
+    assert 'loop.node = "concat_14", loop.recompute = "stage 3"' in text
+    assert _problems(text) == []
+    out15 = '"chain0_out_conv15", type = memref<8x2xindex>, initial_value = dense<[[0, 5], [5, 9]'
+    again = out15.replace("[5, 9]", "[3, 9]")  # tile 1 recomputes conv_15's rows [3, 5)
+    twice = "chain 0 tile 1: loop.band of 'conv_15' computes rows [3, 5) of its output twice"
+    (problem,) = _problems(text, (out15, again))
+    assert problem.startswith(twice), problem
+    node15 = 'loop.node = "conv_15"}'
+    forged = 'loop.node = "conv_15", loop.recompute = "stage 99"}'
+    (problem,) = _problems(text, (out15, again), (node15, forged))
+    assert problem.startswith(twice), problem
+    (problem,) = _problems(text, (', loop.recompute = "stage 3"', ""))
+    assert problem.startswith(
+        "chain 0 tile 1: loop.band of 'concat_14' computes rows [2, 6) of its output twice"
+    ), problem
+
+
 def test_a_plan_with_no_arena_does_not_run():
     from xdsl.context import Context
 

@@ -79,6 +79,7 @@ from tigris_ir.loops.need import required
 from tigris_ir.loops.schedule import Buffer, PlanRunError
 from tigris_ir.plan.band import Band, BandError
 from tigris_ir.plan.ir import main_func
+from tigris_ir.plan.tiling_class import TilingClass
 
 
 class LoopIRError(PlanRunError):
@@ -146,8 +147,9 @@ def node_of(op: loop.BandComputeOp) -> str:
 def unit_of(op: Operation) -> tuple[str, bool]:
     """The tile loop around `op` (its `loop.unit`, "" outside) and whether the
     plan claims each element of the op's output is computed once: outside a
-    tile loop, in a line-buffered chain (its line buffers exist for that), in
-    a tile loop of one band op (nothing in it reads a halo). Elsewhere the
+    tile loop, in a tile loop of one band op (nothing in it reads a halo), in
+    a line-buffered chain (its line buffers exist for that) unless the op is
+    of a member stage holding a channel Concat (`recomputes`). Elsewhere the
     intermediate ops of a unit recompute their halo rows."""
     p = op.parent_op()
     while p is not None and not isinstance(p, func.FuncOp):
@@ -155,10 +157,39 @@ def unit_of(op: Operation) -> tuple[str, bool]:
         if isinstance(p, scf.ForOp) and isinstance(kind, StringAttr):
             unit = p.attributes.get(loop.UNIT_ATTR)
             name = unit.data if isinstance(unit, StringAttr) else "a tile loop"
-            bands = sum(isinstance(o, loop.BandOp) for o in p.walk())
-            return name, kind.data.endswith(loop.LINE_BUFFERED) or bands == 1
+            bands = [o for o in p.walk() if isinstance(o, loop.BandOp)]
+            if len(bands) == 1:
+                return name, True
+            if kind.data.endswith(loop.LINE_BUFFERED):
+                return name, not recomputes(op, bands)
+            return name, False
         p = p.parent_op()
     return "", True
+
+
+def is_channel_concat(op: Operation) -> bool:
+    """A band op computing a Concat along the channel axis (one that tiles
+    with the band, `TilingClass.POINTWISE`)."""
+    if not isinstance(op, loop.BandOp):
+        return False
+    nn_op = op.nn_op
+    return isinstance(nn_op, nn.ConcatOp) and nn_op.tiling() is TilingClass.POINTWISE
+
+
+def recomputes(op: Operation, bands: Sequence[Operation]) -> bool:
+    """Whether band op `op` of a line-buffered chain (whose band ops are
+    `bands`, in order) may compute its whole range every tile: it names its
+    member stage (`loop.recompute`), the ops naming that stage are consecutive
+    and one of them is a channel Concat (`spec/tiling.md`: a stage that holds
+    a Concat recomputes). Any other claim is not the plan's, and the op must
+    compute each row once."""
+    stage = op.attributes.get(loop.RECOMPUTE_ATTR)
+    if not isinstance(stage, StringAttr):
+        return False
+    at = [i for i, b in enumerate(bands) if b.attributes.get(loop.RECOMPUTE_ATTR) == stage]
+    if not at or at != list(range(at[0], at[-1] + 1)):
+        return False
+    return any(is_channel_concat(bands[i]) for i in at)
 
 
 @dataclass

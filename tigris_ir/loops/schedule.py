@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects.builtin import StringAttr
@@ -138,6 +138,10 @@ class TiledUnit:
     planned_peak: int
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
+    recompute: Mapping[int, str] = field(default_factory=dict[int, str])
+    """In a line-buffered chain, the ops of a member stage holding a channel
+    Concat, each with its stage's name: they compute their whole range every
+    tile (`spec/tiling.md`, chain memory layout), the others only new rows."""
 
 
 Unit = NormalUnit | TiledUnit
@@ -258,7 +262,7 @@ def _tiled_unit(
     band_cols: Mapping[str, int],
     tiles: Sequence[TileRows],
     line_buffered: bool,
-    recompute: frozenset[int],
+    recompute: Mapping[int, str],
     inputs: Sequence[str],
     outputs: Sequence[str],
     planned_peak: int,
@@ -319,7 +323,7 @@ def _tiled_unit(
             loaded,
             spilled,
             line_buffered,
-            recompute,
+            frozenset(recompute),
             gap,
             tile_hw,
             shared,
@@ -342,6 +346,7 @@ def _tiled_unit(
         planned_peak,
         tuple(inputs),
         tuple(outputs),
+        dict(recompute) if line_buffered else {},
     )
 
 
@@ -697,7 +702,7 @@ def _stage_unit(
         st.band_cols,
         st.tiles,
         False,
-        frozenset(),
+        {},
         st.inputs,
         st.outputs,
         st.peak,
@@ -714,11 +719,11 @@ def _chain_unit(
     c: ChainPlan,
     p: Plan,
 ) -> TiledUnit:
-    recompute: set[int] = set()
+    recompute: dict[int, str] = {}
     for s in c.stages:
         st = p.stages[s]
         if any(graph.nodes[k].is_channel_concat for k in range(st.start, st.stop)):
-            recompute.update(range(st.start, st.stop))
+            recompute.update((k, f"stage {st.index}") for k in range(st.start, st.stop))
     return _tiled_unit(
         graph,
         dt,
@@ -732,7 +737,7 @@ def _chain_unit(
         {},
         c.tiles,
         c.line_buffered,
-        frozenset(recompute),
+        recompute,
         c.inputs,
         c.outputs,
         c.peak,

@@ -38,6 +38,7 @@ from tigris_ir.plan.tiling import (
     input_rows,
     num_tiles,
     overhead_bytes,
+    paced_floor,
     tile_bounds,
 )
 from tigris_ir.plan.tiling_class import TilingClass
@@ -535,14 +536,22 @@ def lb_bytes(g: PlanGraph, start: int, stop: int, tile: int) -> int:
     return model.bytes_of_rows(rows)
 
 
+def least_lb_bytes(g: PlanGraph, start: int, stop: int) -> int:
+    """The least line-buffer bytes of ops [start, stop): one-row tiles or a
+    paced run of one input row a step, whichever holds less."""
+    model = build_band(g, start, stop)
+    held, _, _ = model.paced_buffer(1)
+    return min(lb_bytes(g, start, stop, 1), model.bytes_of_rows(held))
+
+
 def test_chain_that_does_not_fit_is_split_into_chains_that_do():
     g = chain_graph([("conv", 5, 1)] * 6, h=48, w=16, c=8)
-    budget = lb_bytes(g, 0, 6, 1) - 1
+    budget = least_lb_bytes(g, 0, 6) - 1
     chains = find_chains(g, singletons(g), budget)
     assert len(chains) >= 2
     assert [s for c in chains for s in c] == sorted(s for c in chains for s in c)
     for c in chains:
-        assert lb_bytes(g, c[0], c[-1] + 1, 1) <= budget
+        assert least_lb_bytes(g, c[0], c[-1] + 1) <= budget
     p = plan(g, budget)
     check_plan(g, p)
     assert p.fits and len(p.chains) >= 2
@@ -777,14 +786,18 @@ def _window_rows(graph: PlanGraph, k: int, x: str, r: int) -> set[int]:
 def simulate_line_buffers(graph: PlanGraph, chain: ChainPlan) -> None:
     """Run a line-buffered chain row by row: each tile computes (or loads)
     the rows of every tensor from the previous tile's end up to the end of its
-    range; check that every row an op reads is there and not yet evicted, that
-    no buffer holds more rows than allocated, and the loads and outputs."""
+    range; a row leaves its buffer once no later tile reads it (a paced run's
+    stride-2 reader waits a step for its second new row). Check that every
+    row an op reads is there and not yet evicted, that no buffer holds more
+    rows than allocated, and the loads and outputs."""
     nodes = range(chain.start, chain.stop)
     produced = {o for k in nodes for o in graph.nodes[k].outputs}
     done: dict[str, int] = {}
-    floor: dict[str, int] = {}
     loaded = 0
     out_rows = 0
+    news: list[dict[str, range]] = []
+    reads: list[dict[str, set[int]]] = []
+    lows: list[dict[str, int]] = []
     for tile in chain.tiles:
         need_low: dict[str, int] = {}
         new: dict[str, range] = {}
@@ -794,6 +807,7 @@ def simulate_line_buffers(graph: PlanGraph, chain: ChainPlan) -> None:
             need_low[name] = start
         for name in chain.outputs:
             need_low[name] = min(need_low[name], tile.out[0])
+        read: dict[str, set[int]] = {}
         for k in nodes:
             node = graph.nodes[k]
             for r in new[node.outputs[0]]:
@@ -803,17 +817,32 @@ def simulate_line_buffers(graph: PlanGraph, chain: ChainPlan) -> None:
                     rows = _window_rows(graph, k, x, r)
                     if rows:
                         need_low[x] = min(need_low[x], min(rows))
-                    for q in rows:  # computed (or loaded) by now, and not evicted
-                        assert floor.get(x, 0) <= q < tile.rows[x][1]
+                    read.setdefault(x, set()).update(rows)
         for name, (_, hi) in tile.rows.items():
-            held = hi - need_low[name]
-            assert held <= chain.band_rows[name], (name, held, chain.band_rows[name])
-            assert need_low[name] >= floor.get(name, 0)  # never needs an evicted row
-            floor[name] = need_low[name]
             if name not in produced:
                 loaded += len(new[name]) * graph.tensors[name].row_bytes
             done[name] = max(done.get(name, 0), hi)
         out_rows += len(new[chain.outputs[0]])
+        news.append(new)
+        reads.append(read)
+        lows.append(need_low)
+    for i in range(len(lows) - 2, -1, -1):  # held until the last tile reading it
+        for name in lows[i]:
+            lows[i][name] = min(lows[i][name], lows[i + 1][name])
+    floor: dict[str, int] = {}
+    top: dict[str, int] = {}
+    for tile, read, need_low in zip(chain.tiles, reads, lows, strict=True):
+        for name in tile.rows:
+            top[name] = max(top.get(name, 0), tile.rows[name][1])
+        for x, rows in read.items():
+            for q in rows:  # computed (or loaded) by now, and not evicted
+                assert floor.get(x, 0) <= q < top[x]
+        for name in tile.rows:
+            first = min((nw[name].start for nw in news if len(nw[name])), default=0)
+            held = top[name] - max(need_low[name], first)
+            assert held <= chain.band_rows[name], (name, held, chain.band_rows[name])
+            assert need_low[name] >= floor.get(name, 0)  # never needs an evicted row
+            floor[name] = need_low[name]
     assert loaded == chain.slow_reads
     assert out_rows == graph.tensors[chain.outputs[0]].height  # each output row once
 
@@ -856,3 +885,64 @@ def test_line_buffers_of_a_mobilenet_block_run_row_by_row():
         assert p.chains
         for c in p.chains:
             simulate_line_buffers(g, c)
+
+
+# ---------------------------------------------------------------------------
+# paced line-buffered runs
+# ---------------------------------------------------------------------------
+
+
+def _two_strides() -> PlanGraph:
+    """x 16 rows -> pointwise -> depthwise 3x3 stride 2 -> pointwise ->
+    depthwise 3x3 stride 2 (4 rows), rows of 16, 32, 32, 16 and 16 bytes."""
+    b = GraphBuilder(elem_bytes=1)
+    x = b.input("x", (1, 16, 4, 4))
+    y = b.dwconv(b.conv(x, 8, 1), 3, 2)
+    b.output(b.dwconv(b.conv(y, 4, 1), 3, 2))
+    return b.build()
+
+
+def test_a_paced_run_holds_each_window_once():
+    """One input row a step: a tensor a 3x3 window reads holds its three
+    rows, one read pointwise a single row, and every row is computed once;
+    a tile of one output row holds the four new rows of each 16-row tensor
+    beside its history (7), and more bytes in all."""
+    g = _two_strides()
+    m = build_band(g, 0, 4)
+    assert m.names == ("conv3", "conv2", "conv1", "conv0", "x")
+    held, done, hist = m.paced_buffer(1)
+    assert held == [1, 3, 1, 3, 1] == m.paced_rows()
+    assert done == list(m.heights) and hist == [0, 2, 0, 2, 0]
+    assert len(m.paced_ranges(1)) == 16  # the last input row completes every output row
+    tile1, _, _ = m.line_buffer(m.lb_tile_ranges(1))
+    assert tile1 == [1, 3, 3, 7, 7]
+    assert m.bytes_of_rows(held) == 176 < m.bytes_of_rows(tile1) == 432
+    assert m.max_pace() == 4  # input rows behind one output row
+    paced = [m.bytes_of_rows(m.paced_buffer(p)[0]) for p in range(1, 5)]
+    assert paced == sorted(paced)  # a faster pace holds more
+
+
+def test_paced_floor_is_history_plus_one_row():
+    assert paced_floor(2, 0, 16) == 3  # a 3x3 window at stride 1: two rows of history
+    assert paced_floor(0, 0, 16) == 1
+    assert paced_floor(5, -3, 4) == 4  # never more than the tensor
+
+
+def test_a_paced_chain_is_chosen_where_no_output_band_fits():
+    g = _two_strides()
+    m = build_band(g, 0, 4)
+    least = m.bytes_of_rows(m.paced_buffer(1)[0])
+    tile1 = m.bytes_of_rows(m.line_buffer(m.lb_tile_ranges(1))[0])
+    for budget in (least, (least + tile1) // 2):
+        p = plan(g, budget)
+        check_plan(g, p)
+        assert p.fits and len(p.chains) == 1 and p.chains[0].pace >= 1
+        (c,) = p.chains
+        assert c.peak <= budget and c.recomputed_macs == 0
+        assert c.num_tiles == len(m.paced_ranges(c.pace))
+        assert "steps of" in c.describe()
+        simulate_line_buffers(g, c)
+    p = plan(g, least - 1)
+    assert not any((c.start, c.stop) == (0, 4) for c in p.chains)  # split, or none
+    p = plan(g, tile1)
+    assert p.fits and [c.pace for c in p.chains] == [0]  # a band of output rows fits

@@ -256,6 +256,7 @@ def _chains(sc: Any) -> list[dict[str, Any]]:
             "tiles": c.num_tiles,
             "halo": c.halo,
             "line_buffered": c.line_buffered,
+            "pace": c.pace,
             "peak_bytes": c.peak,
             "description": c.describe(),
         }

@@ -741,7 +741,7 @@ def _chain_unit(
         c.inputs,
         c.outputs,
         c.peak,
-        (c.tile_h, 0),
+        (0 if c.pace else c.tile_h, 0),  # a paced run's steps are not bands of tile_h
         c.shared,
     )
 

@@ -212,9 +212,18 @@ class ChainPlan:
     shared: Mapping[str, str] = field(default_factory=dict[str, str])
     resident: int = 0
     """As `StagePlan.resident`, over the whole chain."""
+    pace: int = 0
+    """0: tiles of `tile_h` output rows; else a paced line-buffered run
+    (`tiling.paced_steps`): `num_tiles` steps, each loading `pace` rows of
+    the chain's input, computing at most `tile_h` output rows."""
 
     def describe(self) -> str:
         lb = ", line-buffered" if self.line_buffered else ""
+        if self.pace:
+            return (
+                f"chain of {len(self.stages)} stages: {self.num_tiles} steps of "
+                f"{self.pace} input rows (paced), halo {self.halo}{lb}"
+            )
         return (
             f"chain of {len(self.stages)} stages: {self.num_tiles} tiles of "
             f"{self.tile_h} rows, halo {self.halo}{lb}"
@@ -960,6 +969,9 @@ class _Chain:
     ranges: _Ranges | None = None
     reads: int = 0
     history: list[int] = field(default_factory=list[int])
+    pace: int = 0
+    """0: tiles of `tile_h` output rows; else a paced run (`paced_steps`)
+    loading `pace` input rows a step."""
 
     def extra_cost(self, once: int, mac_weight: int) -> int:
         """What the chain costs beyond reading its inputs `once` (raw bytes)
@@ -1169,7 +1181,7 @@ def _line_buffered(
     while limit >= 1:
         best = largest_fitting(cost, limit, budget)
         if best == 0:
-            return None
+            return None if recompute else _paced(model, members, budget, exact)
         tile_h = even_tile_h(model.height, best)
         if not exact:
             rows = model.lb_rows(tile_h, recompute)
@@ -1192,7 +1204,40 @@ def _line_buffered(
                 members, model, True, recompute, tile_h, held, recomputed, ranges, reads, history
             )
         limit = tile_h - 1
-    return None
+    return None if recompute else _paced(model, members, budget, exact)
+
+
+def _paced(
+    model: BandModel, members: tuple[tuple[int, int], ...], budget: int, exact: bool
+) -> _Chain | None:
+    """A paced line-buffered chain (`paced_steps`) where no band of output
+    rows fits: the fastest pace whose buffers fit (binary search on the
+    exact run; the estimate stage formation compares is `paced_rows`, the
+    slowest pace, one input row a step, the least any pace holds). No MAC
+    is recomputed:
+    every row is computed once. None if not even one row a step fits."""
+
+    if not exact:
+        est = model.paced_rows()
+        if est is None or model.bytes_of_rows(est) > budget:
+            return None
+        return _Chain(members, model, True, frozenset(), 1, est, 0, pace=1)
+
+    def cost(pace: int) -> int:
+        try:
+            held, _, _ = model.paced_buffer(pace)
+        except (LineBufferGapError, ValueError):
+            return _INF
+        return model.bytes_of_rows(held)
+
+    pace = largest_fitting(cost, model.max_pace(), budget)
+    if pace == 0:
+        return None
+    ranges = model.paced_ranges(pace)
+    held, done, history = model.paced_buffer(pace)
+    reads = sum(done[t] * model.row_bytes[t] for t in model.inputs)
+    step = max(1, max(b - a for rng in ranges for a, b in (rng[t] for t in model.roots)))
+    return _Chain(members, model, True, frozenset(), step, held, 0, ranges, reads, history, pace)
 
 
 def _has_halo(model: BandModel) -> bool:
@@ -1674,6 +1719,7 @@ def _chain_plan(
         found.recomputed,
         _shared_names(model),
         ctx.resident(first.start, last.stop),
+        found.pace,
     )
 
 

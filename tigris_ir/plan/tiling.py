@@ -655,7 +655,8 @@ class BandBuilder:
     1 and of one height), the band kind and `bytes1`, the band bytes of a
     one-row band, so the planner can scan every stage start for a given end
     in one pass; `bytes11` is the same for a 1 x 1 tile where `grid` holds;
-    `lb1` the line buffers of one-row tiles (`lb_capacity`) where `lb_ok`;
+    `lb1` the line buffers of one-row tiles (`lb_capacity`, or the
+    `paced_floor` of a paced run where smaller) where `lb_ok`;
     `windows` counts the window ops wider than one position.
     `error` says why the ops do not form a band.
     """
@@ -745,6 +746,7 @@ class BandBuilder:
         else:
             tiles = max(self.root_height, 1)
             cap = lb_capacity(int(st.scale), off[0], off[1], off[2], h, 1, tiles)
+            cap = min(cap, paced_floor(off[1], off[2], h))
         if cap > st.cap1:
             self.lb1 += align(cap * rb) - align(st.cap1 * rb)
             st.cap1 = cap
@@ -1315,6 +1317,69 @@ class BandModel:
                 done[t] += fresh
         return held, done, hist
 
+    def paced_ranges(self, pace: int) -> list[list[tuple[int, int]]]:
+        """Per step the ranges of a paced line-buffered run (`paced_steps`):
+        the chain's inputs advance `pace` rows a step (memoised)."""
+        key = ("P", pace)
+        if key not in self._memo:
+            steps = paced_steps(
+                self.heights, self.inputs, self.roots, self.whole, self.lb_ops, pace
+            )
+            run = line_buffer_run(self.heights, self.roots, self.lb_ops, steps, share=self.share)
+            roots = set(self.roots)
+            # a tensor's range: the rows its buffer holds after the step and the
+            # rows it computes (the same run: only a range's end and, on the
+            # first step, its start count, `paced_steps`)
+            self._memo[key] = [
+                [
+                    r if t in roots else (min(r[0], hd[0], nw[0]), r[1])
+                    for t, (r, hd, nw) in enumerate(zip(rng, held, new))
+                ]
+                for rng, held, new in zip(steps, run.held, run.new)
+            ]
+        return self._memo[key]
+
+    def paced_buffer(self, pace: int) -> tuple[list[int], list[int], list[int]]:
+        """`line_buffer` of the paced run at `pace` (memoised): rows held,
+        rows computed, history rows per tensor."""
+        key = ("Q", pace)
+        if key not in self._memo:
+            self._memo[key] = self.line_buffer(self.paced_ranges(pace))
+        held, done, hist = self._memo[key]
+        return list(held), list(done), list(hist)
+
+    def paced_rows(self) -> list[int] | None:
+        """Line-buffer rows of every tensor in a paced run of one input row a
+        step, estimated from the affine offsets: the history `ext - low` (as
+        `lb_low`) plus the rows a step brings, at least the stride of a
+        window reading it (it waits for that many new rows). None unless the
+        band is affine."""
+        if ("p", 0) not in self._memo:
+            off, low = self.offsets, self.lb_low()
+            rows: list[int] | None = None
+            if off is not None and low is not None:
+                need = [1] * len(off)
+                for _, _, ins in self.ops:
+                    for t, m, _ in ins:
+                        if m[0] == WINDOW and m[2] > need[t]:
+                            need[t] = m[2]
+                rows = [
+                    h if w or s is None else max(1, min(h, need[t] + x - min(lw, x)))
+                    for t, ((_, x), lw, h, w, s) in enumerate(
+                        zip(off, low, self.heights, self.whole, self.scales)
+                    )
+                ]
+            self._memo[("p", 0)] = rows
+        rows = self._memo[("p", 0)]
+        return None if rows is None else list(rows)
+
+    def max_pace(self) -> int:
+        """The largest useful pace: the input rows behind one output row (a
+        faster pace is a tile of several output rows, which `lb_tile_ranges`
+        runs with less bookkeeping)."""
+        hin = max((self.heights[t] for t in self.inputs if not self.whole[t]), default=1)
+        return max(1, hin // max(self.height, 1))
+
     @cached_property
     def lb_ops(self) -> tuple[LbOp, ...]:
         """The ops with their row maps only, as `line_buffer_run` takes them."""
@@ -1576,6 +1641,73 @@ def line_buffer_run(
     return LineBufferRun(tuple(news), tuple(held))
 
 
+def paced_steps(
+    heights: Sequence[int],
+    inputs: Sequence[int],
+    roots: Sequence[int],
+    whole: Sequence[bool],
+    ops: Sequence[LbOp],
+    pace: int,
+) -> list[list[tuple[int, int]]]:
+    """The steps of a paced line-buffered run, per step every tensor's range.
+
+    A tile of a line-buffered chain is usually a band of output rows: every
+    tensor computes the rows that band needs, so a tensor of twice the
+    output's height computes two rows a tile, four times four, and its line
+    buffer holds them all beside its history. A paced run steps by rows of
+    the input instead: each step loads `pace` more rows of the tallest chain
+    input (the others in proportion, rounded up) and every op computes, in
+    order, the rows its inputs now allow, at most its own share of the pace
+    (`pace * height // input height`, rounded up, at least one row). So each
+    tensor advances at its own rate and holds about its readers' windows
+    (kernel rows, plus the rows a residual reader lags behind). Steps go on
+    after the input is whole until every output row is computed; a step in
+    which an op has nothing to compute leaves its range empty. Each range
+    runs from the tensor's first row (first step) or its rows so far up to
+    the rows computed after the step, so `line_buffer_run` computes exactly
+    the new rows; an output's range is its new rows (it is spilled)."""
+    n = len(heights)
+    hin = max((heights[t] for t in inputs if not whole[t]), default=1)
+    avail = [0] * n
+    root_set = set(roots)
+    steps: list[list[tuple[int, int]]] = []
+    i = 0
+    while any(avail[t] < heights[t] for t in roots):
+        i += 1
+        prev = list(avail)
+        for t in inputs:
+            avail[t] = heights[t] if whole[t] else min(heights[t], -(-i * pace * heights[t] // hin))
+        moved = False
+        for _, outs, ins in ops:
+            if not outs:
+                continue
+            ho = heights[outs[0]]
+            y = avail[outs[0]]
+            cap = min(ho, y + max(1, -(-pace * ho // hin)))
+            while y < cap:
+                for t, m in ins:
+                    x0, y0 = map_range(m, y, y + 1, heights[t])
+                    if y0 > x0 and y0 > avail[t] and avail[t] < heights[t]:
+                        break
+                else:
+                    y += 1
+                    continue
+                break
+            for o in outs:
+                if y > avail[o]:
+                    moved = True
+                avail[o] = y
+        if not moved and all(avail[t] == prev[t] for t in inputs):
+            raise ValueError("a paced run makes no progress (an op reads rows nothing computes)")
+        steps.append(
+            [
+                (prev[t], avail[t]) if t in root_set else (0 if i == 1 else prev[t], avail[t])
+                for t in range(n)
+            ]
+        )
+    return steps
+
+
 def _back_propagate(
     sizes: Sequence[int],
     roots: Sequence[int],
@@ -1665,6 +1797,16 @@ def lb_capacity(rate: int, lo: int, ext: int, low: int, size: int, tile: int, ti
             if i >= 1:
                 best = max(best, min(size, step * (i + 1) + ext))
     return max(0, min(size, best))
+
+
+def paced_floor(ext: int, low: int, size: int) -> int:
+    """Rows a line buffer holds at least in a paced run (`paced_steps`), from
+    the affine offsets of one output row: its history (`ext - low`, the
+    kernel-minus-stride rows of its windows and the lag of a later reader)
+    plus the one row a step computes. Stage formation takes the smaller of
+    this and the one-row tile's `lb_capacity` as the floor of `lb1`: some
+    line-buffered run may fit."""
+    return max(1, min(size, 1 + ext - min(low, ext)))
 
 
 def build_band(

@@ -35,7 +35,7 @@ from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass
 from tigris_ir.plan.memory import align
 from tigris_ir.plan.nn_graph import build_view
-from tigris_ir.plan.planner import Plan, min_budget, plan
+from tigris_ir.plan.planner import Plan, min_budget, min_single_budget, plan
 from tigris_ir.reference.executor import run_function
 
 # ---------------------------------------------------------------------------
@@ -374,3 +374,107 @@ def test_random_plans_at_tight_budgets(spec: Spec, step: int) -> None:
     g = build_view(fn).graph
     budget = min_budget(g) + step * 48
     check_run(module, weights, inputs, plan(g, budget))
+
+
+def check_pair_run(
+    module: ModuleOp,
+    weights: dict[str, np.ndarray],
+    inputs: list[np.ndarray],
+    p: Plan,
+    slow: int | None,
+    stream: bool,
+) -> None:
+    """A plan under a budget pair, lowered and run at the loop level with the
+    same pair: the reference output, the planned fast peak, a slow peak
+    within the slow budget (none allocated at 0) and the planned traffic and
+    input rows; or it does not fit and names its smallest budgets."""
+    if not p.fits:
+        assert p.failed_node is not None
+        if slow is not None:
+            assert p.min_single is not None and p.min_single > p.budget
+        return
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    lowered = module.clone()
+    LowerToLoopsPass(
+        budget=p.budget, slow_budget="" if slow is None else slow, stream_input=stream
+    ).apply(Context(), lowered)
+    PlanArenaPass().apply(Context(), lowered)
+    res = run_loop_module(lowered, weights, inputs)
+    ref = run_function(fn, weights, inputs)
+    for r, y in zip(ref, res.outputs, strict=True):
+        if r.dtype == np.float32:
+            scale = float(np.max(np.abs(r))) if r.size else 0.0
+            np.testing.assert_allclose(y, r, rtol=1e-5, atol=1e-5 * scale + 1e-30)
+        else:
+            np.testing.assert_array_equal(y, r)
+    s = res.stats
+    assert s.arena_bytes == s.fast_peak == p.peak <= p.budget
+    assert (s.slow_peak, s.slow_reads, s.slow_writes) == (p.slow_peak, p.slow_reads, p.slow_writes)
+    if slow is not None:
+        assert s.slow_peak <= slow
+    assert (s.stream_rows, s.stream_bytes) == (p.stream_rows, p.stream_bytes)
+
+
+@st.composite
+def tall_specs(draw: st.DrawFn) -> Spec:
+    """Taller feature maps through several windows (strided ones among
+    them): the single-arena plans of these hold line-buffered chains, paced
+    ones where no band of output rows fits."""
+    shape = (1, draw(st.integers(16, 40)), draw(st.integers(2, 8)), draw(st.integers(1, 4)))
+    convs = st.fixed_dictionaries(
+        {
+            "kind": st.just("conv"),
+            "k2": st.sampled_from([1, 3]),
+            "d": st.just(1),
+            "dw": st.booleans(),
+        }
+        | {
+            "k": st.sampled_from([1, 3, 3, 5]),
+            "s": st.sampled_from([1, 1, 2]),
+            "cout": st.integers(1, 8),
+            "pads": st.lists(st.integers(0, 2), min_size=4, max_size=4),
+        }
+    )
+    mixed = st.one_of(convs, convs, layers())
+    return Spec(
+        draw(st.booleans()),
+        shape,
+        tuple(draw(st.lists(mixed, min_size=3, max_size=7))),
+        draw(st.integers(0, 3)) == 0,
+        False,
+        draw(st.integers(0, 2**31 - 1)),
+        0.0,
+    )
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    st.one_of(specs(), tall_specs(), tall_specs()),
+    st.sampled_from(["none", "half", "unbounded"]),
+    st.booleans(),
+    st.integers(0, 2),
+)
+def test_random_plans_under_budget_pairs(spec: Spec, slow_kind: str, stream: bool, step: int):
+    """Fast budgets from the smallest single arena up, beside no slow memory,
+    half the unbounded plan's slow peak or unbounded slow memory, the input
+    resident or streamed by rows: planned == measured."""
+    module, weights, inputs = build(spec)
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    g = build_view(fn).graph
+    least = min_single_budget(g, stream_input=stream)
+    budget = least + step * (least // 4)
+    slow: int | None = None
+    if slow_kind == "none":
+        slow = 0
+    elif slow_kind == "half":
+        slow = plan(g, budget, stream_input=stream).slow_peak // 2
+    p = plan(g, budget, slow_budget=slow, stream_input=stream)
+    if slow == 0:
+        assert p.fits  # at or above the smallest single arena
+    event(f"paced chains: {sum(1 for c in p.chains if c.pace)}")
+    check_pair_run(module, weights, inputs, p, slow, stream)

@@ -50,10 +50,14 @@ class Interpreting(Machine):
         return [*super().functions(), VectorFunctions(), RtileFunctions()]
 
     def compute(
-        self, op: loop.BandComputeOp, ins: list[Ref], outs: list[Ref], held: list[Band], out: Band
+        self,
+        op: loop.BandComputeOp,
+        nn_op: nn.NNOp,
+        ins: list[Ref],
+        outs: list[Ref],
+        held: list[Band],
+        out: Band,
     ) -> None:
-        nn_op = op.nn_op
-        assert isinstance(nn_op, nn.NNOp)
         if isinstance(op, loop.FinishOp):
             assert isinstance(nn_op, nn.GlobalAveragePoolOp)
             outs[0].data[...] = band_exec.finish(nn_op, ins[0].data)

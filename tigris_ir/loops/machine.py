@@ -34,6 +34,8 @@ ops) to the same functions.
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,7 +77,7 @@ from tigris_ir.loops.arena import (
     numpy_dtype,
     offset_of,
 )
-from tigris_ir.loops.need import required
+from tigris_ir.loops.need import OpFacts, op_facts, required
 from tigris_ir.loops.schedule import Buffer, PlanRunError
 from tigris_ir.plan.band import Band, BandError
 from tigris_ir.plan.ir import main_func
@@ -117,15 +119,28 @@ class Ref:
 
 def positions(shape: Sequence[int], band: Band) -> np.ndarray:
     """The flat positions in a tensor of `shape` of the elements of `band`
-    (its ranges along the axes it cuts, whole along the others)."""
-    out = np.zeros((1,) * len(shape), dtype=np.int64)
-    stride = 1
-    for ax in reversed(range(len(shape))):
-        lo, hi = band.get(ax, (0, shape[ax]))
-        r = np.arange(lo, hi, dtype=np.int64) * stride
-        out = out + r.reshape([-1 if a == ax else 1 for a in range(len(shape))])
-        stride *= shape[ax]
-    return out
+    (its ranges along the axes it cuts, whole along the others): a read-only
+    view of the tensor's table of positions."""
+    if any(lo < 0 or hi > shape[ax] for ax, (lo, hi) in band.items()):
+        out = np.zeros((1,) * len(shape), dtype=np.int64)  # past the tensor's bounds
+        stride = 1
+        for ax in reversed(range(len(shape))):
+            lo, hi = band.get(ax, (0, shape[ax]))
+            r = np.arange(lo, hi, dtype=np.int64) * stride
+            out = out + r.reshape([-1 if a == ax else 1 for a in range(len(shape))])
+            stride *= shape[ax]
+        return out
+    table = _position_table(tuple(shape))
+    return table[tuple(slice(*band[ax]) if ax in band else slice(None) for ax in range(len(shape)))]
+
+
+@functools.lru_cache(maxsize=32)
+def _position_table(shape: tuple[int, ...]) -> np.ndarray:
+    """Every flat position of a tensor of `shape`, in its shape (made once per
+    shape: a band's positions are a slice of it)."""
+    table = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
+    table.flags.writeable = False
+    return table
 
 
 _AXES = {4: ("image", "rows", "columns", "channels"), 3: ("image", "positions", "channels")}
@@ -144,20 +159,24 @@ def node_of(op: loop.BandComputeOp) -> str:
     return f"{op.name} of '{who}'"
 
 
-def unit_of(op: Operation) -> tuple[str, bool]:
+def unit_of(op: Operation, bands_of: dict[int, list[Operation]] | None = None) -> tuple[str, bool]:
     """The tile loop around `op` (its `loop.unit`, "" outside) and whether the
     plan claims each element of the op's output is computed once: outside a
     tile loop, in a tile loop of one band op (nothing in it reads a halo), in
     a line-buffered chain (its line buffers exist for that) unless the op is
     of a member stage holding a channel Concat (`recomputes`). Elsewhere the
-    intermediate ops of a unit recompute their halo rows."""
+    intermediate ops of a unit recompute their halo rows. `bands_of` keeps
+    each tile loop's band ops between calls."""
+    cache: dict[int, list[Operation]] = {} if bands_of is None else bands_of
     p = op.parent_op()
     while p is not None and not isinstance(p, func.FuncOp):
         kind = p.attributes.get(loop.KIND_ATTR)
         if isinstance(p, scf.ForOp) and isinstance(kind, StringAttr):
             unit = p.attributes.get(loop.UNIT_ATTR)
             name = unit.data if isinstance(unit, StringAttr) else "a tile loop"
-            bands = [o for o in p.walk() if isinstance(o, loop.BandOp)]
+            bands = cache.get(id(p))
+            if bands is None:
+                bands = cache[id(p)] = [o for o in p.walk() if isinstance(o, loop.BandOp)]
             if len(bands) == 1:
                 return name, True
             if kind.data.endswith(loop.LINE_BUFFERED):
@@ -269,6 +288,8 @@ class Machine:
         self.lives: dict[int, Lifetime] = {}
         self.ends: dict[int, list[Lifetime]] = {}
         self.covers: dict[tuple[str, object], list[Cover]] = {}
+        self.loop_bands: dict[int, list[Operation]] = {}
+        self.global_refs: dict[str, Ref] = {}
         self.pids: dict[str, int] = {}
         self.names: list[str] = []
         self.fast = self.slow = FastArena(0)
@@ -342,6 +363,14 @@ class Machine:
             dst.writes += 1
 
     def global_ref(self, sym: str) -> Ref:
+        """The memref of a `memref.global`: its table (read once, read-only) or
+        its weight from the weight table."""
+        ref = self.global_refs.get(sym)
+        if ref is None:
+            ref = self.global_refs[sym] = self._global_ref(sym)
+        return ref
+
+    def _global_ref(self, sym: str) -> Ref:
         g = self.globals.get(sym)
         if g is None:
             raise LoopIRError(f"no memref.global @{sym}")
@@ -351,11 +380,14 @@ class Machine:
         init = g.initial_value
         if isinstance(init, DenseIntOrFPElementsAttr):
             arr = np.array(init.get_values(), dtype=dt).reshape(shape)
+            arr.flags.writeable = False
             return Ref(arr, None, None, "", sym)
         ref = g.attributes.get(loop.REF_ATTR)
         key = ref.data if isinstance(ref, StringAttr) else sym
         if self.tracked:  # nothing is computed: the weight's values do not matter
-            return Ref(np.zeros(shape, dt), None, None, "", key)
+            zeros = np.zeros(shape, dt)
+            zeros.flags.writeable = False
+            return Ref(zeros, None, None, "", key)
         if key not in self.weights:
             raise LoopIRError(f"weight '{key}' (@{sym}) is not in the weight table")
         w = self.weights[key]
@@ -465,7 +497,7 @@ class Machine:
         axes = op.cut_axes()[operand]
         types = [a.type for a in op.body.block.args] + op.tensor_results()
         shape = nn.shape_of(types[operand])
-        unit, once = unit_of(op)
+        unit, once = unit_of(op, self.loop_bands)
         if isinstance(op, loop.AccumulateOp | loop.FinishOp):
             once = True
         name = node.data if isinstance(node, StringAttr) else f"{op.name} {id(op)}"
@@ -539,9 +571,16 @@ class Machine:
     # ---- band compute: nothing here, the interpreter's band kernels -----
 
     def compute(
-        self, op: loop.BandComputeOp, ins: list[Ref], outs: list[Ref], held: list[Band], out: Band
+        self,
+        op: loop.BandComputeOp,
+        nn_op: nn.NNOp,
+        ins: list[Ref],
+        outs: list[Ref],
+        held: list[Band],
+        out: Band,
     ) -> None:
-        """Compute a band (the interpreter's machine); the verifier computes nothing."""
+        """Compute a band of `op` (whose body's op is `nn_op`): the
+        interpreter's machine; the verifier computes nothing."""
 
 
 @dataclass
@@ -594,8 +633,9 @@ class MachineInterpreter(Interpreter):
         env = self.env
         for k, a in zip(arg_ids, args):
             env[k] = a
+        get = env.__getitem__
         for op, ft, fn, ins, outs, ends in steps:
-            result = fn(ft, self, op, tuple([env[i] for i in ins]))
+            result = fn(ft, self, op, tuple(map(get, ins)))
             term = result.terminator_value
             if term is not None:
                 if isinstance(term, ReturnedValues):
@@ -691,13 +731,34 @@ class ScfFunctions(InterpreterFunctions):
         return ReturnedValues(args), ()
 
 
+def view_spec(op: mr.SubviewOp) -> tuple[tuple[int, int], ...]:
+    """Per axis of a subview its offset and size: the static value, or minus
+    the operand index of the dynamic one (the source is operand 0, then the
+    dynamic offsets, then the dynamic sizes)."""
+    at = 1
+    spec: list[list[int]] = []
+    for ax, o in enumerate(op.static_offsets.get_values()):
+        spec.append([int(o), 0])
+        if o < 0 and o != DYNAMIC_INDEX:
+            raise LoopIRError(f"a subview takes the negative static offset {o} along axis {ax}")
+        if o == DYNAMIC_INDEX:
+            spec[ax][0], at = -at, at + 1
+    for ax, n in enumerate(op.static_sizes.get_values()):
+        spec[ax][1] = int(n)
+        if n < 0 and n != DYNAMIC_INDEX:
+            raise LoopIRError(f"a subview takes the negative static size {n} along axis {ax}")
+        if n == DYNAMIC_INDEX:
+            spec[ax][1], at = -at, at + 1
+    return tuple((o, n) for o, n in spec)
+
+
 @register_impls
 class MemrefFunctions(InterpreterFunctions):
     """Buffers in the arenas (or plain scratch), views, copies, element access."""
 
     def __init__(self, m: Machine):
         self.m = m
-        self.views: dict[int, tuple[tuple[int, ...], tuple[int, ...], int]] = {}
+        self.views: dict[int, tuple[tuple[int, int], ...]] = {}
 
     @impl(mr.AllocOp)
     def run_alloc(self, it: Interpreter, op: mr.AllocOp, args: PythonValues):
@@ -729,21 +790,14 @@ class MemrefFunctions(InterpreterFunctions):
     def run_subview(self, it: Interpreter, op: mr.SubviewOp, args: PythonValues):
         src = args[0]
         assert isinstance(src, Ref)
-        static = self.views.get(id(op))
-        if static is None:
-            offs = tuple(int(v) for v in op.static_offsets.get_values())
-            sizes = tuple(int(v) for v in op.static_sizes.get_values())
-            static = self.views[id(op)] = (offs, sizes, len(op.offsets))
-        offs, sizes, n_off = static
-        dyn_off = iter(args[1 : 1 + n_off])
-        dyn_size = iter(args[1 + n_off :])
+        spec = self.views.get(id(op))
+        if spec is None:
+            spec = self.views[id(op)] = view_spec(op)
         index: list[slice] = []
         shape = src.data.shape
-        for ax, (o, n) in enumerate(zip(offs, sizes)):
-            if o == DYNAMIC_INDEX:
-                o = next(dyn_off)
-            if n == DYNAMIC_INDEX:
-                n = next(dyn_size)
+        for ax, (o, n) in enumerate(spec):
+            o = args[-o] if o < 0 else o
+            n = args[-n] if n < 0 else n
             if o < 0 or n < 0 or o + n > shape[ax]:
                 where = f"{self.m.where}: " if self.m.where else ""
                 raise LoopIRError(
@@ -786,13 +840,16 @@ class MemrefFunctions(InterpreterFunctions):
         ref, *idx = args
         assert isinstance(ref, Ref)
         data = ref.data
-        shape = data.shape
-        if len(idx) != len(shape):
-            raise LoopIRError(f"memref.load: {len(idx)} indices into a rank-{len(shape)} memref")
-        for i, e in zip(idx, shape):
-            if not 0 <= i < e:
-                raise LoopIRError(f"memref.load: index {tuple(idx)} out of bounds of {shape}")
-        return (data.item(*idx) if data.dtype.kind in "iu" else data[tuple(idx)],)
+        if len(idx) != data.ndim:
+            raise LoopIRError(f"memref.load: {len(idx)} indices into a rank-{data.ndim} memref")
+        try:
+            if idx and min(idx) < 0:
+                raise IndexError
+            return (data.item(*idx) if data.dtype.kind in "iu" else data[tuple(idx)],)
+        except IndexError:
+            raise LoopIRError(
+                f"memref.load: index {tuple(idx)} out of bounds of {data.shape}"
+            ) from None
 
     @impl(mr.StoreOp)
     def run_store(self, it: Interpreter, op: mr.StoreOp, args: PythonValues):
@@ -824,6 +881,18 @@ class LinalgFunctions(InterpreterFunctions):
         return ()
 
 
+@dataclass(frozen=True)
+class _BandStatic:
+    """What a band op's runs share: its `nn` op, the shapes of its body's
+    operands and results, its name in diagnostics and what `required` reads."""
+
+    nn_op: nn.NNOp
+    arg_shapes: tuple[tuple[int, ...], ...]
+    result_shapes: tuple[tuple[int, ...], ...]
+    node: str
+    facts: OpFacts
+
+
 @register_impls
 class LoopFunctions(InterpreterFunctions):
     """`loop.band`, `loop.accumulate`, `loop.finish`: reads checked and covers
@@ -832,6 +901,7 @@ class LoopFunctions(InterpreterFunctions):
     def __init__(self, m: Machine):
         self.m = m
         self.shapes: dict[int, tuple[int, int, list[tuple[int, ...]]]] = {}
+        self.statics: dict[int, _BandStatic] = {}
 
     def _shape(self, op: loop.BandComputeOp) -> tuple[int, int, list[tuple[int, ...]]]:
         """The op's input count, operand count and cut axes (read once per op)."""
@@ -839,6 +909,21 @@ class LoopFunctions(InterpreterFunctions):
         if s is None:
             n_in = len(op.inputs)
             s = self.shapes[id(op)] = (n_in, n_in + len(op.outputs), op.cut_axes())
+        return s
+
+    def _static(self, op: loop.BandComputeOp) -> _BandStatic:
+        """The op's `nn` op, operand and result shapes and name (read once per op)."""
+        s = self.statics.get(id(op))
+        if s is None:
+            nn_op = op.nn_op
+            assert isinstance(nn_op, nn.NNOp)
+            s = self.statics[id(op)] = _BandStatic(
+                nn_op,
+                tuple(nn.shape_of(a.type) for a in op.body.block.args),
+                tuple(nn.shape_of(t) for t in op.tensor_results()),
+                node_of(op),
+                op_facts(nn_op),
+            )
         return s
 
     def _bands(self, op: loop.BandComputeOp, args: PythonValues) -> list[Band]:
@@ -868,30 +953,29 @@ class LoopFunctions(InterpreterFunctions):
         if any(hi <= lo for lo, hi in out.values()):
             return ()  # nothing to compute in this tile
         ins, outs = self._split(op, args)
+        st = self._static(op)
         if m.tracked:
-            nn_op = op.nn_op
-            assert isinstance(nn_op, nn.NNOp)
             what = self._what(op)
             covers = [m.cover(op, n_in + k, bands[n_in + k]) for k in range(len(outs))]
-            for i, (r, h, a) in enumerate(zip(ins, held, op.body.block.args)):
+            for i, (r, h, shape) in enumerate(zip(ins, held, st.arg_shapes)):
                 try:
-                    need = required(nn_op, i, h, out)
+                    need = required(st.nn_op, i, h, out, st.facts)
                 except BandError as e:
                     raise LoopIRError(f"{what}: {e}") from None
-                m.need(f"{what} operand #{i}", r, h, need, nn.shape_of(a.type))
+                m.need(f"{what} operand #{i}", r, h, need, shape)
         try:
-            m.compute(op, ins, outs, held, out)
+            m.compute(op, st.nn_op, ins, outs, held, out)
         except BandError as e:
             raise LoopIRError(f"{self._what(op)}: {e}") from None
         if m.tracked:
-            for k, (r, t, c) in enumerate(zip(outs, op.tensor_results(), covers)):
-                band = bands[n_in + k]
-                tags = (c.pid << POSITION_BITS) | positions(nn.shape_of(t), band)
-                m.wrote(r, node_of(op), tags)
+            for k, (r, shape, c) in enumerate(zip(outs, st.result_shapes, covers)):
+                tags = (c.pid << POSITION_BITS) | positions(shape, bands[n_in + k])
+                m.wrote(r, st.node, tags)
         return ()
 
     def _what(self, op: loop.BandComputeOp) -> str:
-        return f"{self.m.where}: {node_of(op)}" if self.m.where else node_of(op)
+        node = self._static(op).node
+        return f"{self.m.where}: {node}" if self.m.where else node
 
     @impl(loop.AccumulateOp)
     def run_accumulate(self, it: Interpreter, op: loop.AccumulateOp, args: PythonValues):
@@ -904,7 +988,7 @@ class LoopFunctions(InterpreterFunctions):
             shape = nn.shape_of(op.body.block.args[0].type)
             m.need(self._what(op), ins[0], bands[0], bands[0], shape)
             m.cover(op, 0, bands[0])
-        m.compute(op, ins, outs, bands[:1], bands[1])
+        m.compute(op, self._static(op).nn_op, ins, outs, bands[:1], bands[1])
         return ()
 
     @impl(loop.FinishOp)
@@ -914,7 +998,7 @@ class LoopFunctions(InterpreterFunctions):
         ins, outs = self._split(op, args)
         if m.tracked:
             m.need(self._what(op), ins[0], {}, {}, None)
-        m.compute(op, ins, outs, bands[:1], bands[1])
+        m.compute(op, self._static(op).nn_op, ins, outs, bands[:1], bands[1])
         if m.tracked:
             c = m.cover(op, 1, bands[1])
             shape = nn.shape_of(op.tensor_results()[0])

@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    NameLoc,
     NoneAttr,
     Signedness,
     StringAttr,
@@ -186,6 +187,18 @@ def tensor_type(
             f"unsupported dtype {dt}; supported: float32, int8, uint8, int32, int64, bool"
         )
     return TensorType(elem, shape, quant if quant is not None else NoneAttr())
+
+
+def model_loc(where: str) -> NameLoc:
+    """The location of an op imported from a model node: the node in the
+    model's own terms (`node 3 'conv1' (Conv)`), printed only with debug info."""
+    return NameLoc(StringAttr(where), NoneAttr())
+
+
+def model_node_of(op: Operation) -> str | None:
+    """The model node an op was imported from (`model_loc`), if it was."""
+    loc = op.location
+    return loc.desc.data if isinstance(loc, NameLoc) else None
 
 
 def shape_of(v: SSAValue | Attribute) -> tuple[int, ...]:

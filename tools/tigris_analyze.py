@@ -162,6 +162,7 @@ def analyze(
         "recompute_macs": figures["recompute_macs"],
         "compile_seconds": round(compile_s, 4),
         "not_fitting": [_failed_name(failed)] if failed is not None else [],
+        "not_fitting_model_node": _failed_model_node(failed) if failed is not None else None,
         "not_fitting_min_budget_bytes": scope_need(tree, failed) if failed is not None else None,
         "in_place": p.in_place,
         "slow_budget_bytes": slow_budget,
@@ -218,6 +219,17 @@ def _failed_name(sc: Any) -> str:
         parent = sc.path.rsplit("/", 2)[0] if sc.path.count("/") >= 2 else ""
         return f"{parent}/{sc.owner}" if parent else str(sc.owner)
     return f"{sc.prefix}{sc.plan.failed_node}"
+
+
+def _failed_model_node(sc: Any) -> str | None:
+    """The failing op as the model names it (`node 0 'conv1' (Conv)`), when it
+    was imported from a model node."""
+    from tigris_ir.dialects import nn
+
+    if sc.error is not None or sc.plan.failed_node is None:
+        return None
+    op = sc.view.ops.get(sc.plan.failed_node)
+    return nn.model_node_of(op) if op is not None else None
 
 
 def _stages(sc: Any) -> list[dict[str, Any]]:
@@ -360,7 +372,8 @@ def render(r: dict[str, Any], verbose: bool) -> None:
             7,
             (
                 "does not fit",
-                f"{r['not_fitting'][0]}: needs at least {_kib(r['not_fitting_min_budget_bytes'])}",
+                f"{r['not_fitting_model_node'] or r['not_fitting'][0]}: needs at least "
+                f"{_kib(r['not_fitting_min_budget_bytes'])}",
             ),
         )
     bodies = _all_bodies(r.get("bodies", []))

@@ -243,8 +243,17 @@ class _Importer:
         node = node or self.current
         if node is None:
             return self.origin
+        return f"{self.origin}: {self.node_words(node)}"
+
+    def node_words(self, node: onnx.NodeProto) -> str:
+        """A node in the model's terms: `node 3 'conv1' (Conv)`."""
         idx = self.node_index.get(id(node), -1)
-        return f"{self.origin}: node {idx} '{node.name}' ({node.op_type})"
+        return f"node {idx} '{node.name}' ({node.op_type})"
+
+    def locate(self, op: Operation) -> None:
+        """Mark `op` as imported from the current node (`nn.model_loc`)."""
+        if self.current is not None:
+            op.location = nn.model_loc(self.node_words(self.current))
 
     def fail(self, message: str, node: onnx.NodeProto | None = None) -> ImportDiagnostic:
         return ImportDiagnostic(self.where(node), message)
@@ -362,6 +371,7 @@ class _Importer:
             op.verify()
         except VerifyException as e:
             raise self.fail(str(e)) from None
+        self.locate(op)
         self.b.insert(op)
         return op
 
@@ -1805,6 +1815,7 @@ def _insert_verified(imp: _Importer, op: Operation) -> None:
         op.verify()
     except VerifyException as e:
         raise imp.fail(str(e)) from None
+    imp.locate(op)
     imp.b.insert(op)
 
 

@@ -441,13 +441,23 @@ def layer_by_layer_peak(fn: func.FuncOp) -> int:
     return peak(build_view(fn, needs(fn.body.block)))
 
 
+def node_words(view: GraphView, node: str) -> str:
+    """A graph node in a diagnostic: the model node it was imported from, as
+    the model names it (`node 3 'conv1' (Conv)`), else the nn op and the
+    node's name."""
+    op = view.ops.get(node)
+    if op is None:
+        return f"'{node}'"
+    source = nn.model_node_of(op)
+    return source if source is not None else f"'{op.name}' ({node})"
+
+
 def require_fit(view: GraphView, p: Plan) -> None:
     """A plan that does not fit is the user's error: name the op and the need."""
     if p.fits:
         return
     assert p.failed_node is not None
-    op = view.ops.get(p.failed_node)
-    where = f"'{op.name}' ({p.failed_node})" if op is not None else f"'{p.failed_node}'"
+    where = node_words(view, p.failed_node)
     if p.min_single is not None:
         raise PassFailedException(
             f"{where} does not fit {p.budget_pair()}: {p.failure}; {p.smallest_budgets()}"
@@ -478,8 +488,7 @@ def require_tree_fit(tree: ScopePlan) -> None:
         )
     assert sc.plan is not None
     p = sc.plan
-    op = sc.view.ops.get(p.failed_node or "")
-    where = f"'{op.name}' ({p.failed_node})" if op is not None else f"'{p.failed_node}'"
+    where = node_words(sc.view, p.failed_node or "")
     raise PassFailedException(
         f"{where} in {sc.path} does not fit the {p.budget} bytes the budget of {tree.budget} "
         f"leaves to the body ({above} bytes are held by the enclosing control flow) even "

@@ -281,3 +281,30 @@ def test_paced_chains_run_as_planned_in_the_interpreter_and_the_c(name: str):
     got, stats = run_c(m, weights, [to_boundary(args[0], in_lay[0])], variant=("bounds", "stats"))
     np.testing.assert_array_equal(to_internal(got[0], out_lay[0]), ref[0])
     assert stats == s
+
+
+def test_analyze_reports_recomputed_macs_per_chain_and_stage(capsys, tmp_path):
+    """tigris-analyze --json: the MACs each chain and each stage outside a
+    chain recomputes add up to the plan's total (a tight budget: 2D tiles
+    and plain chains recompute halos), and -v prints them per chain."""
+    import json
+
+    from tigris_ir.tools import tigris_analyze
+
+    model = zoo.build("mobilenet_v2_035", size="small", int8=True)
+    g = build_view(main_func(import_model(model).module)).graph
+    budget = min_single_budget(g, stream_input=True)
+    p = plan(g, budget, slow_budget=0, stream_input=True)
+    assert p.recomputed_macs > 0
+    f = tmp_path / "m.onnx"
+    f.write_bytes(model.SerializeToString())
+    args = [str(f), "-m", str(budget), "--slow-budget", "0", "--stream-input"]
+    assert tigris_analyze.run([*args, "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert tigris_analyze.run([*args, "-v"]) == 0
+    text = capsys.readouterr().out
+    chained = {s["name"] for s in r["stages"] if s["chain"]}
+    own = sum(s["recompute_macs"] for s in r["stages"] if s["name"] not in chained)
+    assert own + sum(c["recompute_macs"] for c in r["chains"]) == r["recompute_macs"]
+    assert r["recompute_macs"] == p.recomputed_macs
+    assert "recomputed MACs" in text and f"{p.recomputed_macs:,}" in text

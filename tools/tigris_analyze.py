@@ -7,7 +7,9 @@ MODEL is `.onnx` or `.mlir` (as printed by tigris-opt). The table shows the
 graph (operators, tensors, the layer-by-layer peak, the largest tensor), the
 plan under the budget (fits, planned peak, slow-memory peak, reads, writes,
 recomputed MACs) and the compile time; `-v` adds one row per stage in the
-words of spec/tiling.md; `--json` prints one object instead. `--slow-budget`
+words of spec/tiling.md and one per chain with the MACs it recomputes
+(`--json`: per stage too, a chain member its share); `--json` prints one
+object instead. `--slow-budget`
 bounds the slow memory too (0: none, one SRAM holds everything);
 `--min-budget` searches the smallest fast budget beside it, `--frontier`
 plans from there up to the layer-by-layer peak (budget, peak, recomputed
@@ -250,6 +252,7 @@ def _stages(sc: Any) -> list[dict[str, Any]]:
             "peak_bytes": s.peak,
             "chain": f"{sc.prefix}c{chain_of[s.index]}" if chain_of[s.index] is not None else None,
             "line_buffered": bool(s.chain is not None and p.chains[s.chain].line_buffered),
+            "recompute_macs": s.recomputed_macs,
             "fits": s.fits,
         }
         for s in p.stages
@@ -270,6 +273,7 @@ def _chains(sc: Any) -> list[dict[str, Any]]:
             "line_buffered": c.line_buffered,
             "pace": c.pace,
             "peak_bytes": c.peak,
+            "recompute_macs": c.recomputed_macs,
             "description": c.describe(),
         }
         for c in p.chains
@@ -440,14 +444,15 @@ def _chain_table(console: Any, chains: list[dict[str, Any]], title: str) -> None
     if not chains:
         return
     c = Table(title=title)
-    for col in ("chain", "stages", "tiling", "peak"):
-        c.add_column(col)
+    for col in ("chain", "stages", "tiling", "peak", "recomputed MACs"):
+        c.add_column(col, justify="right" if col == "recomputed MACs" else "left")
     for ch in chains:
         c.add_row(
             ch["name"],
             f"{ch['stages'][0]}..{ch['stages'][-1]}",
             ch["description"],
             _kib(ch["peak_bytes"]),
+            f"{ch['recompute_macs']:,}",
         )
     console.print(c)
 

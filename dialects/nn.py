@@ -2977,6 +2977,70 @@ INT_DATA_OPS: list[type[IRDLOperation]] = [
 """Operators of integer and boolean data, in the catalogue `NN_OPS` too."""
 
 
+@irdl_op_definition
+class QuantizeLinearOp(NNOp):
+    """ONNX QuantizeLinear with its scale and zero point as operands (per axis:
+    shaped to broadcast along the channel axis): float32 to raw i8 / ui8
+    (`kernels.quantize`: the float32 quotient rounded half to even, plus the
+    zero point, saturated). The result carries no #nn.q: a per-tensor
+    quantization is a type (`nn.quantize`), a per-axis one is data."""
+
+    name = "nn.quantize_linear"
+    TILING: ClassVar[TilingClass] = TilingClass.POINTWISE
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    zero_point = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        _check_plain(self, self.input, "the input", (np.float32,))
+        _check_plain(self, self.scale, "the scale", (np.float32,))
+        _check_plain(self, self.zero_point, "the zero point", (np.int8, np.uint8))
+        _check_plain(self, self.output, "the result", (dtype_of(self.zero_point).type,))
+        _require(
+            broadcast_shapes(shape_of(self.scale), shape_of(self.zero_point), shape_of(self.input))
+            == shape_of(self.input),
+            f"{self.name}: the scale and zero point must broadcast to the input",
+        )
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        x, s, zp = args
+        return [K.quantize(x, scale=s, zero_point=zp, dtype=dtype_of(self.output))]
+
+
+@irdl_op_definition
+class DequantizeLinearOp(NNOp):
+    """ONNX DequantizeLinear with its scale and zero point as operands, of a
+    raw i8 / ui8 / i32 tensor: float32(q - zero point) * scale."""
+
+    name = "nn.dequantize_linear"
+    TILING: ClassVar[TilingClass] = TilingClass.POINTWISE
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    zero_point = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def check_operands(self) -> None:
+        _check_plain(self, self.input, "the input", (np.int8, np.uint8, np.int32))
+        _check_plain(self, self.scale, "the scale", (np.float32,))
+        _check_plain(self, self.zero_point, "the zero point", (dtype_of(self.input).type,))
+        _check_plain(self, self.output, "the result", (np.float32,))
+        _require(
+            broadcast_shapes(shape_of(self.scale), shape_of(self.zero_point), shape_of(self.input))
+            == shape_of(self.input),
+            f"{self.name}: the scale and zero point must broadcast to the input",
+        )
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        x, s, zp = args
+        return [K.dequantize(x, scale=s, zero_point=zp)]
+
+
+INT_DATA_OPS += [QuantizeLinearOp, DequantizeLinearOp]
+
+
 # ------------------------------------------------------------- recurrent layers
 
 

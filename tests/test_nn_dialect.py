@@ -165,6 +165,8 @@ SPEC_TILING: dict[str, T] = {
     # ArgMax / ArgMin and a run-time Gather along an independent axis
     **{f"nn.{n}": T.POINTWISE for n in ("cast", "not", "and", "or", "xor", "where")},
     **{f"nn.{n}": T.INDEPENDENT_AXIS for n in ("argmax", "argmin", "take")},
+    "nn.quantize_linear": T.POINTWISE,
+    "nn.dequantize_linear": T.POINTWISE,
     # whole: the recurrence reads every step
     "nn.lstm": T.WHOLE,
     "nn.gru": T.WHOLE,
@@ -628,6 +630,14 @@ CASES: list[Case] = [
     Case(nn.TakeOp, [f32(3, 2), tt((2,), np.int64)], [f32(2, 2)],
          [arr([[1, 2], [3, 4], [5, 6]]), arr([-1, 0], np.int64)], [arr([[5, 6], [1, 2]])],
          {"axis": i(0)}),
+    # per channel: scales (0.5, 2), zero points (1, -1); 0.5 and -0.5 round to even 0
+    Case(nn.QuantizeLinearOp, [f32(2, 2), f32(1, 2), tt((1, 2), np.int8)], [tt((2, 2), np.int8)],
+         [arr([[0.25, 3.0], [100.0, -1.0]]), arr([[0.5, 2.0]]), arr([[1, -1]], np.int8)],
+         [arr([[1, 1], [127, -1]], np.int8)]),
+    Case(nn.DequantizeLinearOp, [tt((2, 2), np.uint8), f32(2, 1), tt((2, 1), np.uint8)],
+         [f32(2, 2)],
+         [arr([[0, 255], [7, 9]], np.uint8), arr([[0.5], [2.0]]), arr([[128], [8]], np.uint8)],
+         [arr([[-64.0, 63.5], [-2.0, 2.0]])]),
     # -------- quantization: q = saturate(rint(x / 0.5) + 1), half to even
     Case(nn.QuantizeOp, [f32(5)], [qt((5,), 0.5, 1)], [arr([0.0, 0.25, 0.75, -1.0, 100.0])],
          [arr([1, 1, 3, -1, 127], np.int8)]),

@@ -213,3 +213,59 @@ def test_tigris_run_takes_integer_and_scalar_inputs(tmp_path, capsys) -> None:
         args = [str(path), "-m", "1K", "--random-input", "1", "--backend", backend, "--check"]
         assert run(args) == 0
         assert "equals the untiled reference" in capsys.readouterr().out
+
+
+def _qdq_axis(axis: int, c: int, dtype: type = np.int8) -> tuple[list, dict[str, np.ndarray]]:
+    zps = [1, -3, 5, 0] if dtype == np.int8 else [0, 3, 128, 7]
+    zp = np.array(zps[:c], dtype)
+    inits = {"s": np.array([0.02, 0.1, 0.5, 0.05][:c], np.float32), "z": zp}
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=axis),
+        helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"], axis=axis),
+    ]
+    return nodes, inits
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_per_axis_quantize_dequantize_of_an_activation(dtype: type) -> None:
+    """Per-channel QuantizeLinear / DequantizeLinear around a Conv's output:
+    bit-exact against onnxruntime (the QDQ as ONNX defines it), tiled and in C."""
+    qd, inits = _qdq_axis(1, 4, dtype)
+    nodes = [
+        helper.make_node("Conv", ["xi", "w"], ["x"], pads=[1, 1, 1, 1]),
+        *qd,
+        helper.make_node("Relu", ["d"], ["y"]),
+    ]
+    inits["w"] = rand((4, 3, 3, 3), 1, 0.3)
+    m = make_model(nodes, {"xi": (1, 3, 12, 12)}, ["y"], inits)
+    got = check_model(m, {"xi": rand((1, 3, 12, 12), 2)})
+    assert got.worst == [0.0]
+
+
+def test_per_axis_quantized_output_and_raw_integer_input() -> None:
+    """A per-axis QuantizeLinear as the model's int8 output; a uint8 image
+    input read by DequantizeLinear (an integer tensor without a quantization
+    of its own)."""
+    q = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=1)]
+    inits = {
+        "s": np.linspace(0.02, 0.5, 16, dtype=np.float32),
+        "z": np.arange(-8, 8, dtype=np.int8),
+    }
+    m = make_model(q, {"x": (1, 16, 16, 16)}, ["y"], inits, types={"y": np.int8})
+    x = rand((1, 16, 16, 16), 3, 4.0)
+    check_model(m, {"x": x})
+    dq = [
+        helper.make_node("DequantizeLinear", ["img", "s", "z"], ["f"]),
+        helper.make_node("Relu", ["f"], ["y"]),
+    ]
+    inits = {"s": np.array(1 / 255, np.float32), "z": np.array(128, np.uint8)}
+    m = make_model(dq, {"img": (1, 3, 8, 8)}, ["y"], inits, types={"img": np.uint8})
+    img = _ints((1, 3, 8, 8), 0, 256, np.uint8)
+    assert check_model(m, {"img": img}).worst == [0.0]
+
+
+def test_per_axis_parameters_must_match_the_axis() -> None:
+    qd, inits = _qdq_axis(1, 2)
+    m = make_model([*qd, helper.make_node("Relu", ["d"], ["y"])], {"x": (1, 3, 4, 4)}, ["y"], inits)
+    with pytest.raises(ImportDiagnostic):
+        import_model(m, origin="test")

@@ -52,6 +52,7 @@ from tigris_ir.frontend.simplify import (
     simplify,
     subgraphs,
 )
+from tigris_ir.reference import kernels as K
 
 Layout = str  # "cl": channels-last permutation of ONNX's NC..., "plain": as in ONNX
 
@@ -434,9 +435,61 @@ class _Importer:
         if dq is None or self.const(dq.input[0]) is not None:
             return None
         src = self.env.get(dq.input[0])
-        if src is None or nn.quant_of(src.ssa) is None:
+        if src is None or nn.quant_of(src.ssa) is None or self.per_axis(dq):
             return None
         return src
+
+    def per_axis(self, node: onnx.NodeProto) -> bool:
+        """Whether a QuantizeLinear / DequantizeLinear has a constant scale of
+        more than one value."""
+        scale = self.const(node.input[1]) if len(node.input) > 1 else None
+        return scale is not None and scale.size != 1
+
+    def linear_quant(
+        self,
+        node: onnx.NodeProto,
+        x: _Val,
+        cls: type[nn.NNOp],
+        dtype: np.dtype | type,
+    ) -> _Val:
+        """QuantizeLinear / DequantizeLinear with its scale and zero point as
+        operands (`nn.quantize_linear` / `nn.dequantize_linear`): per axis, or
+        of a raw integer tensor; the parameters shaped to broadcast along the
+        axis in the value's layout."""
+        scale, zp, axis = self.quant_params(node)
+        shape = nn.shape_of(x.ssa)
+        rank = len(shape)
+        if node.op_type == "DequantizeLinear" and zp.dtype != nn.dtype_of(x.ssa):
+            raise self.fail(
+                f"the zero point is {zp.dtype} but '{node.input[0]}' is {x.ssa.type}", node
+            )
+        if scale.size == 1:
+            s_arr, z_arr = scale.reshape(()), zp.reshape(())
+        else:
+            if not -rank <= axis < rank:
+                raise self.fail(f"axis {axis} is outside the rank-{rank} input", node)
+            onnx_shape = shape
+            if x.layout == "cl":
+                onnx_shape = tuple(shape[i] for i in _to_plain_perm(rank))
+            n = onnx_shape[axis % rank]
+            if scale.size != n or zp.size not in (1, n):
+                raise self.fail(
+                    f"per-axis parameters of axis {axis} need {n} values (the axis length), "
+                    f"got {scale.size} scales and {zp.size} zero points",
+                    node,
+                )
+            along = [1] * rank
+            along[axis % rank] = n
+            s_arr = scale.reshape(-1).reshape(along)
+            z_arr = np.broadcast_to(zp.reshape(-1), (n,)).reshape(along)
+            if x.layout == "cl":
+                s_arr = np.transpose(s_arr, _to_cl_perm(rank))
+                z_arr = np.transpose(z_arr, _to_cl_perm(rank))
+        s_w = self.weight(np.ascontiguousarray(s_arr, np.float32), "scale")
+        z_w = self.weight(np.ascontiguousarray(z_arr), "zero_point")
+        out_dt = zp.dtype if cls is nn.QuantizeLinearOp else dtype
+        op = self.emit(cls, [x.ssa, s_w, z_w], dtype=out_dt, result_shapes=[shape])
+        return _Val(op.results[0], x.layout)
 
     def value(self, name: str) -> _Val:
         """The float (or already quantized-input) value named `name`."""
@@ -449,17 +502,22 @@ class _Importer:
             return v
         dq = self.dq_node(name)
         if dq is not None:
+            cw = self.const(dq.input[0])
+            if cw is not None:  # a dequantized constant: its float32 values
+                scale, zp, axis = self.quant_params(dq)
+                per_axis = axis if scale.size != 1 else None
+                arr = K.dequantize(cw, scale=scale, zero_point=zp, axis=per_axis)
+                v = _Val(self.weight(np.asarray(arr, np.float32), "const"), "plain")
+                self.env[name] = v
+                return v
             src = self.env.get(dq.input[0])
             if src is None:
                 raise self.fail(f"value '{dq.input[0]}' is used before it is defined", dq)
             scale, _, axis = self.quant_params(dq)
-            if scale.size != 1:
-                raise self.fail(
-                    f"per-axis DequantizeLinear of the activation '{dq.input[0]}' "
-                    f"(axis {axis}, {scale.size} scales) is not supported; activations "
-                    "take one scale per tensor",
-                    dq,
-                )
+            if scale.size != 1 or nn.quant_of(src.ssa) is None:
+                v = self.linear_quant(dq, src, nn.DequantizeLinearOp, np.float32)
+                self.env[name] = v
+                return v
             sq = nn.quant_of(src.ssa)
             if sq is not None and (
                 np.float32(scale.reshape(())) != sq.scale_value
@@ -471,13 +529,6 @@ class _Importer:
                     f"{int(np.asarray(self.quant_params(dq)[1]).reshape(()))}, but it was "
                     f"quantized with scale {float(sq.scale_value)} and zero point "
                     f"{sq.zp_value}; requantizing between them is not supported",
-                    dq,
-                )
-            if sq is None:
-                raise self.fail(
-                    f"DequantizeLinear of '{dq.input[0]}', an integer tensor without a "
-                    "quantization of its own (a model input or an integer result), is "
-                    "not supported; quantize it in the model with QuantizeLinear",
                     dq,
                 )
             op = self.emit(nn.DequantizeOp, [src.ssa])
@@ -751,6 +802,8 @@ class _Importer:
             return None
         cons = self.consumers.get(node.output[0], [])
         if len(cons) != 1 or cons[0].op_type != "QuantizeLinear":
+            return None
+        if self.per_axis(cons[0]):  # quantized as data
             return None
         q = cons[0]
         scale, zp, _ = self.quant_params(q)
@@ -1653,6 +1706,10 @@ def _reduce(imp: _Importer, node: onnx.NodeProto) -> None:
 
 @_handles("QuantizeLinear")
 def _quantize(imp: _Importer, node: onnx.NodeProto) -> None:
+    if imp.quant_params(node)[0].size != 1:
+        x = imp.value(node.input[0])
+        imp.env[node.output[0]] = imp.linear_quant(node, x, nn.QuantizeLinearOp, np.int8)
+        return
     attr, dt = imp.quant_attr(node)
     x = imp.value(node.input[0])
     op = imp.emit(nn.QuantizeOp, [x.ssa], dtype=dt, quant=attr, result_shapes=[nn.shape_of(x.ssa)])

@@ -29,3 +29,15 @@ func.func @data(%x: tensor<1x4x4x8xi32>, %m: tensor<1x4x4x1xi1>, %ids: tensor<2x
   %8 = nn.take %t, %ids {axis = 0} : (tensor<10x8xf32>, tensor<2x3xi64>) -> tensor<2x3x8xf32>
   func.return %5 : tensor<1x4x4x8xf32>
 }
+
+// CHECK-LABEL: func.func @linear_quant(%x: tensor<1x4x4x8xf32>, %s: tensor<8xf32>, %z: tensor<8xi8>) -> tensor<1x4x4x8xf32> {
+// CHECK-NEXT: %0 = nn.quantize_linear %x, %s, %z : (tensor<1x4x4x8xf32>, tensor<8xf32>, tensor<8xi8>) -> tensor<1x4x4x8xi8>
+// CHECK-NEXT: %1 = nn.dequantize_linear %0, %s, %z : (tensor<1x4x4x8xi8>, tensor<8xf32>, tensor<8xi8>) -> tensor<1x4x4x8xf32>
+// CHECK-NEXT: func.return %1 : tensor<1x4x4x8xf32>
+// CHECK-NEXT: }
+
+func.func @linear_quant(%x: tensor<1x4x4x8xf32>, %s: tensor<8xf32>, %z: tensor<8xi8>) -> tensor<1x4x4x8xf32> {
+  %0 = nn.quantize_linear %x, %s, %z : (tensor<1x4x4x8xf32>, tensor<8xf32>, tensor<8xi8>) -> tensor<1x4x4x8xi8>
+  %1 = nn.dequantize_linear %0, %s, %z : (tensor<1x4x4x8xi8>, tensor<8xf32>, tensor<8xi8>) -> tensor<1x4x4x8xf32>
+  func.return %1 : tensor<1x4x4x8xf32>
+}

@@ -2016,3 +2016,40 @@ def emit_take(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit
     w(f"{cy}[0] = {cd}[0];")
     w.close(opened)
     return fn.call(unit)
+
+
+@register("band", nn.QuantizeLinearOp, nn.DequantizeLinearOp)
+def emit_linear_quant(
+    op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
+) -> str:
+    """QuantizeLinear / DequantizeLinear with scale and zero-point operands
+    (per axis), elementwise: `kernels.quantize` / `kernels.dequantize`."""
+    y = outs[0]
+    if isinstance(op, nn.QuantizeLinearOp):
+        dt = nn.dtype_of(op.output)
+        info = np.iinfo(dt)
+        with np.errstate(invalid="ignore"):
+            nan = int(K.quantize(np.float32(np.nan), scale=1.0, zero_point=0, dtype=dt))
+        lo, hi = _f32(int(info.min)), _f32(int(info.max))
+        text = "\n".join(
+            [
+                f"static inline {y.ctype} @NAME@(float v, float s, float z) {{",
+                "  float r = nearbyintf(v / s) + z;",
+                f"  r = r < {lo} ? {lo} : r;",
+                f"  r = r > {hi} ? {hi} : r;",
+                f"  return ({y.ctype})(r == r ? r : {_f32(nan)});",
+                "}",
+            ]
+        )
+        name = _define(unit, "tigris_qlin", text)
+
+        def body(a: list[str]) -> tuple[list[str], list[str]]:
+            return [], [f"{name}({a[0]}, {a[1]}, (float){_par(a[2])})"]
+    else:
+
+        def body(a: list[str]) -> tuple[list[str], list[str]]:
+            return [], [f"(float)((int64_t){_par(a[0])} - (int64_t){_par(a[2])}) * {a[1]}"]
+
+    rank = y.rank
+    reads = [_aligned(t, rank) for t in ins[:3]]
+    return _elementwise(unit, _short(op), op.name, outs[:1], reads, body)

@@ -1260,6 +1260,25 @@ class GemmOp(NNOp):
         return [requantize_acc(acc, qa.scale_value, ws, qy, dtype_of(self.y))]
 
 
+def matmul_shape(name: str, sa: Sequence[int], sb: Sequence[int]) -> tuple[int, ...]:
+    """numpy matmul's shape rule, without multiplying anything."""
+    _require(len(sa) >= 1 and len(sb) >= 1, f"{name}: operands must have rank >= 1")
+    a2, b2 = list(sa), list(sb)
+    if len(sa) == 1:
+        a2.insert(0, 1)
+    if len(sb) == 1:
+        b2.append(1)
+    _require(
+        a2[-1] == b2[-2],
+        f"{name}: shapes {_dims(sa)} and {_dims(sb)} do not multiply "
+        f"({a2[-1]} columns against {b2[-2]} rows)",
+    )
+    batch = broadcast_shapes(a2[:-2], b2[:-2], op=name)
+    rows = (a2[-2],) if len(sa) > 1 else ()
+    cols = (b2[-1],) if len(sb) > 1 else ()
+    return (*batch, *rows, *cols)
+
+
 @irdl_op_definition
 class MatMulOp(NNOp):
     """numpy matmul with broadcasting batch axes (ONNX MatMul)."""
@@ -1274,23 +1293,7 @@ class MatMulOp(NNOp):
     traits = traits_def(Pure())
 
     def infer_shapes(self) -> list[tuple[int, ...]]:
-        sa, sb = shape_of(self.a), shape_of(self.b)
-        _require(len(sa) >= 1 and len(sb) >= 1, f"{self.name}: operands must have rank >= 1")
-        # numpy matmul's shape rule, without multiplying anything
-        a2, b2 = list(sa), list(sb)
-        if len(sa) == 1:
-            a2.insert(0, 1)
-        if len(sb) == 1:
-            b2.append(1)
-        _require(
-            a2[-1] == b2[-2],
-            f"{self.name}: shapes {_dims(sa)} and {_dims(sb)} do not multiply "
-            f"({a2[-1]} columns against {b2[-2]} rows)",
-        )
-        batch = broadcast_shapes(a2[:-2], b2[:-2], op=self.name)
-        rows = (a2[-2],) if len(sa) > 1 else ()
-        cols = (b2[-1],) if len(sb) > 1 else ()
-        return [(*batch, *rows, *cols)]
+        return [matmul_shape(self.name, shape_of(self.a), shape_of(self.b))]
 
     def check_operands(self) -> None:
         if self.is_quantized():
@@ -3039,6 +3042,115 @@ class DequantizeLinearOp(NNOp):
 
 
 INT_DATA_OPS += [QuantizeLinearOp, DequantizeLinearOp]
+
+
+@irdl_op_definition
+class MatMulIntegerOp(NNOp):
+    """ONNX MatMulInteger: (A - a_zero_point) @ B as exact int32, A raw i8 /
+    ui8 (or the stored integers of a quantized tensor), B an i32 constant
+    that already holds B - b_zero_point (the importer subtracts it). Bands of
+    A's rows; B is read whole."""
+
+    name = "nn.matmul_integer"
+    TILING: ClassVar[TilingClass] = TilingClass.MATRIX_ROWS
+    a = operand_def(TensorType)
+    b = operand_def(TensorType)
+    y = result_def(TensorType)
+    a_zero_point = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        return [matmul_shape(self.name, shape_of(self.a), shape_of(self.b))]
+
+    def check_operands(self) -> None:
+        _require(
+            dtype_of(self.a) in (np.int8, np.uint8),
+            f"{self.name}: A must be i8 or ui8, got {self.a.type}",
+        )
+        _check_plain(self, self.b, "B", (np.int32,))
+        _check_plain(self, self.y, "the result", (np.int32,))
+        _require(_rank(self.b) == 2, f"{self.name}: B must be a matrix, got {self.b.type}")
+
+    def macs(self) -> int:
+        return int(np.prod(shape_of(self.y))) * shape_of(self.a)[-1]
+
+    def reference(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        a = args[0].astype(np.int64) - np.int64(self.int_("a_zero_point"))
+        acc = np.matmul(a, args[1].astype(np.int64))
+        return [np.ascontiguousarray(acc.astype(np.int32))]
+
+
+INT_DATA_OPS += [MatMulIntegerOp]
+
+
+@irdl_op_definition
+class ConvIntegerOp(WindowOp):
+    """ONNX ConvInteger: the exact int32 accumulator of (x - x_zero_point) and
+    the weights, x raw i8 / ui8 (or the stored integers of a quantized tensor,
+    channels-last), the weights an i32 constant (Cout, *kernel, Cin / group)
+    that already holds w - w_zero_point. Pads add zeros after the zero point
+    is subtracted (x_zero_point before). Tiles like a convolution."""
+
+    name = "nn.conv_integer"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    output = result_def(TensorType)
+    kernel_ = prop_def(DenseArrayBase, prop_name="kernel")
+    strides_ = opt_prop_def(DenseArrayBase, prop_name="strides")
+    dilations_ = opt_prop_def(DenseArrayBase, prop_name="dilations")
+    pads_ = opt_prop_def(DenseArrayBase, prop_name="pads")
+    group = opt_prop_def(IntegerAttr[I64])
+    x_zero_point = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+
+    def groups(self) -> int:
+        return self.int_("group", 1)
+
+    def check_operands(self) -> None:
+        self.check_window()
+        _require(
+            dtype_of(self.input) in (np.int8, np.uint8),
+            f"{self.name}: the input must be i8 or ui8, got {self.input.type}",
+        )
+        _check_plain(self, self.weight, "the weight", (np.int32,))
+        _check_plain(self, self.output, "the result", (np.int32,))
+        xs, ws = shape_of(self.input), shape_of(self.weight)
+        g = self.groups()
+        _require(
+            len(ws) == len(xs) and tuple(ws[1:-1]) == self.kernel(),
+            f"{self.name}: the weight {_dims(ws)} does not match kernel {list(self.kernel())}",
+        )
+        _require(
+            g >= 1 and ws[0] % g == 0 and xs[-1] == ws[-1] * g,
+            f"{self.name}: {xs[-1]} input channels do not fit the weight {_dims(ws)} "
+            f"and group {g}",
+        )
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        xs, ws = shape_of(self.input), shape_of(self.weight)
+        return [(xs[0], *self.window_shape(xs[1:-1]), ws[0])]
+
+    def macs(self) -> int:
+        return int(np.prod(shape_of(self.output))) * int(np.prod(shape_of(self.weight)[1:]))
+
+    def accumulate(self, x: np.ndarray, w: np.ndarray, pads: Sequence[int]) -> np.ndarray:
+        """The accumulator of a (band of the) input with explicit pads."""
+        xi = x.astype(np.int32) - np.int32(self.int_("x_zero_point"))
+        return K.conv(
+            xi,
+            w.astype(np.int32),
+            None,
+            strides=self.strides(),
+            pads=pads,
+            dilations=self.dilations(),
+            group=self.groups(),
+        ).astype(np.int32)
+
+    def reference(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [self.accumulate(args[0], args[1], self.pads())]
+
+
+INT_DATA_OPS += [ConvIntegerOp]
 
 
 # ------------------------------------------------------------- recurrent layers

@@ -165,6 +165,8 @@ SPEC_TILING: dict[str, T] = {
     # ArgMax / ArgMin and a run-time Gather along an independent axis
     **{f"nn.{n}": T.POINTWISE for n in ("cast", "not", "and", "or", "xor", "where")},
     **{f"nn.{n}": T.INDEPENDENT_AXIS for n in ("argmax", "argmin", "take")},
+    "nn.matmul_integer": T.MATRIX_ROWS,
+    "nn.conv_integer": T.HALO,
     "nn.quantize_linear": T.POINTWISE,
     "nn.dequantize_linear": T.POINTWISE,
     # whole: the recurrence reads every step
@@ -638,6 +640,15 @@ CASES: list[Case] = [
          [f32(2, 2)],
          [arr([[0, 255], [7, 9]], np.uint8), arr([[0.5], [2.0]]), arr([[128], [8]], np.uint8)],
          [arr([[-64.0, 63.5], [-2.0, 2.0]])]),
+    # (a - 2) @ b: [[-1, 0], [1, 2]] @ [[1, -1], [2, 3]]
+    Case(nn.MatMulIntegerOp, [tt((2, 2), np.uint8), tt((2, 2), np.int32)], [tt((2, 2), np.int32)],
+         [arr([[1, 2], [3, 4]], np.uint8), arr([[1, -1], [2, 3]], np.int32)],
+         [arr([[-1, 1], [5, 5]], np.int32)], {"a_zero_point": i(2)}),
+    # a 1x2 window of ones over (x - 1) with one zero pad at the end
+    Case(nn.ConvIntegerOp, [tt((1, 3, 1), np.int8), tt((1, 2, 1), np.int32)],
+         [tt((1, 3, 1), np.int32)], [arr([[[1], [3], [6]]], np.int8), arr([[[1], [1]]], np.int32)],
+         [arr([[[2], [7], [5]]], np.int32)],
+         {"kernel": ints(2), "pads": ints(0, 1), "x_zero_point": i(1)}),
     # -------- quantization: q = saturate(rint(x / 0.5) + 1), half to even
     Case(nn.QuantizeOp, [f32(5)], [qt((5,), 0.5, 1)], [arr([0.0, 0.25, 0.75, -1.0, 100.0])],
          [arr([1, 1, 3, -1, 127], np.int8)]),

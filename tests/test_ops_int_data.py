@@ -269,3 +269,66 @@ def test_per_axis_parameters_must_match_the_axis() -> None:
     m = make_model([*qd, helper.make_node("Relu", ["d"], ["y"])], {"x": (1, 3, 4, 4)}, ["y"], inits)
     with pytest.raises(ImportDiagnostic):
         import_model(m, origin="test")
+
+
+@pytest.mark.parametrize("a_type", [np.uint8, np.int8])
+def test_matmul_integer(a_type: type) -> None:
+    """onnxruntime's dynamic-quantization pattern: a quantized activation
+    times int8 weights with a per-column zero point, cast to float and scaled."""
+    k, n = 24, 10
+    inits = {
+        "s": np.array(0.05, np.float32),
+        "z": np.array(7 if a_type == np.uint8 else -3, a_type),
+        "b": _ints((k, n), -128, 128, np.int8),
+        "bz": _ints((n,), -5, 5, np.int8),
+        "ws": np.array(0.01, np.float32),
+    }
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+        helper.make_node("MatMulInteger", ["q", "b", "z", "bz"], ["acc"]),
+        helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["accf", "ws"], ["y"]),
+        helper.make_node("Identity", ["acc"], ["yi"]),
+    ]
+    m = make_model(nodes, {"x": (16, k)}, ["y", "yi"], inits, types={"yi": np.int32})
+    got = check_model(m, {"x": rand((16, k), 9, 3.0)})
+    assert got.worst[1] == 0  # the int32 accumulators equal onnxruntime's
+
+
+@pytest.mark.parametrize(
+    ("group", "pads", "strides", "per_channel"),
+    [
+        (1, [1, 1, 1, 1], [1, 1], False),
+        (2, [0, 1, 2, 0], [2, 1], False),
+        (1, [1, 1, 1, 1], [1, 1], True),
+    ],
+)
+def test_conv_integer(group: int, pads: list[int], strides: list[int], per_channel: bool) -> None:
+    """ConvInteger of a quantized activation with uint8 weights: the int32
+    accumulators equal onnxruntime's (a per-channel weight zero point, which
+    onnxruntime does not take, against onnx's reference evaluator), tiled
+    with a halo and in C."""
+    from onnx.reference import ReferenceEvaluator  # noqa: PLC0415
+
+    cin, cout = 4, 6
+    inits = {
+        "s": np.array(0.05, np.float32),
+        "z": np.array(9, np.uint8),
+        "w": _ints((cout, cin // group, 3, 3), 0, 256, np.uint8),
+        "wz": _ints((cout,), 120, 136, np.uint8) if per_channel else np.array(128, np.uint8),
+    }
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+        helper.make_node(
+            "ConvInteger", ["q", "w", "z", "wz"], ["y"], pads=pads, strides=strides, group=group
+        ),
+    ]
+    m = make_model(nodes, {"x": (1, cin, 14, 14)}, ["y"], inits, types={"y": np.int32})
+    x = rand((1, cin, 14, 14), 10, 3.0)
+    got = check_model(m, {"x": x}, ort=not per_channel)
+    assert got.worst == ([] if per_channel else [0.0])
+    if per_channel:
+        from tigris_ir.reference.executor import run_reference  # noqa: PLC0415
+
+        (want,) = ReferenceEvaluator(m).run(None, {"x": x})
+        np.testing.assert_array_equal(run_reference(got.module, got.weights, [x])[0], want)

@@ -176,3 +176,82 @@ def _range(imp: _Importer, node: onnx.NodeProto) -> None:
 
 _NEW = ("Cast", "Not", "And", "Or", "Xor", "Where", "ArgMax", "ArgMin", "Shape", "Size", "Range")
 base.SUPPORTED_OPS = tuple(sorted({*base.SUPPORTED_OPS, *_NEW}))
+
+
+def _zero_point(imp: _Importer, node: onnx.NodeProto, index: int, what: str) -> np.ndarray:
+    if len(node.input) <= index or not node.input[index]:
+        return np.zeros((), np.int64)
+    zp = imp.require_const(node, node.input[index], what)
+    if not np.issubdtype(zp.dtype, np.integer):
+        raise imp.fail(f"{what} must be an integer, got {zp.dtype}")
+    return zp.astype(np.int64)
+
+
+@_handles("MatMulInteger")
+def _matmul_integer(imp: _Importer, node: onnx.NodeProto) -> None:
+    """(A - a_zero_point) @ (B - b_zero_point) in int32; B a constant matrix,
+    its zero point (one or per column) subtracted at import."""
+    a = imp.to_plain(imp.value(node.input[0]))
+    if nn.dtype_of(a.ssa) not in (np.int8, np.uint8):
+        raise imp.fail(f"A ('{node.input[0]}') must be INT8 or UINT8, got {a.ssa.type}")
+    b = imp.require_const(node, node.input[1], "B")
+    if b.dtype not in (np.int8, np.uint8) or b.ndim != 2:
+        raise imp.fail(f"B must be an INT8 or UINT8 matrix, got {b.dtype} of shape {list(b.shape)}")
+    azp = _zero_point(imp, node, 2, "a_zero_point")
+    if azp.size != 1:
+        raise imp.fail(
+            f"a per-row a_zero_point ({azp.size} values) is not supported; give one zero point"
+        )
+    bzp = _zero_point(imp, node, 3, "b_zero_point")
+    if bzp.size not in (1, b.shape[1]):
+        raise imp.fail(f"b_zero_point must hold 1 or {b.shape[1]} values, got {bzp.size}")
+    bw = imp.weight((b.astype(np.int64) - bzp.reshape(-1)).astype(np.int32), "b")
+    props: dict[str, Attribute] = {"a_zero_point": nn.int_prop(int(azp.reshape(-1)[0]))}
+    op = imp.emit(nn.MatMulIntegerOp, [a.ssa, bw], props, dtype=np.int32)
+    imp.finish(node, op, "plain")
+
+
+base.SUPPORTED_OPS = tuple(sorted({*base.SUPPORTED_OPS, "MatMulInteger"}))
+
+
+@_handles("ConvInteger")
+def _conv_integer(imp: _Importer, node: onnx.NodeProto) -> None:
+    """ConvInteger of a channels-last feature map: the weights (Cout, Cin/g,
+    *kernel) moved to (Cout, *kernel, Cin/g) and their zero point (one or per
+    output channel) subtracted at import."""
+    x = imp.value(node.input[0])
+    rank = len(nn.shape_of(x.ssa))
+    if rank not in (3, 4):
+        raise imp.fail(f"the input must be a rank-3 or rank-4 feature map, got rank {rank}")
+    x = imp.to_cl(x)
+    if nn.dtype_of(x.ssa) not in (np.int8, np.uint8):
+        raise imp.fail(f"x ('{node.input[0]}') must be INT8 or UINT8, got {x.ssa.type}")
+    w = imp.require_const(node, node.input[1], "the weight")
+    if w.dtype not in (np.int8, np.uint8) or w.ndim != rank:
+        raise imp.fail(f"the weight must be INT8 or UINT8 of rank {rank}, got {w.dtype} {w.shape}")
+    xzp = _zero_point(imp, node, 2, "x_zero_point")
+    if xzp.size != 1:
+        raise imp.fail("x_zero_point must be one value")
+    wzp = _zero_point(imp, node, 3, "w_zero_point")
+    if wzp.size not in (1, w.shape[0]):
+        raise imp.fail(f"w_zero_point must hold 1 or {w.shape[0]} values, got {wzp.size}")
+    wi = w.astype(np.int64) - wzp.reshape(-1, *([1] * (rank - 1)))
+    wcl = np.ascontiguousarray(np.moveaxis(wi, 1, -1)).astype(np.int32)
+    a = imp.attrs(node)
+    nsp = rank - 2
+    kernel = list(a.get("kernel_shape", w.shape[2:]))
+    if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+        raise imp.fail("auto_pad is not supported; give explicit pads")
+    props: dict[str, Attribute] = {
+        "kernel": nn.ints_prop(kernel),
+        "strides": nn.ints_prop(a.get("strides", [1] * nsp)),
+        "dilations": nn.ints_prop(a.get("dilations", [1] * nsp)),
+        "pads": nn.ints_prop(a.get("pads", [0] * (2 * nsp))),
+        "group": nn.int_prop(int(a.get("group", 1))),
+        "x_zero_point": nn.int_prop(int(xzp.reshape(-1)[0])),
+    }
+    op = imp.emit(nn.ConvIntegerOp, [x.ssa, imp.weight(wcl, "w")], props, dtype=np.int32)
+    imp.finish(node, op, "cl")
+
+
+base.SUPPORTED_OPS = tuple(sorted({*base.SUPPORTED_OPS, "ConvInteger"}))

@@ -496,6 +496,9 @@ def compute(
         res = _conv_transpose(op, a, inp, out)
     elif isinstance(op, nn.ResizeOp):
         res = _resize(op, a, inp, out)
+    elif isinstance(op, nn.ConvIntegerOp):
+        sl, pads, _ = _window_geometry(op, inp, out, _static(op).out_shape)
+        res = [op.accumulate(a[0][sl], a[1], pads)]
     elif isinstance(op, nn.IndexMapOp):
         res = _index_map(op, a, inp, out)
     elif isinstance(op, nn.GlobalAveragePoolOp):

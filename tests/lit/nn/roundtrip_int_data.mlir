@@ -41,3 +41,15 @@ func.func @linear_quant(%x: tensor<1x4x4x8xf32>, %s: tensor<8xf32>, %z: tensor<8
   %1 = nn.dequantize_linear %0, %s, %z : (tensor<1x4x4x8xi8>, tensor<8xf32>, tensor<8xi8>) -> tensor<1x4x4x8xf32>
   func.return %1 : tensor<1x4x4x8xf32>
 }
+
+// CHECK-LABEL: func.func @integer_products(%x: tensor<1x6x6x4xui8>, %w: tensor<8x3x3x4xi32>, %a: tensor<5x4xi8>, %b: tensor<4x3xi32>) -> tensor<1x4x4x8xi32> {
+// CHECK-NEXT: %0 = nn.conv_integer %x, %w {kernel = array<i64: 3, 3>, x_zero_point = 128 : i64} : (tensor<1x6x6x4xui8>, tensor<8x3x3x4xi32>) -> tensor<1x4x4x8xi32>
+// CHECK-NEXT: %1 = nn.matmul_integer %a, %b {a_zero_point = -2 : i64} : (tensor<5x4xi8>, tensor<4x3xi32>) -> tensor<5x3xi32>
+// CHECK-NEXT: func.return %0 : tensor<1x4x4x8xi32>
+// CHECK-NEXT: }
+
+func.func @integer_products(%x: tensor<1x6x6x4xui8>, %w: tensor<8x3x3x4xi32>, %a: tensor<5x4xi8>, %b: tensor<4x3xi32>) -> tensor<1x4x4x8xi32> {
+  %0 = nn.conv_integer %x, %w {kernel = array<i64: 3, 3>, x_zero_point = 128} : (tensor<1x6x6x4xui8>, tensor<8x3x3x4xi32>) -> tensor<1x4x4x8xi32>
+  %1 = nn.matmul_integer %a, %b {a_zero_point = -2} : (tensor<5x4xi8>, tensor<4x3xi32>) -> tensor<5x3xi32>
+  func.return %0 : tensor<1x4x4x8xi32>
+}

@@ -2053,3 +2053,106 @@ def emit_linear_quant(
     rank = y.rank
     reads = [_aligned(t, rank) for t in ins[:3]]
     return _elementwise(unit, _short(op), op.name, outs[:1], reads, body)
+
+
+@register("band", nn.MatMulIntegerOp)
+def emit_matmul_integer(
+    op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
+) -> str:
+    """MatMulInteger over a band of A's rows: int64 sums of (a - zp) * b,
+    stored as int32 (the reference's wrap-around), B whole."""
+    a, b, y = ins[0], ins[1], outs[0]
+    if a.rank < 2 or y.rank != a.rank:
+        raise CLoweringError(f"{op.name}: the C takes A of rank >= 2 against a matrix B")
+    if a.rank - 1 in a.cut or b.cut:
+        raise CLoweringError(f"{op.name}: a band cuts the reduced axis or B")
+    zp = op.int_("a_zero_point")
+    kk, nn_ = b.shape
+    fn = _Fn(_short(op))
+    xs = fn.ptr(a.ctype, a.name)
+    bs = fn.ptr(b.ctype, b.name)
+    ys = fn.ptr(y.ctype, y.name, out=True)
+    w = fn.code
+    ca, cy = xs, ys
+    for ax in range(y.rank - 1):
+        fn.check(_inside(a.origin[ax], a.extent[ax], y.origin[ax], y.extent[ax], op.name))
+        off = fn.int_(_sub(y.origin[ax], a.origin[ax]))
+        w.open(f"for (int k{ax} = 0; k{ax} < {fn.int_(y.extent[ax])}; k{ax}++)")
+        w(f"const {a.ctype} *a_{ax} = {ca} + (k{ax} + {off}) * {a.strides[ax]};")
+        w(f"int32_t *y_{ax} = {cy} + k{ax} * {y.strides[ax]};")
+        ca, cy = f"a_{ax}", f"y_{ax}"
+    fn.check(_inside("0", str(nn_), y.origin[-1], y.extent[-1], op.name))
+    w.open(f"for (int n = 0; n < {fn.int_(y.extent[-1])}; n++)")
+    w(f"const int gn = n + {_par(fn.int_(y.origin[-1]))};")
+    w("int64_t acc = 0;")
+    w.open(f"for (int j = 0; j < {kk}; j++)")
+    w(
+        f"acc += ((int64_t){ca}[j * {a.strides[-1]}] - {zp}) * "
+        f"(int64_t){bs}[j * {b.strides[0]} + gn * {b.strides[1]}];"
+    )
+    w.close()
+    w(f"{cy}[n * {y.strides[-1]}] = (int32_t)acc;")
+    w.close(1 + y.rank - 1)
+    return fn.call(unit)
+
+
+@register("band", nn.ConvIntegerOp)
+def emit_conv_integer(
+    op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
+) -> str:
+    """ConvInteger over a band, directly: per output pixel and channel the
+    int64 sum over the taps inside the image (outside: the zero padding) of
+    (x - zp) * w, stored as int32 like the reference."""
+    assert isinstance(op, nn.ConvIntegerOp)
+    x, wt, y = ins[0], ins[1], outs[0]
+    r = x.rank - 1
+    if r in x.cut:
+        raise CLoweringError(f"{op.name}: a band cuts the input channels")
+    k, s, p, d = op.kernel(), op.strides(), op.pads(), op.dilations()
+    zp = op.int_("x_zero_point")
+    cout, cing = wt.shape[0], wt.shape[-1]
+    coutg = cout // op.groups()
+    fn = _Fn(_short(op))
+    xs = fn.ptr(x.ctype, x.name)
+    ws = fn.ptr(wt.ctype, wt.name)
+    ys = fn.ptr(y.ctype, y.name, out=True)
+    fn.check(_inside(x.origin[0], x.extent[0], y.origin[0], y.extent[0], op.name))
+    ob = fn.int_(_sub(y.origin[0], x.origin[0]))
+    sp = _spatial(fn, x, y)
+    w = fn.code
+    w.open(f"for (int b = 0; b < {fn.int_(y.extent[0])}; b++)")
+    w(f"const {x.ctype} *xb = {xs} + (b + {ob}) * {x.strides[0]};")
+    w(f"int32_t *yb = {ys} + b * {y.strides[0]};")
+    for i, ax in enumerate(sp):
+        a = ax.axis
+        size = x.shape[a]
+        w.open(f"for (int j{a} = 0; j{a} < {ax.e}; j{a}++)")
+        w(f"const int g{a} = ({ax.o} + j{a}) * {s[i]} - {p[i]};")
+        w(f"const int ta{a} = g{a} < 0 ? ({d[i] - 1} - g{a}) / {d[i]} : 0;")
+        w(f"int tb{a} = ({size} - g{a} + {d[i] - 1}) / {d[i]};")
+        w(f"if (tb{a} > {k[i]}) tb{a} = {k[i]};")
+    pix = " + ".join(f"j{ax.axis} * {y.strides[ax.axis]}" for ax in sp)
+    w(f"int32_t *yo = yb + {pix};")
+    fn.check(_inside("0", str(cout), y.origin[r], y.extent[r], op.name))
+    w.open(f"for (int c = 0; c < {fn.int_(y.extent[r])}; c++)")
+    w(f"const int co = c + {_par(fn.int_(y.origin[r]))};")
+    w(f"const int grp = co / {coutg};")
+    w("int64_t acc = 0;")
+    for i, ax in enumerate(sp):
+        a = ax.axis
+        w.open(f"for (int t{a} = ta{a}; t{a} < tb{a}; t{a}++)")
+        w(f"const int r{a} = g{a} + t{a} * {d[i]} - {ax.i};")
+        w(f"TIGRIS_BOUND(r{a} >= 0 && r{a} < {ax.n});")
+    tap = " + ".join(f"r{ax.axis} * {x.strides[ax.axis]}" for ax in sp)
+    wtap = " + ".join(f"t{ax.axis} * {wt.strides[ax.axis]}" for ax in sp)
+    w(f"const {x.ctype} *xp = xb + {tap} + grp * {cing * x.strides[r]};")
+    w(f"const int32_t *wp = {ws} + co * {wt.strides[0]} + {wtap};")
+    w(
+        f"for (int ci = 0; ci < {cing}; ci++) acc += ((int64_t)xp[ci * {x.strides[r]}] - {zp})"
+        f" * (int64_t)wp[ci * {wt.strides[r]}];"
+    )
+    w.close(len(sp))
+    w(f"yo[c * {y.strides[r]}] = (int32_t)acc;")
+    w.close(1)  # channels
+    w.close(len(sp) + 1)
+    return fn.call(unit)

@@ -658,7 +658,28 @@ class BinaryOp(NNOp):
     y = result_def(TensorType)
     traits = traits_def(Pure())
 
+    INTEGER_DATA: ClassVar[bool] = False
+    """Whether the op also takes unquantized integer operands (one element
+    type for both and the result; numpy's wrap-around arithmetic)."""
+
+    def integer_data(self) -> bool:
+        """Unquantized integer operands (not f32, not #nn.q)."""
+        values = (self.lhs, self.rhs, self.y)
+        return all(quant_of(v) is None for v in values) and dtype_of(self.lhs).kind in "iu"
+
     def check_operands(self) -> None:
+        if self.integer_data():
+            _require(
+                self.INTEGER_DATA,
+                f"{self.name}: integer operands are supported by add, sub, mul, max and min "
+                f"only, got {self.lhs.type}",
+            )
+            _require(
+                dtype_of(self.lhs) == dtype_of(self.rhs) == dtype_of(self.y),
+                f"{self.name}: integer operands and the result must share one element type, "
+                f"got {self.lhs.type}, {self.rhs.type} and {self.y.type}",
+            )
+            return
         for v, what in ((self.lhs, "lhs"), (self.rhs, "rhs"), (self.y, "result")):
             _check_float_or_quant(self, v, f"the {what}")
 
@@ -675,6 +696,7 @@ class BinaryOp(NNOp):
 @irdl_op_definition
 class AddOp(BinaryOp):
     name = "nn.add"
+    INTEGER_DATA: ClassVar[bool] = True
 
     def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return a + b
@@ -683,6 +705,7 @@ class AddOp(BinaryOp):
 @irdl_op_definition
 class SubOp(BinaryOp):
     name = "nn.sub"
+    INTEGER_DATA: ClassVar[bool] = True
 
     def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return a - b
@@ -691,6 +714,7 @@ class SubOp(BinaryOp):
 @irdl_op_definition
 class MulOp(BinaryOp):
     name = "nn.mul"
+    INTEGER_DATA: ClassVar[bool] = True
 
     def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return a * b
@@ -707,6 +731,7 @@ class DivOp(BinaryOp):
 @irdl_op_definition
 class MaxOp(BinaryOp):
     name = "nn.max"
+    INTEGER_DATA: ClassVar[bool] = True
     QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
 
     def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -716,6 +741,7 @@ class MaxOp(BinaryOp):
 @irdl_op_definition
 class MinOp(BinaryOp):
     name = "nn.min"
+    INTEGER_DATA: ClassVar[bool] = True
     QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
 
     def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:

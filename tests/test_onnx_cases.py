@@ -67,6 +67,17 @@ pytorch-operator/test_operator_permute2 pytorch-operator/test_operator_reduced_m
 pytorch-operator/test_operator_reduced_mean_keepdim pytorch-operator/test_operator_reduced_sum
 pytorch-operator/test_operator_reduced_sum_keepdim pytorch-operator/test_operator_sqrt
 pytorch-operator/test_operator_view simple/test_single_relu_model
+pytorch-converted/test_Embedding pytorch-converted/test_Embedding_sparse
+pytorch-converted/test_PReLU_1d_multiparam pytorch-converted/test_PReLU_2d_multiparam
+pytorch-converted/test_PReLU_3d_multiparam pytorch-converted/test_SELU
+pytorch-converted/test_Softmin pytorch-converted/test_Softplus
+pytorch-operator/test_operator_basic pytorch-operator/test_operator_index
+pytorch-operator/test_operator_non_float_params pytorch-operator/test_operator_params
+pytorch-operator/test_operator_pow pytorch-operator/test_operator_repeat
+pytorch-operator/test_operator_repeat_dim_overflow pytorch-operator/test_operator_selu
+pytorch-operator/test_operator_symbolic_override
+pytorch-operator/test_operator_symbolic_override_nested simple/test_shrink
+simple/test_sign_model
 """.split()
 )
 

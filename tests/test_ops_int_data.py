@@ -332,3 +332,35 @@ def test_conv_integer(group: int, pads: list[int], strides: list[int], per_chann
 
         (want,) = ReferenceEvaluator(m).run(None, {"x": x})
         np.testing.assert_array_equal(run_reference(got.module, got.weights, [x])[0], want)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integer_arithmetic(dtype: type) -> None:
+    """Add, Sub, Mul, Max, Min of integer data (wrapping as numpy and
+    onnxruntime do), then cast to float for a Conv."""
+    nodes = [
+        helper.make_node("Mul", ["x", "k"], ["m"]),
+        helper.make_node("Add", ["m", "c"], ["a"]),
+        helper.make_node("Sub", ["a", "x"], ["s"]),
+        helper.make_node("Max", ["s", "lo"], ["hi"]),
+        helper.make_node("Min", ["hi", "top"], ["yi"]),
+        helper.make_node("Cast", ["yi"], ["f"], to=TensorProto.FLOAT),
+        helper.make_node("Conv", ["f", "w"], ["y"]),
+    ]
+    inits = {
+        "k": np.array([3, -2, 5], dtype).reshape(1, 3, 1, 1),
+        "c": np.array(7, dtype),
+        "lo": np.array(-40, dtype),
+        "top": np.array(90, dtype),
+        "w": rand((2, 3, 1, 1), 11, 0.1),
+    }
+    types = {"x": dtype, "yi": dtype}
+    m = make_model(nodes, {"x": (1, 3, 10, 10)}, ["y", "yi"], inits, types=types)
+    check_model(m, {"x": _ints((1, 3, 10, 10), -30, 30, dtype)})
+
+
+def test_integer_division_is_refused_by_name() -> None:
+    nodes = [helper.make_node("Div", ["x", "x"], ["y"])]
+    m = make_model(nodes, {"x": (2, 3)}, ["y"], types={"x": np.int32, "y": np.int32})
+    with pytest.raises(ImportDiagnostic, match="nn.div: integer operands are supported by"):
+        import_model(m, origin="test")

@@ -1045,7 +1045,9 @@ def _binary(imp: _Importer, node: onnx.NodeProto) -> None:
         op = imp.emit(cls, operands, dtype=dt, quant=attr)
         imp.finish(node, op, target, q)
     else:
-        op = imp.emit(cls, operands)
+        dt = nn.dtype_of(operands[0])
+        raw = all(nn.quant_of(v) is None for v in operands) and dt.kind in "iu"
+        op = imp.emit(cls, operands, dtype=dt if raw else np.float32)
         imp.finish(node, op, target)
 
 

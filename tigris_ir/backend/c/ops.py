@@ -651,6 +651,18 @@ _BINARY: dict[type[nn.NNOp], str] = {
 two float32 values is exact, so its one rounding is the float32 product)."""
 
 
+def _int_binary(op: nn.NNOp, ct: str, a: str, b: str) -> str:
+    """Add, Sub, Mul, Max, Min of integer data with numpy's results: sums and
+    products modulo 2^n (computed unsigned, so never undefined in C)."""
+    if isinstance(op, nn.MaxOp):
+        return f"({b} > {a} ? {b} : {a})"
+    if isinstance(op, nn.MinOp):
+        return f"({b} < {a} ? {b} : {a})"
+    sym = {nn.AddOp: "+", nn.SubOp: "-", nn.MulOp: "*"}[type(op)]
+    u = {"int32_t": "uint32_t", "int64_t": "uint64_t"}.get(ct, "uint32_t")
+    return f"({ct})(({u}){a} {sym} ({u}){b})"
+
+
 @register("band", nn.BinaryOp)
 def emit_binary(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
     """An elementwise binary op with numpy broadcasting."""
@@ -660,8 +672,11 @@ def emit_binary(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], un
     ea, eb = (_elem(v.type) for v in op.operands)
     ey = _elem(op.results[0].type)
     path = _path(op)
+    raw = isinstance(op, nn.BinaryOp) and op.integer_data()
 
     def body(a: list[str]) -> tuple[list[str], list[str]]:
+        if raw:  # integer data: numpy's wrap-around, through unsigned arithmetic
+            return [], [_int_binary(op, ey.ctype, a[0], a[1])]
         if path == "exact":  # Max / Min on the stored integers
             return [], [
                 _max_expr(ey.ctype, a[0], a[1])

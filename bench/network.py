@@ -3,7 +3,8 @@
 For each model (full size) x dtype x fast budget: plan, lower and place the
 arenas, print the network as C, build it (`-O3 -march=native`, one thread) and
 time it with the harness's `-r` loop; run onnxruntime (all graph
-optimisations, one intra-op thread) on the same input in the same script; check
+optimisations, one intra-op thread) on the same input in the same script, its
+runs alternating with the C's (each figure the best of `--rounds`); check
 the C output against the untiled reference (int8 bit-exact, float32 relative
 1e-5). Memory: the C program's fast and slow arenas beside onnxruntime's
 peak memory growth during one inference (the process's peak resident set,
@@ -294,7 +295,8 @@ def main() -> None:
                         old_exe = build(old)
                     except Exception as e:  # noqa: BLE001 - the column says what failed
                         before = (f"{type(e).__name__}"[:20], "")
-                # the best of `--rounds` runs each, today's and the revision's alternately
+                # the best of `--rounds` runs each, today's, the revision's and
+                # onnxruntime's alternately: a shared machine's load moves all three
                 outs, fig = execute(source, exe, [x], repeat=args.repeat)
                 t_c, t_old = fig["time"], float("inf")
                 for k in range(args.rounds):
@@ -303,6 +305,7 @@ def main() -> None:
                         t_old = min(t_old, t)
                     if k:
                         t_c = min(t_c, execute(source, exe, [x], repeat=args.repeat)[1]["time"])
+                        t_ort = min(t_ort, ort_run(data, x, args.repeat)[0])
                 if old_exe is not None:
                     before = (f"{t_old * 1e3:.2f}", f"{t_old / t_ort:.2f}x")
                 elif tree is not None and not before:

@@ -56,6 +56,21 @@ STRATEGIES = (
     "whole",  # untileable: everything in fast memory at once
 )
 
+I64_MAX = 2**63 - 1
+"""The largest row count or tile count the IR holds (a signed 64-bit integer)."""
+
+
+def out_of_range(key: str, value: int) -> str:
+    """A count below 1 (or past the i64 range) in words: the attribute, its
+    range and, for a negative value, how a literal of 2^63 or more reads."""
+    wrapped = (
+        " (an integer literal of 2^63 or more wraps to a negative i64)"
+        if value < -(2**32)
+        else ""
+    )
+    return f"{key} must lie in [1, {I64_MAX}], got {value}{wrapped}"
+
+
 _BAND_KEYS = ("tile_h", "tile_w", "tiles", "halo", "peak")
 
 
@@ -125,8 +140,9 @@ class BandAttr(ParametrizedAttribute):
         )
 
     def verify(self) -> None:
-        if self.tile_h.data < 1 or self.tiles.data < 1:
-            raise VerifyException("#tile.band: tile_h and tiles must be >= 1")
+        for key, v in (("tile_h", self.tile_h.data), ("tiles", self.tiles.data)):
+            if not 1 <= v <= I64_MAX:
+                raise VerifyException(f"#tile.band: {out_of_range(key, v)}")
         if self.tile_w.data < 0 or self.peak.data < 0:
             raise VerifyException("#tile.band: tile_w and peak must be >= 0")
         if len(self.halo.data) != 4 or any(h.data < 0 for h in self.halo.data):
@@ -279,10 +295,9 @@ class ChainOp(IRDLOperation):
             )
         if len(self.stages()) < 2:
             raise VerifyException(f"tile.chain '{name}' needs at least two stages")
-        if self.tile_h.value.data < 1:
-            h = self.tile_h.value.data
-            wrapped = " (i64 literals of 2^63 and more wrap to negative values)" if h < -1 else ""
-            raise VerifyException(f"tile.chain '{name}': tile_h must be >= 1, got {h}{wrapped}")
+        h = self.tile_h.value.data
+        if h < 1:
+            raise VerifyException(f"tile.chain '{name}': {out_of_range('tile_h', h)}")
         from tigris_ir.plan.band_rule import check_chain_band
 
         check_chain_band(cast(Any, self))

@@ -116,12 +116,13 @@ def parse_module(ctx, text: str, origin: str, verify: bool = True):
         raise Diagnostic(
             f"{origin}:{bad[0]}:{bad[1]}", "the line ends before the string literal is closed"
         )
+    parser = _locating_parser(Parser)(ctx, text, origin)
     try:
-        module = Parser(ctx, text, origin).parse_module()
+        module = parser.parse_module()
     except ParseError as e:
         raise Diagnostic(*parse_error_line(e).split(": error: ", 1)) from None
     except DiagnosticException as e:  # an attribute the parser builds does not verify
-        raise Diagnostic(origin, first_line(str(e))) from None
+        raise Diagnostic(parser.here() or origin, first_line(str(e))) from None
     except RecursionError:
         raise Diagnostic(
             origin,
@@ -132,10 +133,74 @@ def parse_module(ctx, text: str, origin: str, verify: bool = True):
         try:
             module.verify()
         except (DiagnosticException, ValueError) as e:
-            raise Diagnostic(origin, f"the IR does not verify: {first_line(str(e))}") from None
+            message = first_line(str(e))
+            where = origin
+            try:
+                bad = failing_op(module)
+            except RecursionError:
+                bad = None
+            if bad is not None:
+                message = first_line(str(bad[1])) or message
+                where = parser.where(bad[0]) or origin
+            raise Diagnostic(where, f"the IR does not verify: {message}") from None
         except RecursionError:
             raise Diagnostic(origin, "the IR nests too deeply to verify") from None
     return module
+
+
+def _locating_parser(base):
+    """xDSL's parser that remembers where the text of each op begins, so that
+    an op that does not verify is named by its place (`FILE:LINE:COL`)."""
+
+    class LocatingParser(base):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.starts: dict[int, object] = {}
+
+        def parse_operation(self):
+            span = self._current_token.span
+            op = super().parse_operation()
+            self.starts[id(op)] = span
+            return op
+
+        def where(self, op) -> str | None:
+            """`FILE:LINE:COL` of the op's text, if it was parsed here."""
+            return self._place(self.starts.get(id(op)))
+
+        def here(self) -> str | None:
+            """`FILE:LINE:COL` of the token the parser stopped at."""
+            return self._place(self._current_token.span)
+
+        @staticmethod
+        def _place(span) -> str | None:
+            if span is None:
+                return None
+            try:
+                loc = span.get_location()  # type: ignore[attr-defined]
+            except Exception:  # a span without a source
+                return None
+            return f"{loc.file}:{loc.line}:{loc.col}"
+
+    return LocatingParser
+
+
+def failing_op(op):
+    """The op whose own verification fails first, the way xDSL's verifier
+    goes (the ops of its regions before the op itself), and its error; None
+    if each op verifies on its own (a region's or block's rule failed)."""
+    from xdsl.utils.exceptions import DiagnosticException
+
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.ops:
+                found = failing_op(inner)
+                if found is not None:
+                    return found
+    try:
+        op.verify(verify_nested_ops=False)
+    except (DiagnosticException, ValueError) as e:
+        return op, e
+    return None
 
 
 class Once(argparse.Action):

@@ -33,6 +33,7 @@ from tigris_ir.tools.cli import (
     Once,
     UserError,
     check_ir_sizes,
+    few_lines,
     one_line_usage,
     parse_module,
     read_text,
@@ -390,6 +391,7 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
     """Lower (if needed), verify and run a plan at the loop level."""
     from xdsl.context import Context
     from xdsl.dialects.builtin import IntegerAttr
+    from xdsl.utils.exceptions import PassFailedException
 
     from tigris_ir.interp.loop_ir import run_loop_module
     from tigris_ir.interp.program import untiled_reference
@@ -423,13 +425,16 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
         if budget is None:
             raise RunError("give the fast-memory budget of the plan with -m BUDGET")
         ctx = Context()
-        LowerToLoopsPass(
-            budget=budget,
-            slow_budget="" if slow is None else slow,
-            stream_input=args.stream_input,
-            stream_output=args.stream_output,
-        ).apply(ctx, module)
-        PlanArenaPass(budget=budget).apply(ctx, module)
+        try:
+            LowerToLoopsPass(
+                budget=budget,
+                slow_budget="" if slow is None else slow,
+                stream_input=args.stream_input,
+                stream_output=args.stream_output,
+            ).apply(ctx, module)
+            PlanArenaPass(budget=budget).apply(ctx, module)
+        except PassFailedException as e:  # the model does not fit: name the model too
+            raise Diagnostic(args.model, few_lines(str(e))) from None
     else:
         problems = verify_arena(module, budget)
         if problems:

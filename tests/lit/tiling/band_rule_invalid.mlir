@@ -110,7 +110,7 @@ func.func @main(%x: tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32> {
   } : tensor<1x8x8x4xf32>
   func.return %s : tensor<1x8x8x4xf32>
 }
-// CHECK: #tile.band: tile_h and tiles must be >= 1
+// CHECK: #tile.band: tile_h must lie in [1, 9223372036854775807], got 0
 
 // -----
 func.func @main(%x: tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32> {

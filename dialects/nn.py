@@ -164,10 +164,28 @@ def element_dtype(t: Attribute) -> np.dtype:
     raise VerifyException(f"unsupported element type {t}; supported: f32, i8, ui8, i32, i64, i1")
 
 
+_TYPES: dict[tuple[tuple[int, ...], str, QuantAttr | None], TensorType] = {}
+"""Tensor types already built (they are immutable): an import builds
+thousands of the same few."""
+
+
 def tensor_type(
     shape: Sequence[int], dtype: np.dtype | type, quant: QuantAttr | None = None
 ) -> TensorType:
     """Build the tensor type of an array shape and numpy dtype."""
+    key = (tuple(int(d) for d in shape), np.dtype(dtype).str, quant)
+    hit = _TYPES.get(key)
+    if hit is not None:
+        return hit
+    if len(_TYPES) > 65536:
+        _TYPES.clear()
+    _TYPES[key] = ty = _build_tensor_type(shape, dtype, quant)
+    return ty
+
+
+def _build_tensor_type(
+    shape: Sequence[int], dtype: np.dtype | type, quant: QuantAttr | None
+) -> TensorType:
     dt = np.dtype(dtype)
     elem: Attribute
     if dt == np.float32:
@@ -417,10 +435,10 @@ def _check_float_or_quant(op: NNOp, v: SSAValue, what: str) -> None:
     dt = dtype_of(v)
     if dt == np.float32:
         return
-    _require(
-        dt in (np.int8, np.uint8) and quant_of(v) is not None,
-        f"{op.name}: {what} must be f32, or i8/ui8 with a #nn.q quantization, got {v.type}",
-    )
+    if not (dt in (np.int8, np.uint8) and quant_of(v) is not None):
+        raise VerifyException(
+            f"{op.name}: {what} must be f32, or i8/ui8 with a #nn.q quantization, got {v.type}"
+        )
 
 
 def _check_values(op: NNOp) -> None:
@@ -904,10 +922,10 @@ class ConvLikeOp(WindowOp):
             )
             return
         for v, role in ((self.input, "input"), (self.weight, "weight"), (self.bias, "bias")):
-            _require(
-                dtype_of(v) == np.float32,
-                f"{self.name}: the {role} must be f32 in a float {what}, got {v.type}",
-            )
+            if dtype_of(v) != np.float32:  # the message only on failure: printing a type is slow
+                raise VerifyException(
+                    f"{self.name}: the {role} must be f32 in a float {what}, got {v.type}"
+                )
         _require(self.weight_scale is None, f"{self.name}: weight scales need a quantized {what}")
 
 
@@ -2754,17 +2772,13 @@ EXTRA_OPS += [SliceOp, TileOp, ExpandOp, GatherOp]
 
 
 def _check_plain(op: NNOp, v: SSAValue, what: str, dtypes: Sequence[type] = ()) -> None:
-    """An unquantized tensor, of one of `dtypes` when they are given."""
-    _require(
-        quant_of(v) is None,
-        f"{op.name}: {what} must be unquantized, got {v.type}",
-    )
-    if dtypes:
+    """An unquantized tensor, of one of `dtypes` when they are given (the
+    message is formatted only on failure: printing a type is slow)."""
+    if quant_of(v) is not None:
+        raise VerifyException(f"{op.name}: {what} must be unquantized, got {v.type}")
+    if dtypes and dtype_of(v) not in [np.dtype(d) for d in dtypes]:
         names = ", ".join(str(np.dtype(d)) for d in dtypes)
-        _require(
-            dtype_of(v) in [np.dtype(d) for d in dtypes],
-            f"{op.name}: {what} must be {names}, got {v.type}",
-        )
+        raise VerifyException(f"{op.name}: {what} must be {names}, got {v.type}")
 
 
 @irdl_op_definition

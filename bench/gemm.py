@@ -5,8 +5,8 @@
 For every shape M x N x K, a one-Gemm ONNX model (constant B and bias) goes
 through the pipeline (`--lower-to-loops --gebp-tile=target=host --lower-gebp`),
 once with the model's default tile ("before": no timing) and once with
-`autotune=true` ("after"); the band's `#rtile.geom` and `#rtile.kernel` are
-printed by the network's one GEBP generator (`tigris_ir.backend.c.gebp`) and
+`autotune=true` ("after"); the band's `rtile.kernel` op (of its `#rtile.geom`)
+is printed by the network's one GEBP generator (`tigris_ir.backend.c.gebp`) and
 built with the network's flags (`-std=c99 -ffp-contract=off -O3
 -march=native`). Each is timed against numpy's `A @ B + bias` in alternating
 rounds (each keeps its best, so machine noise hits all alike); B is packed
@@ -38,7 +38,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from xdsl.context import Context  # noqa: E402
 
 from tigris_ir.backend.c import gebp  # noqa: E402
-from tigris_ir.dialects.rtile import GEOM, KERNEL, GeomAttr, KernelAttr  # noqa: E402
+from tigris_ir.dialects.rtile import GEOM, GeomAttr, KernelOp, kernel_of  # noqa: E402
 from tigris_ir.frontend.onnx_import import import_model  # noqa: E402
 from tigris_ir.passes.gebp_tile import GebpTilePass  # noqa: E402
 from tigris_ir.passes.lower_gebp import LowerGebpPass  # noqa: E402
@@ -79,7 +79,7 @@ def gemm_model(m: int, n: int, k: int) -> onnx.ModelProto:
 def pipeline_tile(
     shape: tuple[int, int, int], tune: bool, cache: Path
 ) -> tuple[rt.Geometry, str]:
-    """The geometry and kernel plan the pipeline gives the shape's Gemm band."""
+    """The geometry and kernel op the pipeline gives the shape's Gemm band."""
     m, n, k = shape
     module = import_model(gemm_model(m, n, k)).module
     budget = 4 * (m * k + m * n) * 2 + (1 << 20)
@@ -87,9 +87,9 @@ def pipeline_tile(
     GebpTilePass(target="host", autotune=tune, cache=str(cache)).apply(Context(), module)
     LowerGebpPass().apply(Context(), module)
     ((op, _),) = list(decide.sites(module))
-    g, kern = op.attributes[GEOM], op.attributes[KERNEL]
-    assert isinstance(g, GeomAttr) and isinstance(kern, KernelAttr)
-    return g.geometry, str(kern)
+    g, kern = op.attributes[GEOM], kernel_of(op)
+    assert isinstance(g, GeomAttr) and isinstance(kern, KernelOp)
+    return g.geometry, kern
 
 
 def _calls_per_round(f: Callable[[], object], seconds: float) -> int:
@@ -130,13 +130,13 @@ def bench_f32(shape: tuple[int, int, int], rounds: int, cache: Path) -> tuple[st
         np.add(y_np, bias, out=y_np)
 
     contenders: dict[str, Callable[[], object]] = {"numpy": numpy_call}
-    tiles: dict[str, tuple[rt.Geometry, str]] = {
+    tiles: dict[str, tuple[rt.Geometry, KernelOp]] = {
         "before": pipeline_tile(shape, False, cache),
         "after": pipeline_tile(shape, True, cache),
     }
     outs = {}
-    for key, (g, _) in tiles.items():
-        call, outs[key] = autotune.call_of(gebp.build(g, problem), a, b, bias, None)
+    for key, (g, kern) in tiles.items():  # the band's own kernel op, printed on its own
+        call, outs[key] = autotune.call_of(gebp.build(g, problem, kern=kern), a, b, bias, None)
         contenders[key] = call
     best = race(contenders, rounds)
     for key, y in outs.items():

@@ -46,6 +46,7 @@ from rich.console import Console
 from rich.table import Table
 from xdsl.context import Context
 
+from tigris_ir.passes.lower_gebp import tile_and_lower
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass
 
@@ -116,11 +117,17 @@ from tigris_ir.passes.plan_arena import PlanArenaPass
 from tigris_ir.backend.c.network import print_network
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.plan.memory import parse_budget
+try:  # revisions whose printer no longer chooses the register tiles itself
+    from tigris_ir.passes.lower_gebp import tile_and_lower
+except ImportError:
+    tile_and_lower = None
 
 name, dtype, budget = sys.argv[1], sys.argv[2], sys.argv[3]
 model = zoo.build(name, size="full", int8=dtype == "int8")
 imp = import_model(model, origin=name)
 LowerToLoopsPass(budget=parse_budget(budget)).apply(Context(), imp.module)
+if tile_and_lower is not None:
+    tile_and_lower(imp.module)
 PlanArenaPass().apply(Context(), imp.module)
 src = print_network(imp.module, weights=imp.weights)
 project = ("tigris_ir", "dialects", "passes", "tools", "zoo")
@@ -280,6 +287,7 @@ def main() -> None:
                 t = time.perf_counter()
                 try:
                     LowerToLoopsPass(budget=parse_budget(budget)).apply(Context(), module)
+                    tile_and_lower(module)
                     PlanArenaPass().apply(Context(), module)
                     source = print_network(module, weights=imp.weights)
                     exe = build(source)

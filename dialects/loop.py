@@ -14,14 +14,16 @@ upstream dialect has is an `nn` operator evaluated on a band of its output:
   }
 
 The body holds the `nn` op on whole-tensor types: its properties and
-quantization are the band op's semantics. `cuts` lists, per operand (inputs,
-then outputs), the axes its memref is a band of; `bounds` gives, for each of
-those axes in order, the global range [lo, hi) the memref holds (an output:
-the range to compute). Operands with no cut are whole tensors (weights, whole
-reads). Near the image border the op's own padding stands for rows outside
-the image (`tigris_ir.interp.band_exec`). `loop.accumulate` adds a band's sums to a
-GlobalAveragePool accumulator and `loop.finish` turns the sums into the
-pool's result.
+quantization are the band op's semantics. After `lower-gebp`, a register-tiled
+matrix product is followed by its `rtile.kernel` (how the C computes the op's
+result: row blocks, packing, K blocks, panel sweeps, micro-tiles). `cuts`
+lists, per operand (inputs, then outputs), the axes its memref is a band of;
+`bounds` gives, for each of those axes in order, the global range [lo, hi) the
+memref holds (an output: the range to compute). Operands with no cut are whole
+tensors (weights, whole reads). Near the image border the op's own padding
+stands for rows outside the image (`tigris_ir.interp.band_exec`).
+`loop.accumulate` adds a band's sums to a GlobalAveragePool accumulator and
+`loop.finish` turns the sums into the pool's result.
 """
 
 from __future__ import annotations
@@ -170,8 +172,12 @@ class BandComputeOp(IRDLOperation):
     def verify_(self) -> None:
         block = self.body.block
         ops = list(block.ops)
-        if len(ops) != 2 or not isinstance(ops[-1], YieldOp):
-            raise VerifyException(f"{self.name}: the body holds one nn op and loop.yield")
+        kernel = len(ops) == 3 and ops[1].name == "rtile.kernel"
+        if len(ops) != 2 + kernel or not isinstance(ops[-1], YieldOp):
+            raise VerifyException(
+                f"{self.name}: the body holds one nn op, its rtile.kernel if lowered, "
+                "and loop.yield"
+            )
         inner = ops[0]
         if not inner.name.startswith("nn."):
             raise VerifyException(f"{self.name}: the body op must be an nn op, got {inner.name}")

@@ -1,49 +1,78 @@
-"""The `rtile` dialect: register-tile geometries attached to matrix products.
+"""The `rtile` dialect: register tiles of matrix products and their kernels.
 
 `#rtile.geom<rm4 rn2 lanes8>` is a `register_tile.Geometry` in the spec's display
-form; `#rtile.cover<...>` is its decomposition of an m x n site;
-`#rtile.kernel<fma kp 144 kc 144 mc 64 scratch 0>` the kernel decisions
-`lower-gebp` makes beside the tile (`tigris_ir.rtile.kernel`); `rtile.gebp` is a
-matrix product on tensors carrying both (the `gebp-tile` pass attaches the same
-pair to `nn` matrix products as discardable attributes). `rtile.dot_acc` is the
-one loop-level op the `lower-gebp` lowering adds to xDSL's `vector` dialect: an
-int8 multiply-accumulate widened to int32, which `vector` cannot express.
+form; `#rtile.cover<...>` is its decomposition of an m x n site (`gebp-tile`
+attaches both to `nn` matrix products as discardable attributes); `rtile.gebp`
+is a matrix product on tensors carrying both.
+
+`rtile.kernel` and the structure ops of its body are the register-tiled GEBP of
+one matrix-product band as `lower-gebp` decides it: the row blocks
+(`rtile.row_blocks`), the packing or gathering of A into a stack buffer
+(`rtile.pack_a`), the K blocks (`rtile.k_blocks`), the sweeps over the weight
+panels (`rtile.panels`), the micro-tile with its row edge tiles
+(`rtile.micro`), and the epilogue (`rtile.epilogue`):
+
+    rtile.kernel %y dot "fma" k 40 n 16 groups 1 : tensor<1x25x5x16xf32> {
+      rtile.row_blocks rows 64 {
+        rtile.pack_a "im2col" kp 40 into f32 scratch 10240
+        rtile.k_blocks k 40 step 40 {
+          rtile.panels cols 0 to 16 width 16 {
+            rtile.micro <rm4 rn2 lanes8> last 8 edges array<i64: 3, 2, 1> unroll 4
+          }
+        }
+      }
+      rtile.epilogue "bias"
+    }
+
+The C backend prints each op as the C it stands for and decides nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TypeVar, cast
 
 from xdsl.dialects.builtin import (
+    I64,
     ArrayAttr,
+    DenseArrayBase,
     Float32Type,
     IntAttr,
+    IntegerAttr,
     IntegerType,
     StringAttr,
     TensorType,
-    VectorType,
+    i64,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     IRDLOperation,
-    VarConstraint,
-    base,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
-    var_operand_def,
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
-from xdsl.traits import Pure
+from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from tigris_ir.rtile import kernel as rk
 from tigris_ir.rtile import model as rt
+
+_T = TypeVar("_T", bound=Operation)
 
 _GEOM_KEYS = ("rm", "rn", "lanes")
 
@@ -187,8 +216,6 @@ class CoverAttr(ParametrizedAttribute):
             raise VerifyException("#rtile.cover: a column-tail vector has no lanes")
 
 
-_KERNEL_KEYS = ("kp", "kc", "mc", "scratch")
-
 GEOM = "rtile.geom"
 """The discardable attribute holding a site's `#rtile.geom`."""
 COVER = "rtile.cover"
@@ -197,73 +224,6 @@ TARGET = "rtile.target"
 """... the name of the target the geometry was fitted to."""
 REQUEST = "rtile.request"
 """A geometry the user asks for on one op: honoured when `check` accepts it."""
-KERNEL = "rtile.kernel"
-"""... its `#rtile.kernel` decisions (`lower-gebp`)."""
-
-
-@irdl_attr_definition
-class KernelAttr(ParametrizedAttribute):
-    """The kernel decisions of a site: `rtile.kernel.KernelPlan` as an attribute."""
-
-    name = "rtile.kernel"
-
-    dot: StringAttr
-    kp: IntAttr
-    kc: IntAttr
-    mc: IntAttr
-    scratch: IntAttr
-
-    def __init__(self, dot: str, kp: int, kc: int, mc: int, scratch: int):
-        super().__init__(StringAttr(dot), IntAttr(kp), IntAttr(kc), IntAttr(mc), IntAttr(scratch))
-
-    @staticmethod
-    def from_plan(p: rk.KernelPlan) -> KernelAttr:
-        return KernelAttr(p.dot, p.kp, p.kc, p.mc, p.scratch)
-
-    @property
-    def plan(self) -> rk.KernelPlan:
-        return rk.KernelPlan(
-            self.dot.data,  # type: ignore[arg-type]
-            self.kp.data,
-            self.kc.data,
-            self.mc.data,
-            self.scratch.data,
-        )
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        with parser.in_angle_brackets():
-            pos = parser.pos
-            dot = parser.parse_identifier(" the multiply-accumulate")
-            if dot not in rk.DOTS:
-                parser.raise_error(
-                    f"expected one of {', '.join(rk.DOTS)} as the multiply-accumulate, "
-                    f"got '{dot}'",
-                    pos,
-                )
-            values = []
-            for key in _KERNEL_KEYS:
-                parser.parse_keyword(key)
-                values.append(parser.parse_integer(allow_boolean=False, allow_negative=False))
-        return (StringAttr(dot), *(IntAttr(v) for v in values))
-
-    def print_parameters(self, printer: Printer) -> None:
-        p = self.plan
-        printer.print_string(
-            f"<{p.dot} kp {p.kp} kc {p.kc} mc {p.mc} scratch {p.scratch}>"
-        )
-
-    def verify(self) -> None:
-        p = self.plan
-        if p.dot not in rk.DOTS:
-            raise VerifyException(f"#rtile.kernel: unknown multiply-accumulate '{p.dot}'")
-        if min(p.kp, p.kc, p.mc) < 1:
-            raise VerifyException(f"#rtile.kernel: kp, kc and mc must be at least 1 in {p}")
-        if p.kp % rk.dot_group(p.dot):
-            raise VerifyException(
-                f"#rtile.kernel: kp {p.kp} is no multiple of {p.dot}'s group of "
-                f"{rk.dot_group(p.dot)} k steps"
-            )
 
 
 def _matrix_shape(value: SSAValue, what: str) -> tuple[int, int]:
@@ -372,70 +332,282 @@ class GebpOp(IRDLOperation):
             )
 
 
-def _int_vector(ty: Attribute, width: int) -> VectorType | None:
-    """ty as a rank-1 vector of `width`-bit integers, else None."""
-    if not isinstance(ty, VectorType) or ty.get_num_dims() != 1:
-        return None
-    elt = ty.get_element_type()
-    if not isinstance(elt, IntegerType) or elt.width.data != width:
-        return None
-    return ty
+# ---------------------------------------------------------------------------
+# The register-tiled kernel of a band's matrix product (`lower-gebp`)
+#
+# Structure ops, printed by the C backend one to one: each states one loop or
+# one step of the GEBP with its static extents; none computes a value of its
+# own. The kernel op sits in a `loop.band` body beside the `nn` op whose result
+# it names (the op's semantics stay the `nn` op's: an interpreter may run
+# either).
+
+
+def _positive(op: IRDLOperation, **values: int) -> None:
+    for key, v in values.items():
+        if v < 1:
+            raise VerifyException(f"{op.name}: {key} must be at least 1, got {v}")
+
+
+def _region_ops(region: Region) -> list[Operation]:
+    return list(region.block.ops) if region.blocks else []
 
 
 @irdl_op_definition
-class DotAccOp(IRDLOperation):
-    """acc[l] + sum over g of sext(a[g]) * sext(b_g[l]), exactly, in int32.
+class KernelOp(IRDLOperation):
+    """The register-tiled GEBP computing `site` (an `nn` result of the band):
+    C[m, n] = A[m, k] . B[k, n] for `groups` independent groups, with `dot` the
+    multiply-accumulate (`fma`, or an int8 instruction of `tigris_ir.rtile.targets`).
+    Its body holds the row blocks and the epilogue."""
 
-    G = len(b) consecutive k steps of an int8 product at once: `a` holds one A
-    row's G values, each `b_g` one B row's L columns. The vector dialect has no
-    widening multiply-accumulate; G = 2 is the int16 pair that pmaddwd and
-    AVX512-VNNI vpdpwssd consume, G = 1 a last odd k step.
-    """
+    name = "rtile.kernel"
 
-    name = "rtile.dot_acc"
+    site = operand_def(TensorType)
+    dot = prop_def(StringAttr)
+    k = prop_def(IntegerAttr[I64])
+    n = prop_def(IntegerAttr[I64])
+    groups = prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
 
-    T: ClassVar = VarConstraint("T", base(VectorType))
-
-    acc = operand_def(T)
-    a = operand_def(VectorType)
-    b = var_operand_def(VectorType)
-    result = result_def(T)
-
-    traits = traits_def(Pure())
+    traits = traits_def(NoTerminator())
 
     assembly_format = (
-        "$acc `,` $a `,` $b attr-dict `:` type($a) `,` type($b) `into` type($result)"
+        "$site `dot` $dot `k` $k `n` $n `groups` $groups attr-dict-with-keyword "
+        "`:` type($site) $body"
     )
 
-    def __init__(self, acc: SSAValue, a: SSAValue, b: Sequence[SSAValue]):
-        super().__init__(operands=[acc, a, b], result_types=[acc.type])
+    def __init__(
+        self, site: SSAValue, dot: str, k: int, n: int, groups: int, ops: Sequence[Operation]
+    ):
+        super().__init__(
+            operands=[site],
+            properties={
+                "dot": StringAttr(dot),
+                "k": IntegerAttr(k, i64),
+                "n": IntegerAttr(n, i64),
+                "groups": IntegerAttr(groups, i64),
+            },
+            regions=[Region(Block(ops))],
+        )
 
     def verify_(self) -> None:
-        acc = _int_vector(self.acc.type, 32)
-        if acc is None:
+        if self.dot.data not in rk.DOTS:
             raise VerifyException(
-                f"rtile.dot_acc: the accumulator must be a vector of i32, got "
-                f"{self.acc.type}"
+                f"{self.name}: unknown multiply-accumulate '{self.dot.data}' "
+                f"(one of {', '.join(rk.DOTS)})"
             )
-        lanes = acc.get_shape()[0]
-        groups = len(self.b)
-        if not 1 <= groups <= 4:
+        _positive(self, k=self.k.value.data, n=self.n.value.data, groups=self.groups.value.data)
+        ops = _region_ops(self.body)
+        kinds = [type(o) for o in ops]
+        if kinds != [RowBlocksOp, EpilogueOp]:
             raise VerifyException(
-                f"rtile.dot_acc: takes 1 to 4 B rows (k steps), got {groups}"
+                f"{self.name}: the body holds rtile.row_blocks then rtile.epilogue, got "
+                + ", ".join(o.name for o in ops)
             )
-        a = _int_vector(self.a.type, 8)
-        if a is None or a.get_shape()[0] != groups:
-            raise VerifyException(
-                f"rtile.dot_acc: a must be vector<{groups}xi8> (one i8 per B row), "
-                f"got {self.a.type}"
-            )
-        for i, b in enumerate(self.b):
-            bt = _int_vector(b.type, 8)
-            if bt is None or bt.get_shape()[0] != lanes:
-                raise VerifyException(
-                    f"rtile.dot_acc: B row #{i} must be vector<{lanes}xi8> like the "
-                    f"accumulator's {lanes} lanes, got {b.type}"
-                )
+
+    @property
+    def row_blocks(self) -> RowBlocksOp:
+        return cast(RowBlocksOp, self.body.block.first_op)
+
+    @property
+    def epilogue(self) -> EpilogueOp:
+        return cast(EpilogueOp, self.body.block.last_op)
+
+    def walk_of(self, kind: type[_T]) -> list[_T]:
+        """Every op of type `kind` in the body, in order."""
+        return [o for o in self.walk() if isinstance(o, kind)]
 
 
-RTile = Dialect("rtile", [GebpOp, DotAccOp], [GeomAttr, CoverAttr, KernelAttr])
+@irdl_op_definition
+class RowBlocksOp(IRDLOperation):
+    """for i0 in 0..m step `rows`: the rows of A one call packs or gathers and
+    sweeps over the panels (m is the band's, known at run time)."""
+
+    name = "rtile.row_blocks"
+
+    rows = prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+    assembly_format = "`rows` $rows attr-dict-with-keyword $body"
+
+    def __init__(self, rows: int, ops: Sequence[Operation]):
+        super().__init__(properties={"rows": IntegerAttr(rows, i64)}, regions=[Region(Block(ops))])
+
+    def verify_(self) -> None:
+        _positive(self, rows=self.rows.value.data)
+
+
+@irdl_op_definition
+class PackOp(IRDLOperation):
+    """A's rows of one row block into a stack buffer of `scratch` bytes, `kp`
+    elements per row (zero-padded past k): `rows` copies rows (int8: minus the
+    input zero point, widened to `into`), `im2col` gathers each pixel's taps
+    (tap-major, zeros where a tap leaves the image). Without a pack op A is read
+    in place."""
+
+    name = "rtile.pack_a"
+
+    kind = prop_def(StringAttr)
+    kp = prop_def(IntegerAttr[I64])
+    into = prop_def(TypeAttribute)
+    scratch = prop_def(IntegerAttr[I64])
+    assembly_format = "$kind `kp` $kp `into` $into `scratch` $scratch attr-dict"
+
+    def __init__(self, kind: str, kp: int, into: Attribute, scratch: int):
+        super().__init__(
+            properties={
+                "kind": StringAttr(kind),
+                "kp": IntegerAttr(kp, i64),
+                "into": into,
+                "scratch": IntegerAttr(scratch, i64),
+            }
+        )
+
+    def verify_(self) -> None:
+        if self.kind.data not in ("rows", "im2col"):
+            raise VerifyException(f"{self.name}: kind is rows or im2col, got '{self.kind.data}'")
+        _positive(self, kp=self.kp.value.data, scratch=self.scratch.value.data)
+
+
+@irdl_op_definition
+class KBlocksOp(IRDLOperation):
+    """for k0 in 0..k step `step`: the panels swept per block of the contraction
+    (the first block starts the accumulators from the bias, later ones from C)."""
+
+    name = "rtile.k_blocks"
+
+    k = prop_def(IntegerAttr[I64])
+    step = prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+    assembly_format = "`k` $k `step` $step attr-dict-with-keyword $body"
+
+    def __init__(self, k: int, step: int, ops: Sequence[Operation]):
+        super().__init__(
+            properties={"k": IntegerAttr(k, i64), "step": IntegerAttr(step, i64)},
+            regions=[Region(Block(ops))],
+        )
+
+    def verify_(self) -> None:
+        _positive(self, k=self.k.value.data, step=self.step.value.data)
+
+
+@irdl_op_definition
+class PanelsOp(IRDLOperation):
+    """for j0 in lo..hi step `width`: the weight panels of `width` packed columns
+    (the full panels, or the one panel of the column tail, whose columns past hi
+    are zero padding), each swept by the micro-tile of the body."""
+
+    name = "rtile.panels"
+
+    lo = prop_def(IntegerAttr[I64])
+    hi = prop_def(IntegerAttr[I64])
+    width = prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+    assembly_format = "`cols` $lo `to` $hi `width` $width attr-dict-with-keyword $body"
+
+    def __init__(self, lo: int, hi: int, width: int, micro: MicroOp):
+        super().__init__(
+            properties={
+                "lo": IntegerAttr(lo, i64),
+                "hi": IntegerAttr(hi, i64),
+                "width": IntegerAttr(width, i64),
+            },
+            regions=[Region(Block([micro]))],
+        )
+
+    @property
+    def micro(self) -> MicroOp:
+        return cast(MicroOp, self.body.block.first_op)
+
+    def verify_(self) -> None:
+        lo, hi, w = self.lo.value.data, self.hi.value.data, self.width.value.data
+        _positive(self, width=w)
+        if not 0 <= lo < hi:
+            raise VerifyException(f"{self.name}: columns {lo} to {hi} are empty")
+        ops = _region_ops(self.body)
+        if len(ops) != 1 or not isinstance(ops[0], MicroOp):
+            raise VerifyException(f"{self.name}: the body holds one rtile.micro")
+        g = ops[0].geom.geometry
+        if rt.columns(g) != w:
+            raise VerifyException(
+                f"{self.name}: panels of {w} columns swept by {rt.show(g)} ({rt.columns(g)})"
+            )
+
+
+@irdl_op_definition
+class MicroOp(IRDLOperation):
+    """The micro-tile: `geom` rows x vectors of accumulators over the k steps of
+    a block, the last vector `last` lanes wide (a partial vector loads zeros
+    past its width and stores only its width); the leftover rows of a row block
+    run the tiles of `edges` rows (one case per count). `unroll` is the k-loop
+    unroll of the full tile (1: none)."""
+
+    name = "rtile.micro"
+
+    geom = prop_def(GeomAttr)
+    last = prop_def(IntegerAttr[I64])
+    edges = prop_def(DenseArrayBase[I64])
+    unroll = prop_def(IntegerAttr[I64])
+    assembly_format = "$geom `last` $last `edges` $edges `unroll` $unroll attr-dict"
+
+    def __init__(self, geom: rt.Geometry, last: int, edges: Sequence[int], unroll: int):
+        super().__init__(
+            properties={
+                "geom": GeomAttr.from_geometry(geom),
+                "last": IntegerAttr(last, i64),
+                "edges": DenseArrayBase.from_list(i64, list(edges)),
+                "unroll": IntegerAttr(unroll, i64),
+            }
+        )
+
+    @property
+    def edge_rows(self) -> tuple[int, ...]:
+        return tuple(int(v) for v in cast(DenseArrayBase[IntegerType], self.edges).get_values())
+
+    def verify_(self) -> None:
+        g = self.geom.geometry
+        last = self.last.value.data
+        if not 1 <= last <= g.lanes:
+            raise VerifyException(f"{self.name}: last must be 1 to {g.lanes} lanes, got {last}")
+        if any(not 1 <= r < g.rm for r in self.edge_rows):
+            raise VerifyException(
+                f"{self.name}: edge tiles take 1 to {g.rm - 1} rows, got {list(self.edge_rows)}"
+            )
+        _positive(self, unroll=self.unroll.value.data)
+
+
+@irdl_op_definition
+class EpilogueOp(IRDLOperation):
+    """What the accumulators become: `bias` (float32: the bias starts the first
+    K block, C is stored as summed) or `bias_requant` (int8: int32 bias, then
+    one requantization by per-column multipliers to the output's zero point,
+    saturated)."""
+
+    name = "rtile.epilogue"
+
+    kind = prop_def(StringAttr)
+    assembly_format = "$kind attr-dict"
+
+    def __init__(self, kind: str):
+        super().__init__(properties={"kind": StringAttr(kind)})
+
+    def verify_(self) -> None:
+        if self.kind.data not in ("bias", "bias_requant"):
+            raise VerifyException(
+                f"{self.name}: kind is bias or bias_requant, got '{self.kind.data}'"
+            )
+
+
+def kernel_of(op: Operation) -> KernelOp | None:
+    """The kernel op computing `op`'s first result in its band, if any."""
+    nxt = op.next_op
+    if isinstance(nxt, KernelOp) and op.results and nxt.site == op.results[0]:
+        return nxt
+    return None
+
+RTile = Dialect(
+    "rtile",
+    [GebpOp, KernelOp, RowBlocksOp, PackOp, KBlocksOp, PanelsOp, MicroOp, EpilogueOp],
+    [GeomAttr, CoverAttr],
+)

@@ -18,6 +18,7 @@ sites are fitted to the register file of the target's int8 instruction
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import PassFailedException
+from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from tigris_ir.dialects.rtile import COVER, GEOM, REQUEST, TARGET, GeomAttr
 from tigris_ir.rtile import autotune as tune
@@ -55,6 +56,25 @@ def resolve_target(name: str, registers: int = 0) -> tg.Target:
     return target
 
 
+_GEOMETRY = re.compile(r"rm(\d+)\W*rn(\d+)\W*lanes(\d+)")
+
+
+def parse_geometry(text: str) -> rt.Geometry:
+    """A geometry in the display form, the separators free: "rm4 rn2 lanes8",
+    "rm4-rn2-lanes8" (a command line's) or "rm4rn2lanes8"; else a failure."""
+    m = _GEOMETRY.fullmatch(text.strip())
+    if m is None:
+        raise PassFailedException(
+            f"gebp-tile: geometry '{text}' is not of the form rm<rows>-rn<vectors>-lanes<lanes> "
+            "(e.g. geometry=rm4-rn2-lanes8)"
+        )
+    try:
+        GeomAttr(*(int(v) for v in m.groups())).verify()
+    except VerifyException as e:
+        raise PassFailedException(f"gebp-tile: geometry '{text}': {e}") from None
+    return rt.Geometry(*(int(v) for v in m.groups()))
+
+
 def _requested(op: Operation) -> GeomAttr | None:
     attr = op.attributes.get(REQUEST)
     if attr is None:
@@ -73,7 +93,10 @@ class GebpTilePass(ModulePass):
     Options: `target` (a preset of `tigris_ir.rtile.targets` or "host"), `registers`
     (override the target's vector register count), `autotune` (time the
     candidates on this machine and keep the fastest), `cache` (the autotune
-    cache file), `rm_twin` (also time the two-row twin of a four-row default).
+    cache file), `rm_twin` (also time the two-row twin of a four-row default),
+    `geometry` (a geometry requested for every site that carries no
+    `rtile.request` of its own, e.g. `rm2-rn2-lanes8`: honoured or declined
+    site by site, as a request is).
     """
 
     name = "gebp-tile"
@@ -83,9 +106,11 @@ class GebpTilePass(ModulePass):
     autotune: bool = False
     cache: str = ""
     rm_twin: bool = False
+    geometry: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = resolve_target(self.target, self.registers)
+        asked = parse_geometry(self.geometry) if self.geometry else None
         label = decide.target_label(target)
         config = rt.TileConfig(autotune_register_tile_rm_twin=self.rm_twin)
         cache = None
@@ -93,7 +118,7 @@ class GebpTilePass(ModulePass):
             path = self.cache or str(tune.default_cache_path())
             cache = tune.TuneCache(Path(path))
         for site_op, site in list(decide.sites(op)):
-            g = self._choose(site_op, site, decide.file_of(target, site), config, cache)
+            g = self._choose(site_op, site, decide.file_of(target, site), config, cache, asked)
             decide.set_geometry(site_op, site, g, label)
 
     def _choose(
@@ -103,11 +128,13 @@ class GebpTilePass(ModulePass):
         target: tg.Target,
         config: rt.TileConfig,
         cache: tune.TuneCache | None,
+        asked: rt.Geometry | None,
     ) -> rt.Geometry | None:
         dflt = rt.default(target, site.m, site.n)
         request = _requested(op)
-        if request is not None:
-            g = request.geometry
+        if request is not None or asked is not None:
+            g = request.geometry if request is not None else asked
+            assert g is not None
             error = rt.check(target, site.m, site.n, g)
             if error is None:
                 return g

@@ -21,18 +21,33 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from xdsl.ir import Attribute, Block
+from xdsl.ir import Attribute, Block, Operation
 
 from tigris_ir.backend.c import band as c_band
 from tigris_ir.dialects import nn
+from tigris_ir.passes.lower_gebp import site_kernel
 from tigris_ir.plan.band import Band
-from tigris_ir.rtile.decide import decide_op
+from tigris_ir.rtile import decide
+from tigris_ir.rtile import model as rt
+from tigris_ir.rtile.sites import gemm_site
+from tigris_ir.rtile.targets import host_target
 
 _DIR: Path | None = None
 _LIBS: dict[str, ctypes.CDLL] = {}
 
 FLAGS = ("-std=c99", "-O2", "-march=native", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror")
 
+
+
+def default_kernel(op: Operation) -> None:
+    """gebp-tile (the model's default for the host) and lower-gebp on one op."""
+    site = gemm_site(op)
+    if site is None:
+        return
+    target = host_target()
+    g = rt.default(decide.file_of(target, site), site.m, site.n)
+    decide.set_geometry(op, site, g, decide.target_label(target))
+    site_kernel(op, site)
 
 def _build_dir() -> Path:
     global _DIR
@@ -190,7 +205,7 @@ def _entry(
         for ax in sorted(out):
             bvals += _bound_decls(f"b{idx}_{ax}", k)
             k += 2
-    decide_op(op)  # the register tile and kernel plan the passes would give it
+    default_kernel(op)  # the register tile and kernel the passes would give it
     body = c_band.emit(kind, op, ins, outs, unit)
     return "\n".join(
         [

@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import ModuleOp
 from tigris_ir.backend.c.build import run_c
 from tigris_ir.frontend.onnx_import import import_model, module_io
 from tigris_ir.interp.loop_ir import run_loop_module
+from tigris_ir.passes.lower_gebp import tile_and_lower
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass
 from tigris_ir.plan.ir import main_func
@@ -143,6 +144,7 @@ def same(got: np.ndarray, want: np.ndarray, what: str) -> None:
 def lowered(module: ModuleOp, budget: int) -> ModuleOp:
     m = module.clone()
     LowerToLoopsPass(budget=budget).apply(Context(), m)
+    tile_and_lower(m)
     PlanArenaPass().apply(Context(), m)
     return m
 

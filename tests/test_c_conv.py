@@ -505,12 +505,13 @@ def whole_tensor(name: str, a: np.ndarray, *, const: bool) -> c_band.CTensor:
 
 def test_emitted_names_are_shared() -> None:
     """Two ops of the same geometry share one printed kernel."""
-    from c_band_check import MiniUnit
+    from c_band_check import MiniUnit, default_kernel
 
     unit = MiniUnit()
     calls = []
     for seed in (0, 1):
         op = conv((1, 6, 7, 16), 24, (1, 1))
+        default_kernel(op)
         args = operands(op, seed)
         ins = [whole_tensor(f"in{i}", a, const=i > 0) for i, a in enumerate(args)]
         y = np.zeros(nn.shape_of(op.results[0]), np.float32)

@@ -48,6 +48,7 @@ from tigris_ir.dialects import loop, nn
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.interp.loop_ir import run_loop_module
 from tigris_ir.interp.program import RunResult
+from tigris_ir.passes.lower_gebp import tile_and_lower
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass
 from tigris_ir.plan.ir import main_func
@@ -232,6 +233,7 @@ _GRAPH_WEIGHTS = {
 def lowered(module: ModuleOp, budget: int) -> ModuleOp:
     m = module.clone()
     LowerToLoopsPass(budget=budget).apply(Context(), m)
+    tile_and_lower(m)
     PlanArenaPass().apply(Context(), m)
     return m
 

@@ -78,7 +78,8 @@ def test_the_geometry_is_the_code():
     """Two geometries of one problem print different micro-kernels, each of its
     own rows x vectors and lane width."""
     p = gebp.Problem(64, 24, 144)
-    wide, _, _ = gebp.source(G(4, 1, 16), p, host_target())
-    narrow, _, _ = gebp.source(G(4, 3, 8), p, host_target())
+    t = host_target()
+    wide, _, _ = gebp.source(gebp.kernel_op(G(4, 1, 16), p, t), p, t)
+    narrow, _, _ = gebp.source(gebp.kernel_op(G(4, 3, 8), p, t), p, t)
     assert "tg_fmk16_4x1_16" in wide and "tg_fmk8_4x3_8" not in wide
     assert "tg_fmk8_4x3_8" in narrow and "tg_v8 c0_0, c0_1, c0_2" in narrow

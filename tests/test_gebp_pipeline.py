@@ -26,7 +26,7 @@ from xdsl.parser import Parser
 
 from tigris_ir.backend.c.build import build, execute
 from tigris_ir.backend.c.network import CSource, print_network
-from tigris_ir.dialects.rtile import GEOM, KERNEL, GeomAttr, KernelAttr
+from tigris_ir.dialects.rtile import GEOM, GeomAttr, KernelOp, MicroOp, kernel_of
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.reference.executor import run_reference
 from tigris_ir.rtile import decide
@@ -104,7 +104,11 @@ def test_the_typed_pipeline_prints_c_equal_to_the_untiled_reference(cases, name,
     for op, _ in sites:
         if GEOM in op.attributes:  # a site no tile fits runs the generic loops
             assert isinstance(op.attributes[GEOM], GeomAttr)
-            assert isinstance(op.attributes[KERNEL], KernelAttr)
+            kern = kernel_of(op)
+            assert isinstance(kern, KernelOp)
+            assert kern.walk_of(MicroOp)[0].geom == op.attributes[GEOM]
+        else:
+            assert kernel_of(op) is None
     imported = import_model(case.model)
     x = _input(case.model, seed=11)
     want = run_reference(imported.module, imported.weights, [x])
@@ -171,14 +175,15 @@ def test_bands_of_varying_rows_keep_their_register_tile(budget: str) -> None:
     from xdsl.dialects.builtin import MemRefType
 
     from tigris_ir.dialects import loop
+    from tigris_ir.passes.gebp_tile import GebpTilePass
     from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
     from tigris_ir.passes.plan_arena import PlanArenaPass
     from tigris_ir.plan.memory import parse_budget
 
     module = import_model(zoo.build("mobilenet_v2", size="small"), origin="mnv2").module
     LowerToLoopsPass(budget=parse_budget(budget)).apply(Context(), module)
+    GebpTilePass().apply(Context(), module)
     PlanArenaPass().apply(Context(), module)
-    decide.decide_defaults(module)
     found = list(decide.sites(module))
     dynamic = 0
     for op, site in found:

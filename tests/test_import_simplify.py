@@ -19,6 +19,7 @@ from xdsl.context import Context
 
 from tigris_ir.frontend.onnx_import import ImportDiagnostic, import_file, import_model
 from tigris_ir.interp.loop_ir import run_loop_module
+from tigris_ir.passes.lower_gebp import tile_and_lower
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass
 from tigris_ir.plan.ir import main_func
@@ -76,6 +77,7 @@ def tiled_equals_untiled(imported, x: np.ndarray, budget: int) -> None:
     fn = main_func(imported.module)
     m = imported.module.clone()
     LowerToLoopsPass(budget=budget).apply(Context(), m)
+    tile_and_lower(m)
     PlanArenaPass().apply(Context(), m)
     xi = np.ascontiguousarray(np.moveaxis(x, 1, -1)) if x.ndim == 4 else x
     res = run_loop_module(m, imported.weights, [xi])

@@ -31,6 +31,7 @@ from xdsl.context import Context
 
 from tigris_ir.frontend.onnx_import import Imported, import_model
 from tigris_ir.interp.loop_ir import run_loop_module
+from tigris_ir.passes.lower_gebp import tile_and_lower
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass
 from tigris_ir.plan.ir import main_func, tree_min_budget
@@ -142,6 +143,7 @@ def _plan(name: str, budget: int):
     imp = _imported(name)
     m = imp.module.clone()
     LowerToLoopsPass(budget=budget).apply(Context(), m)
+    tile_and_lower(m)
     PlanArenaPass().apply(Context(), m)
     return imp, m
 

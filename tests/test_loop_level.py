@@ -535,11 +535,13 @@ def test_a_line_buffer_reading_a_row_never_computed_is_refused():
 def lower(module: ModuleOp, budget: int) -> ModuleOp:
     from xdsl.context import Context
 
+    from tigris_ir.passes.lower_gebp import tile_and_lower
     from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
     from tigris_ir.passes.plan_arena import PlanArenaPass
 
     m = module.clone()
     LowerToLoopsPass(budget=budget).apply(Context(), m)
+    tile_and_lower(m)
     PlanArenaPass().apply(Context(), m)
     m.verify()
     return m
@@ -578,9 +580,10 @@ def _loop_context() -> Context:
     from xdsl.dialects.scf import Scf
 
     from tigris_ir.dialects.loop import Loop
+    from tigris_ir.dialects.rtile import RTile
 
     ctx = Context()
-    for d in (Builtin, Func, nn.NN, Loop, MemRef, Scf, Arith, Linalg):
+    for d in (Builtin, Func, nn.NN, Loop, RTile, MemRef, Scf, Arith, Linalg):
         ctx.load_dialect(d)
     return ctx
 
@@ -593,6 +596,7 @@ def test_loop_ir_prints_and_parses_back():
     again.verify()
     assert str(again) == text
     assert "loop.accumulate" in text and "loop.finish" in text and "scf.for" in text
+    assert "rtile.kernel" in text and "rtile.micro" in text  # the kernels, printed and parsed
 
 
 def test_the_arena_verifier_names_the_buffers():

@@ -31,6 +31,7 @@ from tigris_ir.dialects import nn
 from tigris_ir.interp.loop_ir import run_loop_module
 from tigris_ir.interp.program import run_program
 from tigris_ir.loops.schedule import LineBufferGap, PlanRunError, schedule
+from tigris_ir.passes.lower_gebp import tile_and_lower
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass
 from tigris_ir.plan.memory import align
@@ -323,6 +324,7 @@ def check_run(
     # the loop IR of the same plan (scf/memref/loop, placed by plan-arena) runs alike
     lowered = module.clone()
     LowerToLoopsPass(budget=p.budget).apply(Context(), lowered)
+    tile_and_lower(lowered)
     PlanArenaPass().apply(Context(), lowered)
     again = run_loop_module(lowered, weights, inputs)
     for a, b in zip(res.outputs, again.outputs, strict=True):

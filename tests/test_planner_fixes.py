@@ -235,11 +235,13 @@ def lowered_run(module: ModuleOp, weights: dict[str, np.ndarray], budget: int, a
     from xdsl.context import Context
 
     from tigris_ir.interp.loop_ir import run_loop_module
+    from tigris_ir.passes.lower_gebp import tile_and_lower
     from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
     from tigris_ir.passes.plan_arena import PlanArenaPass
 
     m = module.clone()
     LowerToLoopsPass(budget=budget).apply(Context(), m)
+    tile_and_lower(m)
     PlanArenaPass().apply(Context(), m)
     return run_loop_module(m, weights, args)
 

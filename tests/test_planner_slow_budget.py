@@ -15,6 +15,7 @@ from xdsl.context import Context
 from tigris_ir.dialects import nn
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.interp.loop_ir import run_loop_module
+from tigris_ir.passes.lower_gebp import tile_and_lower
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass
 from tigris_ir.plan.graph import GraphBuilder
@@ -50,6 +51,7 @@ def _check(module, weights, args, ref, budget: int, slow: int | None):
         return p, None
     m = module.clone()
     LowerToLoopsPass(budget=budget, slow_budget="" if slow is None else slow).apply(Context(), m)
+    tile_and_lower(m)
     PlanArenaPass().apply(Context(), m)
     res = run_loop_module(m, weights, args)
     for r, y in zip(ref, res.outputs, strict=True):
@@ -138,6 +140,7 @@ def _check_stream(module, weights, args, ref, budget: int, slow: int | None):
     LowerToLoopsPass(
         budget=budget, slow_budget="" if slow is None else slow, stream_input=True
     ).apply(Context(), m)
+    tile_and_lower(m)
     PlanArenaPass().apply(Context(), m)
     res = run_loop_module(m, weights, args)
     for r, y in zip(ref, res.outputs, strict=True):
@@ -182,6 +185,7 @@ def test_single_arena_c_runs_as_planned(stream: bool):
     p = plan(g, budget, slow_budget=0, stream_input=stream)
     m = module.clone()
     LowerToLoopsPass(budget=budget, slow_budget=0, stream_input=stream).apply(Context(), m)
+    tile_and_lower(m)
     PlanArenaPass().apply(Context(), m)
     res = run_loop_module(m, weights, args)
     in_lay, out_lay = module_layouts(main_func(m))
@@ -246,6 +250,7 @@ def test_streamed_output_plans_run_as_planned(slow):
     LowerToLoopsPass(budget=budget, slow_budget="" if slow is None else slow, **kw).apply(
         Context(), m
     )
+    tile_and_lower(m)
     PlanArenaPass().apply(Context(), m)
     res = run_loop_module(m, weights, args)
     np.testing.assert_array_equal(res.outputs[0], ref[0])

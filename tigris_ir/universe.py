@@ -108,7 +108,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 
 
 def _c_target() -> type[Target]:
-    from tigris_ir.backend.c.target import CTarget
+    from tigris_ir.backend.c.network import CTarget
 
     return CTarget
 

@@ -224,10 +224,10 @@ class TigrisOptMain(xDSLOptMain):
         """`-t c -o NAME.c` of a plan also writes the header NAME.h beside it."""
         out = self.args.output_file
         if out and out.endswith(".c") and self.args.target.split("{")[0] == "c":
-            from tigris_ir.backend.c.target import holds_plan, network_source
+            from tigris_ir.backend.c.network import holds_plan, print_network
 
             if holds_plan(prog):
-                source = network_source(prog)
+                source = print_network(prog)
                 Path(out).with_suffix(".h").write_text(source.h)
                 return source.c
         return super().output_resulting_program(prog)

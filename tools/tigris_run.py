@@ -395,6 +395,7 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
 
     from tigris_ir.interp.loop_ir import run_loop_module
     from tigris_ir.interp.program import untiled_reference
+    from tigris_ir.passes.lower_gebp import tile_and_lower
     from tigris_ir.passes.lower_to_loops import LowerToLoopsPass, untiled_func
     from tigris_ir.passes.plan_arena import PlanArenaPass, is_lowered, verify_arena
     from tigris_ir.plan.ir import BUDGET_ATTR, main_func
@@ -432,6 +433,7 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
                 stream_input=args.stream_input,
                 stream_output=args.stream_output,
             ).apply(ctx, module)
+            tile_and_lower(module)  # --gebp-tile --lower-gebp: the kernels the C prints
             PlanArenaPass(budget=budget).apply(ctx, module)
         except PassFailedException as e:  # the model does not fit: name the model too
             raise Diagnostic(args.model, few_lines(str(e))) from None

@@ -5,7 +5,7 @@ One `InterpreterFunctions` class per dialect (`arith`, `scf`, `memref`,
 fast and slow arenas of the plan (`loop.arena`, `loop.slow_arena`), every
 buffer a numpy view of its arena at its `loop.offset`, and the traffic
 counters (bytes copied slow -> fast and fast -> slow, tiles run). Values are
-Python ints for `index`, numpy arrays for vectors and `Ref` for memrefs.
+Python ints for `index` and `Ref` for memrefs.
 
 Run without compute (`tracked=True`) the machine is the plan verifier of
 `plan-arena` (`verify_plan`). It computes nothing; every element of every
@@ -28,8 +28,8 @@ buffer carries a tag instead, the tensor it holds and its position there
 A failure is a `LoopIRError` (a `PlanRunError`) naming the band op (`loop.node`,
 the graph node it computes), its unit and tile, and the rows, for instance
 "loop.band of 'relu_1' (chain 0) has not computed rows [7, 8) of its output (...)".
-`tigris_ir.interp` adds the compute (band kernels, vector and register-tile
-ops) to the same functions.
+`tigris_ir.interp` adds the compute (the band ops' kernels) to the same
+functions.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Writing register-tile decisions onto the sites of a module.
 
-The `gebp-tile` and `lower-gebp` passes decide (geometries from the model, a
-request or a timing; kernel plans from `kernel.plan`) and record their decisions
-here, as the sites' `rtile.*` attributes. `decide_defaults` is the same two
-steps with the model's defaults for the host, for the sites of a plan that
-reaches the C printer without them (`tigris-run --backend c`, a plan printed
-without `--gebp-tile`): it adds attributes only where none are, so whatever the
-passes chose stays.
+The `gebp-tile` pass decides geometries (from the model, a request or a
+timing) and records them here, as the sites' `rtile.*` attributes; a site no
+tile fits keeps only its `rtile.target` (the pass has seen it: its band runs
+the direct loops). `lower-gebp` reads them back (`geometry_of`, `site_target`)
+to build the sites' kernels.
 """
 
 from __future__ import annotations
@@ -18,8 +16,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 
-from tigris_ir.dialects.rtile import COVER, GEOM, KERNEL, TARGET, CoverAttr, GeomAttr, KernelAttr
-from tigris_ir.rtile import kernel as rk
+from tigris_ir.dialects.rtile import COVER, GEOM, TARGET, CoverAttr, GeomAttr, kernel_of
 from tigris_ir.rtile import model as rt
 from tigris_ir.rtile import targets as tg
 from tigris_ir.rtile.sites import Site, gemm_site
@@ -59,13 +56,17 @@ def target_label(target: tg.Target) -> str:
 
 
 def set_geometry(op: Operation, site: Site, g: rt.Geometry | None, label: str) -> None:
-    """Record a site's geometry, its cover and the target (none: clear them)."""
-    for key in (GEOM, COVER, TARGET, KERNEL):
+    """Record a site's geometry, its cover and the target (no geometry: the
+    target alone); a kernel made for an earlier geometry is dropped."""
+    for key in (GEOM, COVER, TARGET):
         op.attributes.pop(key, None)
-    if g is None:
-        return
-    op.attributes[GEOM] = GeomAttr.from_geometry(g)
-    op.attributes[COVER] = CoverAttr.from_cover(rt.cover(g, site.m, site.n))
+    old = kernel_of(op)
+    if old is not None:
+        old.detach()
+        old.erase()
+    if g is not None:
+        op.attributes[GEOM] = GeomAttr.from_geometry(g)
+        op.attributes[COVER] = CoverAttr.from_cover(rt.cover(g, site.m, site.n))
     op.attributes[TARGET] = StringAttr(label)
 
 
@@ -78,34 +79,3 @@ def site_target(op: Operation) -> tg.Target:
     """The target a site's geometry was fitted to (its `rtile.target`)."""
     label = op.attributes.get(TARGET)
     return tg.get_target(label.data if isinstance(label, StringAttr) else "host")
-
-
-def set_kernel(op: Operation, site: Site) -> rk.KernelPlan | None:
-    """Plan and record the kernel of a site that has a geometry."""
-    g = geometry_of(op)
-    if g is None:
-        op.attributes.pop(KERNEL, None)
-        return None
-    p = rk.plan(site_target(op), g, site.k, site.dtype == "int8", site.packing)
-    op.attributes[KERNEL] = KernelAttr.from_plan(p)
-    return p
-
-
-def decide_defaults(module: ModuleOp, target_name: str = "host") -> None:
-    """The model's default geometry and kernel plan on every site that has none."""
-    for op, _ in sites(module):
-        decide_op(op, target_name)
-
-
-def decide_op(op: Operation, target_name: str = "host") -> None:
-    """The model's default geometry and kernel plan on one op, if it is a site
-    without them."""
-    site = gemm_site(op)
-    if site is None:
-        return
-    if GEOM not in op.attributes:
-        target = tg.get_target(target_name)
-        g = rt.default(file_of(target, site), site.m, site.n)
-        set_geometry(op, site, g, target_label(target))
-    if GEOM in op.attributes and KERNEL not in op.attributes:
-        set_kernel(op, site)

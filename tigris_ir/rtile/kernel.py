@@ -1,14 +1,14 @@
 """The kernel decisions of a register-tiled matrix product, beside its tile.
 
-`gebp-tile` gives a site its geometry; `lower-gebp` then fixes, with
-`plan`, everything else its C kernel depends on, and records it on the site as
-`#rtile.kernel<...>`: the multiply-accumulate instruction, the packed
-contraction length (K rounded up to that instruction's group of k steps), the K
-block the float kernel sweeps its panels in, and the rows of A one call packs
-(int8) or gathers (im2col) into its stack buffer. The C printer reads these and
-decides nothing. The weights' panel layout follows from the geometry and its
-cover: full panels of rn * lanes columns, then one panel of the column tail's
-vectors.
+`gebp-tile` gives a site its geometry; `lower-gebp` then fixes, with `plan`,
+everything else its C kernel depends on: the multiply-accumulate instruction,
+the packed contraction length (K rounded up to that instruction's group of k
+steps), the K block the float kernel sweeps its panels in, and the rows of A
+one call packs (int8) or gathers (im2col) into its stack buffer; and states
+them as the ops of an `rtile.kernel` (`tigris_ir.rtile.lower`). The C printer
+reads those ops and decides nothing. The weights' panel layout follows from the
+geometry and its cover: full panels of rn * lanes columns, then one panel of
+the column tail's vectors.
 """
 
 from __future__ import annotations

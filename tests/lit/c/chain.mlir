@@ -1,4 +1,4 @@
-// RUN: tigris-opt %S/../Inputs/conv_relu.onnx --lower-to-loops=budget=1K --plan-arena -t c | filecheck %s
+// RUN: tigris-opt %S/../Inputs/conv_relu.onnx --lower-to-loops=budget=1K --gebp-tile --lower-gebp --plan-arena -t c | filecheck %s
 
 // A line-buffered chain: the input lives in the slow arena, the per-tile row
 // ranges are static const tables indexed by the tile, each tile first moves

@@ -1,6 +1,6 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python -c "import numpy as np; r = np.random.default_rng(0); np.savez('%t/w.npz', w=r.standard_normal((8, 3, 3, 4)).astype(np.float32), b=r.standard_normal(8).astype(np.float32))"
-// RUN: sed 's|WEIGHTS|%t/w.npz|' %s | tigris-opt --lower-to-loops=budget=512 --plan-arena -t c | filecheck %s
+// RUN: sed 's|WEIGHTS|%t/w.npz|' %s | tigris-opt --lower-to-loops=budget=512 --gebp-tile --lower-gebp --plan-arena -t c | filecheck %s
 
 // A 2D grid of tiles, then a GlobalAveragePool accumulated over tiles: the
 // loads and spills of a tile's sub-rectangle are one memmove per row (rows

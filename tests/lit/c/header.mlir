@@ -1,5 +1,5 @@
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: tigris-opt %S/../Inputs/conv_relu.onnx --lower-to-loops=budget=2K --plan-arena -t c -o %t/model.c
+// RUN: tigris-opt %S/../Inputs/conv_relu.onnx --lower-to-loops=budget=2K --gebp-tile --lower-gebp --plan-arena -t c -o %t/model.c
 // RUN: filecheck %s --input-file=%t/model.h
 // RUN: %python -c "import sys; sys.exit(open(sys.argv[2]).read() not in open(sys.argv[1]).read())" %t/model.c %t/model.h
 // RUN: cc -std=c99 -Wall -Wextra -Werror -ffp-contract=off -O1 -march=native -c %t/model.c -o %t/model.o

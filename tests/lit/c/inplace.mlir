@@ -1,4 +1,4 @@
-// RUN: tigris-opt %S/../Inputs/conv_relu.onnx --lower-to-loops=budget=2K --plan-arena -t c | filecheck %s
+// RUN: tigris-opt %S/../Inputs/conv_relu.onnx --lower-to-loops=budget=2K --gebp-tile --lower-gebp --plan-arena -t c | filecheck %s
 
 // The whole graph fits the fast arena: no slow arena, the input transposed
 // from NCHW straight into its fast buffer, every buffer a pointer at its

@@ -10,9 +10,22 @@
 // first convolution's k = 40 is ten groups, its rows are packed as unsigned
 // bytes (int8 + 128) and the taps outside the image hold the zero point's byte.
 
-// IR512:    nn.conv {{.*}}rtile.geom = #rtile.geom<rm4 rn2 lanes8>, {{.*}}rtile.target = "avx512", rtile.kernel = #rtile.kernel<pmaddwd kp 40 kc 40 mc 64 scratch 5120>, kernel = array<i64: 10, 4>
-// IRVNNI:   nn.conv {{.*}}rtile.geom = #rtile.geom<rm4 rn1 lanes16>, {{.*}}rtile.target = "avx512-vnni", rtile.kernel = #rtile.kernel<vpdpbusd kp 40 kc 40 mc 64 scratch 2560>, kernel = array<i64: 10, 4>
-// IRVNNI:   nn.conv {{.*}}rtile.kernel = #rtile.kernel<vpdpbusd kp 16 kc 16 mc 64 scratch 1024>, kernel = array<i64: 1, 1>
+// IR512:      nn.conv {{.*}}rtile.geom = #rtile.geom<rm4 rn2 lanes8>, {{.*}}rtile.target = "avx512", kernel = array<i64: 10, 4>
+// IR512-NEXT: rtile.kernel %{{.*}} dot "pmaddwd" k 40 n 16 groups 1
+// IR512-NEXT:   rtile.row_blocks rows 64 {
+// IR512-NEXT:     rtile.pack_a "im2col" kp 40 into i16 scratch 5120
+// IR512-NEXT:     rtile.panels cols 0 to 16 width 16 {
+// IR512-NEXT:       rtile.micro <rm4 rn2 lanes8> last 8 edges [1, 2, 3] unroll 4
+// IRVNNI:      nn.conv {{.*}}rtile.geom = #rtile.geom<rm4 rn1 lanes16>, {{.*}}rtile.target = "avx512-vnni", kernel = array<i64: 10, 4>
+// IRVNNI-NEXT: rtile.kernel %{{.*}} dot "vpdpbusd" k 40 n 16 groups 1
+// IRVNNI-NEXT:   rtile.row_blocks rows 64 {
+// IRVNNI-NEXT:     rtile.pack_a "im2col" kp 40 into ui8 scratch 2560
+// IRVNNI-NEXT:     rtile.panels cols 0 to 16 width 16 {
+// IRVNNI-NEXT:       rtile.micro <rm4 rn1 lanes16> last 16 edges [1, 2, 3] unroll 4
+// IRVNNI:      nn.conv {{.*}}kernel = array<i64: 1, 1>
+// IRVNNI-NEXT: rtile.kernel %{{.*}} dot "vpdpbusd" k 16 n 16 groups 1
+// IRVNNI-NEXT:   rtile.row_blocks rows 64 {
+// IRVNNI-NEXT:     rtile.pack_a "rows" kp 16 into ui8 scratch 1024
 
 // C512:     void tg_imk_4x2_8(
 // C512:       c0_0 = _mm256_add_epi32(c0_0, _mm256_madd_epi16(s0, b0));

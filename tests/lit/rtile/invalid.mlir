@@ -78,24 +78,61 @@ func.func @mixed(%a: tensor<8x4xf32>, %b: tensor<4x16xi8>) -> tensor<8x16xf32> {
 
 // -----
 
-// CHECK: rtile.dot_acc: a must be vector<1xi8> (one i8 per B row), got vector<2xi8>
-func.func @dot_a(%acc: vector<8xi32>, %a: vector<2xi8>, %b0: vector<8xi8>) -> vector<8xi32> {
-  %r = rtile.dot_acc %acc, %a, %b0 : vector<2xi8>, vector<8xi8> into vector<8xi32>
-  func.return %r : vector<8xi32>
+// CHECK: rtile.kernel: unknown multiply-accumulate 'fmac' (one of fma, vpdpbusd, pmaddwd, none)
+func.func @dot(%y: tensor<4x16xf32>) {
+  rtile.kernel %y dot "fmac" k 4 n 16 groups 1 : tensor<4x16xf32> {
+    rtile.row_blocks rows 64 {
+      rtile.k_blocks k 4 step 4 {
+        rtile.panels cols 0 to 16 width 16 {
+          rtile.micro <rm4 rn2 lanes8> last 8 edges [1, 2, 3] unroll 4
+        }
+      }
+    }
+    rtile.epilogue "bias"
+  }
+  func.return
 }
 
 // -----
 
-// CHECK: rtile.dot_acc: B row #1 must be vector<8xi8> like the accumulator's 8 lanes, got vector<4xi8>
-func.func @dot_b(%acc: vector<8xi32>, %a: vector<2xi8>, %b0: vector<8xi8>, %b1: vector<4xi8>) -> vector<8xi32> {
-  %r = rtile.dot_acc %acc, %a, %b0, %b1 : vector<2xi8>, vector<8xi8>, vector<4xi8> into vector<8xi32>
-  func.return %r : vector<8xi32>
+// CHECK: rtile.kernel: the body holds rtile.row_blocks then rtile.epilogue, got rtile.epilogue
+func.func @no_blocks(%y: tensor<4x16xf32>) {
+  rtile.kernel %y dot "fma" k 4 n 16 groups 1 : tensor<4x16xf32> {
+    rtile.epilogue "bias"
+  }
+  func.return
 }
 
 // -----
 
-// CHECK: rtile.dot_acc: the accumulator must be a vector of i32, got vector<8xf32>
-func.func @dot_acc_f32(%acc: vector<8xf32>, %a: vector<1xi8>, %b0: vector<8xi8>) -> vector<8xf32> {
-  %r = rtile.dot_acc %acc, %a, %b0 : vector<1xi8>, vector<8xi8> into vector<8xf32>
-  func.return %r : vector<8xf32>
+// CHECK: rtile.panels: panels of 16 columns swept by rm4 rn1 lanes8 (8)
+func.func @width(%y: tensor<4x16xf32>) {
+  rtile.panels cols 0 to 16 width 16 {
+    rtile.micro <rm4 rn1 lanes8> last 8 edges [1, 2, 3] unroll 4
+  }
+  func.return
+}
+
+// -----
+
+// CHECK: rtile.micro: edge tiles take 1 to 3 rows, got [4]
+func.func @edges() {
+  rtile.micro <rm4 rn1 lanes8> last 8 edges [4] unroll 4
+  func.return
+}
+
+// -----
+
+// CHECK: rtile.micro: last must be 1 to 8 lanes, got 9
+func.func @last() {
+  rtile.micro <rm4 rn1 lanes8> last 9 edges [] unroll 1
+  func.return
+}
+
+// -----
+
+// CHECK: rtile.pack_a: kind is rows or im2col, got 'cols'
+func.func @pack() {
+  rtile.pack_a "cols" kp 4 into f32 scratch 64
+  func.return
 }

@@ -36,13 +36,55 @@ func.func @attrs() attributes {rtile.geom = #rtile.geom<rm1 rn6 lanes16>, rtile.
   func.return
 }
 
-// The int8 multiply-accumulate of the lowered kernels: two k steps (an int16
-// pair) or one, widened to i32.
-// CHECK-LABEL: func.func @dot_acc
-// CHECK: %r = rtile.dot_acc %acc, %a, %b0, %b1 : vector<2xi8>, vector<8xi8>, vector<8xi8> into vector<8xi32>
-// CHECK: %s = rtile.dot_acc %r, %a1, %b0 : vector<1xi8>, vector<8xi8> into vector<8xi32>
-func.func @dot_acc(%acc: vector<8xi32>, %a: vector<2xi8>, %a1: vector<1xi8>, %b0: vector<8xi8>, %b1: vector<8xi8>) -> vector<8xi32> {
-  %r = rtile.dot_acc %acc, %a, %b0, %b1 : vector<2xi8>, vector<8xi8>, vector<8xi8> into vector<8xi32>
-  %s = "rtile.dot_acc"(%r, %a1, %b0) : (vector<8xi32>, vector<1xi8>, vector<8xi8>) -> vector<8xi32>
-  func.return %s : vector<8xi32>
+// The register-tiled kernel of a band's matrix product (what lower-gebp
+// places beside the nn op): row blocks, the im2col gather into its scratch,
+// the K blocks, the full panels and the column tail's panel with their
+// micro-tiles and row edge tiles, the epilogue.
+// CHECK-LABEL: func.func @kernel
+// CHECK:      rtile.kernel %y dot "fma" k 40 n 19 groups 1 : tensor<1x25x5x19xf32> {
+// CHECK-NEXT:   rtile.row_blocks rows 64 {
+// CHECK-NEXT:     rtile.pack_a "im2col" kp 40 into f32 scratch 10240
+// CHECK-NEXT:     rtile.k_blocks k 40 step 40 {
+// CHECK-NEXT:       rtile.panels cols 0 to 16 width 16 {
+// CHECK-NEXT:         rtile.micro <rm4 rn2 lanes8> last 8 edges [1, 2, 3] unroll 4
+// CHECK-NEXT:       }
+// CHECK-NEXT:       rtile.panels cols 16 to 19 width 8 {
+// CHECK-NEXT:         rtile.micro <rm4 rn1 lanes8> last 3 edges [1, 2, 3] unroll 4
+// CHECK:        rtile.epilogue "bias"
+func.func @kernel(%y: tensor<1x25x5x19xf32>) {
+  rtile.kernel %y dot "fma" k 40 n 19 groups 1 : tensor<1x25x5x19xf32> {
+    rtile.row_blocks rows 64 {
+      rtile.pack_a "im2col" kp 40 into f32 scratch 10240
+      rtile.k_blocks k 40 step 40 {
+        rtile.panels cols 0 to 16 width 16 {
+          rtile.micro <rm4 rn2 lanes8> last 8 edges [1, 2, 3] unroll 4
+        }
+        rtile.panels cols 16 to 19 width 8 {
+          rtile.micro <rm4 rn1 lanes8> last 3 edges [1, 2, 3] unroll 4
+        }
+      }
+    }
+    rtile.epilogue "bias"
+  }
+  func.return
+}
+
+// int8: the rows packed as int16 (x - zp), no K blocks, a requantizing epilogue.
+// CHECK-LABEL: func.func @kernel_i8
+// CHECK:      rtile.kernel %y dot "pmaddwd" k 16 n 16 groups 1 : tensor<1x5x5x16xi8> {
+// CHECK-NEXT:   rtile.row_blocks rows 64 {
+// CHECK-NEXT:     rtile.pack_a "rows" kp 16 into i16 scratch 2048
+// CHECK-NEXT:     rtile.panels cols 0 to 16 width 16 {
+// CHECK:        rtile.epilogue "bias_requant"
+func.func @kernel_i8(%y: tensor<1x5x5x16xi8>) {
+  rtile.kernel %y dot "pmaddwd" k 16 n 16 groups 1 : tensor<1x5x5x16xi8> {
+    rtile.row_blocks rows 64 {
+      rtile.pack_a "rows" kp 16 into i16 scratch 2048
+      rtile.panels cols 0 to 16 width 16 {
+        rtile.micro <rm4 rn2 lanes8> last 8 edges [1, 2, 3] unroll 4
+      }
+    }
+    rtile.epilogue "bias_requant"
+  }
+  func.return
 }

@@ -11,10 +11,11 @@ weights (the portable build):
 
 * pointwise (1x1, stride 1, no pads, one group) convolutions and matrix
   products with constant weights: a register-blocked GEBP whose rm x rn
-  vector accumulators of `lanes` lanes are the op's `#rtile.geom` (the
-  `gebp-tile` pass) and whose instruction, packing, K blocks and row blocks
-  are its `#rtile.kernel` (the `lower-gebp` pass); weights in zero-padded
-  column panels, a dynamic row count with a row tail; int8 runs, by the
+  vector accumulators of `lanes` lanes, instruction, packing, K blocks, row
+  blocks, panel sweeps and row edge tiles are the ops of the site's
+  `rtile.kernel` (the `lower-gebp` pass), printed one to one (`panels_of`
+  reads them); weights in the zero-padded column panels those ops state, a
+  dynamic row count with a row tail; int8 runs, by the
   kernel's instruction, int16 pair products (`pmaddwd`, exact) with the zero
   point subtracted while the rows are packed, or on AVX512-VNNI u8 x s8 groups
   of four (`vpdpbusd`) on rows packed as unsigned bytes (int8 inputs + 128),
@@ -49,14 +50,23 @@ from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
+from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
 from tigris_ir.backend.c.band import CLoweringError, CTensor, CUnit, c_type, register
 from tigris_ir.dialects import nn
-from tigris_ir.dialects.rtile import GEOM, KERNEL, TARGET, GeomAttr, KernelAttr
+from tigris_ir.dialects.rtile import (
+    GEOM,
+    TARGET,
+    KBlocksOp,
+    KernelOp,
+    PackOp,
+    PanelsOp,
+    kernel_of,
+)
 from tigris_ir.rtile import kernel as rk
-from tigris_ir.rtile import model as rt
 from tigris_ir.rtile import targets as tg
+from tigris_ir.rtile.sites import gemm_site
 from tigris_ir.rtile.targets import host_target
 
 _NP = {"int8_t": np.int8, "uint8_t": np.uint8}
@@ -480,9 +490,32 @@ def _store(q: _Q | None, acc: str, mult: str) -> str:
 
 
 @dataclass(frozen=True)
+class _Sweep:
+    """One `rtile.panels` sweep and its `rtile.micro`: panels of `width` packed
+    columns from column `lo` to `hi`, swept by tiles of `rows` x `vectors`
+    vectors whose last is `last` lanes wide, then the `edges` row tiles."""
+
+    lo: int
+    hi: int
+    width: int
+    rows: int
+    vectors: int
+    last: int
+    edges: tuple[int, ...]
+    unroll: int
+
+    @property
+    def panels(self) -> int:
+        return -(-(self.hi - self.lo) // self.width)
+
+    def tile_rows(self) -> tuple[int, ...]:
+        return (self.rows, *self.edges)
+
+
+@dataclass(frozen=True)
 class _Panels:
-    """Weights B[k, n] as zero-padded column panels, the register tile (the
-    op's `#rtile.geom`) and the kernel decisions (its `#rtile.kernel`)."""
+    """Weights B[k, n] as zero-padded column panels and the kernel that sweeps
+    them, as the site's `rtile.kernel` op states them (`lower-gebp`)."""
 
     k: int
     n: int
@@ -496,6 +529,10 @@ class _Panels:
     plan: rk.KernelPlan
     unit: tg.VectorUnit
     """The vector unit of the float kernels (the int8 ones name theirs by `plan.dot`)."""
+    sweeps: tuple[_Sweep, ...] = ()
+    groups: int = 1
+    packing: str = ""
+    """How A reaches the sweeps: "" read in place, "rows" packed, "im2col" gathered."""
 
     @property
     def nr(self) -> int:
@@ -507,7 +544,7 @@ class _Panels:
 
     @property
     def npad(self) -> int:
-        return self.nfull + self.ntp
+        return sum(s.panels * s.width for s in self.sweeps)
 
     @property
     def kp(self) -> int:
@@ -533,6 +570,7 @@ class _Panels:
         return (
             f"{self.k}x{self.n}{'i' if self.int8 else 'f'}r{self.rm}n{self.rn}l{self.lanes}"
             f".{p.dot}.{p.kp}.{p.kc}.{p.mc}"
+            + "".join(f".{s.lo}-{s.hi}:{s.width}/{s.tile_rows()}u{s.unroll}" for s in self.sweeps)
         )
 
 
@@ -540,50 +578,157 @@ INT8_LANES: dict[str, tuple[int, ...]] = {"vpdpbusd": (16, 8), "pmaddwd": (8,), 
 """The int32 lanes the int8 kernels of each instruction are written for."""
 
 
+def _tiled(op: nn.NNOp) -> bool:
+    """Whether the op's band runs its register-tiled kernel (`rtile.kernel`);
+    False where `gebp-tile` found no tile (the direct loops), a diagnostic
+    where the passes have not run."""
+    if kernel_of(op) is not None:
+        return True
+    if gemm_site(op) is None:
+        return False
+    if GEOM in op.attributes:
+        raise CLoweringError(
+            f"{op.name}: this matrix product has a register tile (#rtile.geom) but no "
+            "kernel (rtile.kernel): run --lower-gebp"
+        )
+    if TARGET not in op.attributes:
+        raise CLoweringError(
+            f"{op.name}: this matrix product has no register-tile decision "
+            "(rtile.target, #rtile.geom, rtile.kernel): run --gebp-tile and --lower-gebp"
+        )
+    return False
+
+
 def _panels(op: nn.NNOp, k: int, n: int, int8: bool) -> _Panels:
-    """The op's register tile and kernel decisions as the printer needs them;
-    a diagnostic naming the op when a pass has not made them."""
-    geom, kern, label = (op.attributes.get(key) for key in (GEOM, KERNEL, TARGET))
-    if not isinstance(geom, GeomAttr) or not isinstance(kern, KernelAttr):
-        raise CLoweringError(
-            f"{op.name}: this matrix product carries no register tile and kernel "
-            "decisions (#rtile.geom, #rtile.kernel): run --gebp-tile and --lower-gebp"
-        )
-    g, plan = geom.geometry, kern.plan
-    if plan.kp < k or plan.kp % rk.dot_group(plan.dot):
-        raise CLoweringError(f"{op.name}: {kern} does not pack a contraction of {k}")
-    if int8 != (plan.dot != "fma"):
-        raise CLoweringError(f"{op.name}: {kern} is not a {'n int8' if int8 else ' float'} kernel")
-    if int8 and g.lanes not in INT8_LANES.get(plan.dot, ()):
-        widths = " or ".join(str(w) for w in INT8_LANES.get(plan.dot, ()))
-        raise CLoweringError(
-            f"{op.name}: the {plan.dot} kernels run {widths} int32 lanes, "
-            f"not the {rt.show(g)} of this op"
-        )
-    name = getattr(label, "data", "host")
+    """The op's kernel as the printer needs it; a diagnostic naming the op
+    when a pass has not made it."""
+    kern = kernel_of(op)
+    if kern is None:
+        raise CLoweringError(f"{op.name}: no rtile.kernel: run --gebp-tile and --lower-gebp")
+    label = op.attributes.get(TARGET)
+    name = label.data if isinstance(label, StringAttr) else "host"
     try:
         target = tg.get_target(name)
     except ValueError as e:
         raise CLoweringError(f"{op.name}: rtile.target: {e}") from None
     try:
-        return panels(g, plan, target, k, n, int8)
+        p = panels_of(kern, target)
     except CLoweringError as e:
         raise CLoweringError(f"{op.name}: {e}") from None
-
-
-def panels(
-    g: rt.Geometry, plan: rk.KernelPlan, target: tg.Target, k: int, n: int, int8: bool
-) -> _Panels:
-    """The panels of a k x n B under a geometry and kernel plan on `target`."""
-    vu = target.unit(g.lanes) or tg.unit_of(target.arch, 4 * g.lanes)
-    if vu is None:
+    if (p.k, p.n, p.int8) != (k, n, int8):
         raise CLoweringError(
-            f"no vector unit of {4 * g.lanes} bytes on {target.arch} for {rt.show(g)}"
+            f"{op.name}: its rtile.kernel is a{'n int8' if p.int8 else ' float'} {p.k} x {p.n} "
+            f"product, the op a{'n int8' if int8 else ' float'} {k} x {n} one"
         )
-    cv = rt.cover(g, g.rm, n)
-    tv = len(cv.tail_widths)
-    last = cv.tail_widths[-1] if tv else g.lanes
-    return _Panels(k, n, int8, g.rm, g.rn, g.lanes, cv.n_full, tv, last, plan, vu)
+    return p
+
+
+def _expect(op: nn.NNOp, p: _Panels, packing: str, groups: int = 1) -> None:
+    """The band's driver reaches A as `packing` says, for `groups` groups: its
+    kernel must state the same."""
+    if (p.packing, p.groups) != (packing, groups):
+        said = {"": "reads A in place", "rows": "packs A's rows", "im2col": "gathers im2col rows"}
+        raise CLoweringError(
+            f"{op.name}: its rtile.kernel {said[p.packing]} for {p.groups} group(s); the band "
+            f"{said[packing]} for {groups}"
+        )
+
+
+def _sweep(op: PanelsOp) -> _Sweep:
+    m = op.micro
+    g = m.geom.geometry
+    return _Sweep(
+        op.lo.value.data,
+        op.hi.value.data,
+        op.width.value.data,
+        g.rm,
+        g.rn,
+        m.last.value.data,
+        m.edge_rows,
+        m.unroll.value.data,
+    )
+
+
+def panels_of(kern: KernelOp, target: tg.Target) -> _Panels:
+    """The panels and kernel an `rtile.kernel` op states, on `target`."""
+    dot = kern.dot.data
+    int8 = dot != "fma"
+    k, n = kern.k.value.data, kern.n.value.data
+    blocks = kern.row_blocks
+    body = list(blocks.body.block.ops)
+    pack = body[0] if body and isinstance(body[0], PackOp) else None
+    rest = body[1:] if pack is not None else body
+    kblocks = rest[0] if len(rest) == 1 and isinstance(rest[0], KBlocksOp) else None
+    if int8 and (pack is None or kblocks is not None):
+        raise CLoweringError(
+            f"{kern.name}: an int8 kernel packs its rows (rtile.pack_a) and sweeps the "
+            "whole contraction (no rtile.k_blocks)"
+        )
+    if not int8 and kblocks is None:
+        raise CLoweringError(f"{kern.name}: a float kernel sweeps its panels in rtile.k_blocks")
+    sweep_ops = list(kblocks.body.block.ops) if kblocks is not None else rest
+    if not sweep_ops or not all(isinstance(o, PanelsOp) for o in sweep_ops):
+        raise CLoweringError(f"{kern.name}: the sweeps are rtile.panels ops")
+    sweeps: list[_Sweep] = [_sweep(cast(PanelsOp, o)) for o in sweep_ops]
+    first = sweeps[0]
+    lanes = first.width // first.vectors
+    if len(sweeps) > 2 or any(s.width // s.vectors != lanes for s in sweeps):
+        raise CLoweringError(f"{kern.name}: at most two sweeps of one vector width")
+    whole = first.last == lanes and (first.hi - first.lo) % first.width == 0
+    full = first if whole else None
+    tail = sweeps[-1] if len(sweeps) == 2 or full is None else None
+    if (
+        first.lo != 0
+        or (full is None and len(sweeps) == 2)
+        or (tail is not None and (tail.lo != (full.hi if full else 0) or tail.panels != 1))
+        or sweeps[-1].hi != n
+    ):
+        raise CLoweringError(
+            f"{kern.name}: the full panels from column 0, then one panel of the column "
+            f"tail, up to column {n}"
+        )
+    if any(s.rows != first.rows or s.edges != tuple(range(1, s.rows)) for s in sweeps):
+        raise CLoweringError(
+            f"{kern.name}: every sweep takes tiles of {first.rows} rows and edge tiles "
+            f"of {list(range(1, first.rows))} rows"
+        )
+    if any(s.unroll not in (1, 4) for s in sweeps):
+        raise CLoweringError(f"{kern.name}: the C unrolls a micro-tile's k loop by 1 or 4")
+    nfull = full.hi if full is not None else 0
+    tv = tail.vectors if tail is not None else 0
+    last = tail.last if tail is not None else lanes
+    kp = pack.kp.value.data if pack is not None else k
+    kc = kblocks.step.value.data if kblocks is not None else kp
+    if kblocks is not None and kblocks.k.value.data != k:
+        raise CLoweringError(f"{kern.name}: rtile.k_blocks spans {kblocks.k.value.data}, not {k}")
+    scratch = pack.scratch.value.data if pack is not None else 0
+    plan = rk.KernelPlan(cast(rk.Dot, dot), kp, kc, blocks.rows.value.data, scratch)
+    if plan.kp < k or plan.kp % rk.dot_group(plan.dot):
+        raise CLoweringError(f"{kern.name}: kp {plan.kp} does not pack a contraction of {k}")
+    if int8 and lanes not in INT8_LANES.get(dot, ()):
+        widths = " or ".join(str(w) for w in INT8_LANES.get(dot, ()))
+        raise CLoweringError(
+            f"the {dot} kernels run {widths} int32 lanes, not the {lanes} of this rtile.kernel"
+        )
+    vu = target.unit(lanes) or tg.unit_of(target.arch, 4 * lanes)
+    if vu is None:
+        raise CLoweringError(f"no vector unit of {4 * lanes} bytes on {target.arch}")
+    return _Panels(
+        k,
+        n,
+        int8,
+        first.rows,
+        first.vectors,
+        lanes,
+        nfull,
+        tv,
+        last,
+        plan,
+        vu,
+        tuple(sweeps),
+        kern.groups.value.data,
+        pack.kind.data if pack is not None else "",
+    )
 
 
 def pack_b(p: _Panels, b: np.ndarray) -> np.ndarray:
@@ -613,9 +758,7 @@ def _pack_b(p: _Panels, b: np.ndarray) -> np.ndarray:
     """B[k, n] in panels: per panel of w columns, K rows of w values (float32)
     or K / group rows of w groups of `group` consecutive k (int8)."""
     parts = []
-    spans = [(j, p.nr) for j in range(0, p.nfull, p.nr)]
-    if p.tv:
-        spans.append((p.nfull, p.ntp))
+    spans = [(j, s.width) for s in p.sweeps for j in range(s.lo, s.hi, s.width)]
     for j0, w in spans:
         blk = np.zeros((p.kp, w), b.dtype)
         cols = min(w, p.n - j0)
@@ -643,9 +786,10 @@ def _pad_cols(p: _Panels, v: np.ndarray) -> np.ndarray:
     return out
 
 
-def _f32_tile(unit: CUnit, p: _Panels, r: int, v: int, last: int) -> str:
-    """One float32 micro-tile: r rows by v vectors, the last `last` lanes wide;
-    accumulators start from `init` (the bias) or from y (a later K block)."""
+def _f32_tile(unit: CUnit, p: _Panels, r: int, v: int, last: int, unroll: int) -> str:
+    """One float32 micro-tile (`rtile.micro`): r rows by v vectors, the last
+    `last` lanes wide, its k loop unrolled `unroll` times; accumulators start
+    from `init` (the bias) or from y (a later K block)."""
     lanes = p.lanes
     guard = _gebp_prelude(unit, p.unit)
     vt, ld, st, fma = f"tg_v{lanes}", f"TG_LD{lanes}", f"TG_ST{lanes}", f"TG_FMA{lanes}"
@@ -673,7 +817,7 @@ def _f32_tile(unit: CUnit, p: _Panels, r: int, v: int, last: int) -> str:
                 else:
                     out.append(f"    {acc[i, j]} = {ld}({ptr});")
         out.append("  }")
-        if r == rt.rm_cap:  # the row tails run once per block: not worth the code
+        if unroll > 1:
             out.append("  TG_UNROLLV4")
         out.append("  for (int k = 0; k < kc; ++k) {")
         out.append(f"    const float *bk = b + (long)k * {w};")
@@ -702,11 +846,13 @@ def _f32_tile(unit: CUnit, p: _Panels, r: int, v: int, last: int) -> str:
         out += ["}", "#endif"]
         return "\n".join(out)
 
-    return _helper(unit, f"fmk.{lanes}.{r}.{v}.{last}", f"tg_fmk{lanes}_{r}x{v}_{last}", build)
+    key = f"fmk.{lanes}.{r}.{v}.{last}.{unroll}"
+    return _helper(unit, key, f"tg_fmk{lanes}_{r}x{v}_{last}", build)
 
 
-def _i8_tile(unit: CUnit, r: int, v: int, last: int, yt: str) -> str:
-    """One int8 micro-tile: int16 pair products into int32, then requantized."""
+def _i8_tile(unit: CUnit, r: int, v: int, last: int, unroll: int, yt: str) -> str:
+    """One int8 micro-tile (`rtile.micro`): int16 pair products into int32,
+    then requantized (`rtile.epilogue "bias_requant"`)."""
     store = "tg_st8u" if yt == "uint8_t" else "tg_st8s"
 
     def build(name: str) -> str:
@@ -722,7 +868,7 @@ def _i8_tile(unit: CUnit, r: int, v: int, last: int, yt: str) -> str:
         out += [f"  const __m256i i{j} = tg_ldi(bias + {8 * j});" for j in range(v)]
         out += [f"  __m256i {acc[i, j]} = i{j};" for i in range(r) for j in range(v)]
         out += [f"  const int16_t *a{i} = a + {i} * lda;" for i in range(r)]
-        if r == rt.rm_cap:
+        if unroll > 1:
             out.append("  TG_UNROLL4I")
         out.append("  for (int q = 0; q < kq; ++q) {")
         out.append(f"    const int8_t *bq = b + (long)q * {16 * v};")
@@ -763,7 +909,7 @@ def _i8_tile(unit: CUnit, r: int, v: int, last: int, yt: str) -> str:
         out += ["}", "#endif"]
         return "\n".join(out)
 
-    return _helper(unit, f"imk.{r}.{v}.{last}.{yt}", f"tg_imk_{r}x{v}_{last}", build)
+    return _helper(unit, f"imk.{r}.{v}.{last}.{unroll}.{yt}", f"tg_imk_{r}x{v}_{last}", build)
 
 
 @dataclass(frozen=True)
@@ -796,9 +942,11 @@ _VNNI: dict[int, _VnniIsa] = {
 (AVX512VL) for sites too narrow to fill sixteen columns."""
 
 
-def _vnni_tile(unit: CUnit, lanes: int, r: int, v: int, last: int, yt: str) -> str:
-    """One int8 micro-tile on AVX512-VNNI: u8 x s8 groups of four k steps
-    into `lanes` int32 lanes (`vpdpbusd`), then requantized."""
+def _vnni_tile(
+    unit: CUnit, lanes: int, r: int, v: int, last: int, unroll: int, yt: str
+) -> str:
+    """One int8 micro-tile (`rtile.micro`) on AVX512-VNNI: u8 x s8 groups of
+    four k steps into `lanes` int32 lanes (`vpdpbusd`), then requantized."""
     x = _VNNI[lanes]
     store = x.store + ("u" if yt == "uint8_t" else "s")
 
@@ -817,7 +965,7 @@ def _vnni_tile(unit: CUnit, lanes: int, r: int, v: int, last: int, yt: str) -> s
         ]
         out += [f"  {x.vec} {acc[i, j]} = i{j};" for i in range(r) for j in range(v)]
         out += [f"  const uint8_t *a{i} = a + {i} * lda;" for i in range(r)]
-        if r == rt.rm_cap:
+        if unroll > 1:
             out.append("  TG_UNROLL4I")
         out.append("  for (int q = 0; q < kq; ++q) {")
         out.append(f"    const int8_t *bq = b + (long)q * {4 * lanes * v};")
@@ -854,7 +1002,7 @@ def _vnni_tile(unit: CUnit, lanes: int, r: int, v: int, last: int, yt: str) -> s
         out += ["}", "#endif"]
         return "\n".join(out)
 
-    key = f"vmk.{lanes}.{r}.{v}.{last}.{yt}"
+    key = f"vmk.{lanes}.{r}.{v}.{last}.{unroll}.{yt}"
     return _helper(unit, key, f"tg_vmk{lanes}_{r}x{v}_{last}", build)
 
 
@@ -877,15 +1025,12 @@ def _vnni_block(unit: CUnit, p: _Panels, q: _Q) -> str:
     x = _VNNI[p.lanes]
 
     def build(name: str) -> str:
-        spans = []
-        if p.nfull:
-            spans.append((p.rn, p.lanes, True))
-        if p.tv:
-            spans.append((p.tv, p.last, False))
         tiles = {
-            (r, v, last): _vnni_tile(unit, p.lanes, r, v, last, q.yt)
-            for v, last, _ in spans
-            for r in range(1, p.rm + 1)
+            (r, s.vectors, s.last): _vnni_tile(
+                unit, p.lanes, r, s.vectors, s.last, s.unroll if r == s.rows else 1, q.yt
+            )
+            for s in p.sweeps
+            for r in sorted(s.tile_rows())
         }
         out = [
             "#ifdef TG_VNNI",
@@ -896,20 +1041,20 @@ def _vnni_block(unit: CUnit, p: _Panels, q: _Q) -> str:
             f"  const {x.fvec} zp = {x.set1ps}({_flt(q.yzp)});",
             f"  const {x.fvec} lo = {x.set1ps}({_flt(q.lo)}), hi = {x.set1ps}({_flt(q.hi)});",
         ]
-        for v, last, full in spans:
+        for s in p.sweeps:
 
-            def call(r: int, v: int = v, last: int = last) -> str:
+            def call(r: int, v: int = s.vectors, last: int = s.last) -> str:
                 return (
                     f"{tiles[r, v, last]}(a + (long)i * {p.kp}, {p.kp}, b, y + (long)i * ldy + j0,"
                     f" ldy, {p.kp // 4}, bias + j0, mult + j0, zp, lo, hi);"
                 )
 
-            if full:
-                out.append(f"  for (int j0 = 0; j0 < {p.nfull}; j0 += {p.nr}) {{")
+            if s.hi <= p.nfull:  # the full panels
+                out.append(f"  for (int j0 = {s.lo}; j0 < {s.hi}; j0 += {s.width}) {{")
             else:
-                out.append(f"  {{ const int j0 = {p.nfull};")
+                out.append(f"  {{ const int j0 = {s.lo};")
             out.append(f"    const int8_t *b = bp + (long)j0 * {p.kp};")
-            out += _row_tail(p, call, "    ")
+            out += _row_tail(s, call, "    ")
             out.append("  }")
         out += ["}", "#endif"]
         return "\n".join(out)
@@ -918,13 +1063,14 @@ def _vnni_block(unit: CUnit, p: _Panels, q: _Q) -> str:
     return _helper(unit, key, f"tg_vgebp_{p.k}x{p.n}", build)
 
 
-def _row_tail(p: _Panels, call: Callable[[int], str], indent: str) -> list[str]:
-    """The full row tiles, then a switch over the leftover rows."""
-    out = [f"{indent}int i = 0;", f"{indent}for (; i + {p.rm} <= m; i += {p.rm})"]
-    out.append(f"{indent}  {call(p.rm)}")
-    if p.rm > 1:
+def _row_tail(s: _Sweep, call: Callable[[int], str], indent: str) -> list[str]:
+    """The full row tiles of a sweep, then a switch over the leftover rows
+    (one case per edge tile of `rtile.micro`)."""
+    out = [f"{indent}int i = 0;", f"{indent}for (; i + {s.rows} <= m; i += {s.rows})"]
+    out.append(f"{indent}  {call(s.rows)}")
+    if s.edges:
         out.append(f"{indent}switch (m - i) {{")
-        for r in range(1, p.rm):
+        for r in s.edges:
             out.append(f"{indent}case {r}: {call(r)} break;")
         out.append(f"{indent}default: break;")
         out.append(f"{indent}}}")
@@ -938,15 +1084,12 @@ def _f32_block(unit: CUnit, p: _Panels) -> str:
     guard = _gebp_prelude(unit, p.unit)
 
     def build(name: str) -> str:
-        spans = []
-        if p.nfull:
-            spans.append((p.rn, p.lanes, p.nr, True))
-        if p.tv:
-            spans.append((p.tv, p.last, p.ntp, False))
         tiles = {
-            (r, v, last): _f32_tile(unit, p, r, v, last)
-            for v, last, _, _ in spans
-            for r in range(1, p.rm + 1)
+            (r, s.vectors, s.last): _f32_tile(
+                unit, p, r, s.vectors, s.last, s.unroll if r == s.rows else 1
+            )
+            for s in p.sweeps
+            for r in sorted(s.tile_rows())
         }
         out = [
             f"#ifdef {guard}",
@@ -958,20 +1101,20 @@ def _f32_block(unit: CUnit, p: _Panels) -> str:
             f"    const int kc = {p.k} - k0 < {kc} ? {p.k} - k0 : {kc};",
             "    const int first = k0 == 0;",
         ]
-        for v, last, w, full in spans:
+        for s in p.sweeps:
 
-            def call(r: int, v: int = v, last: int = last) -> str:
+            def call(r: int, v: int = s.vectors, last: int = s.last) -> str:
                 return (
                     f"{tiles[r, v, last]}(a + (long)i * lda + k0, lda, b, "
                     "y + (long)i * ldy + j0, ldy, kc, bias + j0, first);"
                 )
 
-            if full:
-                out.append(f"    for (int j0 = 0; j0 < {p.nfull}; j0 += {p.nr}) {{")
+            if s.hi <= p.nfull:  # the full panels
+                out.append(f"    for (int j0 = {s.lo}; j0 < {s.hi}; j0 += {s.width}) {{")
             else:
-                out.append(f"    {{ const int j0 = {p.nfull};")
-            out.append(f"      const float *b = bp + (long)j0 * {p.k} + (long)k0 * {w};")
-            out += _row_tail(p, call, "      ")
+                out.append(f"    {{ const int j0 = {s.lo};")
+            out.append(f"      const float *b = bp + (long)j0 * {p.k} + (long)k0 * {s.width};")
+            out += _row_tail(s, call, "      ")
             out.append("    }")
         out += ["  }", "}", "#endif"]
         return "\n".join(out)
@@ -983,15 +1126,12 @@ def _i8_block(unit: CUnit, p: _Panels, q: _Q) -> str:
     """The int8 panel sweep over m packed rows of int16 (x - zp) (AVX2 only)."""
 
     def build(name: str) -> str:
-        spans = []
-        if p.nfull:
-            spans.append((p.rn, 8, True))
-        if p.tv:
-            spans.append((p.tv, p.last, False))
         tiles = {
-            (r, v, last): _i8_tile(unit, r, v, last, q.yt)
-            for v, last, _ in spans
-            for r in range(1, p.rm + 1)
+            (r, s.vectors, s.last): _i8_tile(
+                unit, r, s.vectors, s.last, s.unroll if r == s.rows else 1, q.yt
+            )
+            for s in p.sweeps
+            for r in sorted(s.tile_rows())
         }
         out = [
             "#ifdef TG_AVX2",
@@ -1002,20 +1142,20 @@ def _i8_block(unit: CUnit, p: _Panels, q: _Q) -> str:
             f"  const __m256 zp = _mm256_set1_ps({_flt(q.yzp)});",
             f"  const __m256 lo = _mm256_set1_ps({_flt(q.lo)}), hi = _mm256_set1_ps({_flt(q.hi)});",
         ]
-        for v, last, full in spans:
+        for s in p.sweeps:
 
-            def call(r: int, v: int = v, last: int = last) -> str:
+            def call(r: int, v: int = s.vectors, last: int = s.last) -> str:
                 return (
                     f"{tiles[r, v, last]}(a + (long)i * {p.kp}, {p.kp}, b, y + (long)i * ldy + j0,"
                     f" ldy, {p.kp // 2}, bias + j0, mult + j0, zp, lo, hi);"
                 )
 
-            if full:
-                out.append(f"  for (int j0 = 0; j0 < {p.nfull}; j0 += {p.nr}) {{")
+            if s.hi <= p.nfull:  # the full panels
+                out.append(f"  for (int j0 = {s.lo}; j0 < {s.hi}; j0 += {s.width}) {{")
             else:
-                out.append(f"  {{ const int j0 = {p.nfull};")
+                out.append(f"  {{ const int j0 = {s.lo};")
             out.append(f"    const int8_t *b = bp + (long)j0 * {p.kp};")
-            out += _row_tail(p, call, "    ")
+            out += _row_tail(s, call, "    ")
             out.append("  }")
         out += ["}", "#endif"]
         return "\n".join(out)
@@ -1409,7 +1549,7 @@ def _conv(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CU
     assert w is not None
     if g.groups == g.c == g.co and g.cg == 1:
         return _emit_depthwise(unit, g, q, ins, y, xv, yv)
-    if GEOM not in conv.attributes:  # no register tile fits (or none was asked for)
+    if not _tiled(conv):  # no register tile fits the site
         return _emit_generic_conv(unit, conv, g, q, ins, y)
     pointwise = (g.kh, g.kw, g.sh, g.sw) == (1, 1, 1, 1) and not any(conv.pads())
     if pointwise and g.groups == 1:
@@ -1448,6 +1588,7 @@ def _emit_pointwise(
     rows merged into one run where both memrefs hold whole dense rows."""
     x = ins[0]
     p = _panels(op, g.c, g.co, q is not None)
+    _expect(op, p, "rows" if q is not None else "")
     mat = _matrix_rows(unit, p, q, x.ctype)
     xt, yt = x.ctype, y.ctype
     # a band over the whole width of both memrefs, dense rows of equal width
@@ -1502,6 +1643,7 @@ def _emit_im2col(
     x = ins[0]
     k = g.taps * g.cg
     p = _panels(op, k, g.cog, q is not None)
+    _expect(op, p, "im2col", g.groups)
     xt, yt = x.ctype, y.ctype
     gs = p.size
     mc = p.plan.mc
@@ -2281,6 +2423,7 @@ def _emit_fast_mat(
     rows along the result's row axis per index of its leading axes."""
     k, n = bmat.shape
     p = _panels(op, k, n, q is not None)
+    _expect(op, p, "rows" if q is not None else "")
     mat = _matrix_rows(unit, p, q, a.ctype)
     r = y.rank
     ra = r - 2
@@ -2362,7 +2505,7 @@ def emit_matmul(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], un
 
 def _matmul(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
     y = outs[0]
-    tiled = GEOM in op.attributes  # a register tile fits the site
+    tiled = _tiled(op)  # the site runs its rtile.kernel
     if isinstance(op, nn.GemmOp):
         q = _quant(op, op.a, op.y)
         a, b, c = ins[0], ins[1], ins[2]

@@ -2,9 +2,9 @@
 
 There is one GEBP generator: the row drivers the network's pointwise
 convolutions and matrix products call (`conv.float_rows`, `conv.int8_rows`).
-`build` prints one of them for a geometry and its kernel plan
-(`rtile.kernel.plan`, as `lower-gebp` makes it) into a unit of its own with one
-exported entry point,
+`build` prints one of them for a geometry, from the `rtile.kernel` op
+`lower-gebp` would place in a network's band (`tigris_ir.rtile.lower.kernel` of
+`rtile.kernel.plan`), into a unit of its own with one exported entry point,
 
     void gebp(const void *a, const void *bp, const void *bias, const void *mult,
               void *y, int m)
@@ -27,12 +27,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from xdsl.dialects.builtin import TensorType, f32, i32
+from xdsl.ir import Block
 
 from tigris_ir.backend.c import conv
 from tigris_ir.backend.c.band import PRELUDE, CLoweringError
 from tigris_ir.backend.c.build import DEFAULT_FLAGS, REQUIRED_FLAGS, cache_dir, default_cc
+from tigris_ir.dialects.rtile import KernelOp
 from tigris_ir.rtile import kernel as rk
 from tigris_ir.rtile import model as rt
+from tigris_ir.rtile.lower import kernel
 from tigris_ir.rtile.targets import Target, host_target
 
 Dtype = Literal["float32", "int8"]
@@ -125,11 +129,22 @@ class Kernel:
         )
 
 
-def source(g: rt.Geometry, p: Problem, target: Target) -> tuple[str, rk.KernelPlan, Any]:
-    """The unit of one standalone GEBP, its kernel plan and its panels."""
+def kernel_op(g: rt.Geometry, p: Problem, target: Target) -> KernelOp:
+    """The `rtile.kernel` lower-gebp gives a band of rows of this problem."""
     int8 = p.dtype == "int8"
     plan = rk.plan(target, g, p.k, int8, "rows")
-    panels = conv.panels(g, plan, target, p.k, p.n, int8)
+    site = Block(arg_types=[TensorType(i32 if int8 else f32, [p.m, p.n])]).args[0]
+    return kernel(site, g, plan, p.k, p.n, "rows")
+
+
+def source(kern: KernelOp, p: Problem, target: Target) -> tuple[str, rk.KernelPlan, Any]:
+    """The unit of one standalone GEBP printed from its kernel op, its kernel
+    plan and its panels."""
+    int8 = p.dtype == "int8"
+    panels = conv.panels_of(kern, target)
+    if (panels.k, panels.n, panels.int8) != (p.k, p.n, int8):
+        raise CLoweringError(f"{kern.name} of {panels.k} x {panels.n} is no kernel of {p}")
+    plan = panels.plan
     unit = _Unit()
     if int8:
         rows = conv.int8_rows(unit, panels, 0, 0)
@@ -182,11 +197,16 @@ def load(text: str, flags: tuple[str, ...] = DEFAULT_FLAGS, cc: str | None = Non
 
 
 def build(
-    g: rt.Geometry, p: Problem, target: Target | None = None, flags: tuple[str, ...] = DEFAULT_FLAGS
+    g: rt.Geometry,
+    p: Problem,
+    target: Target | None = None,
+    flags: tuple[str, ...] = DEFAULT_FLAGS,
+    kern: KernelOp | None = None,
 ) -> Kernel:
-    """Print, compile and load the network's GEBP for one geometry and problem."""
+    """Print, compile and load the network's GEBP for one geometry and problem
+    (from `kern`, a band's own kernel op, when given)."""
     target = target or host_target()
-    text, plan, panels = source(g, p, target)
+    text, plan, panels = source(kern or kernel_op(g, p, target), p, target)
     fn = load(text, flags).gebp
     fn.restype = None
     fn.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int]

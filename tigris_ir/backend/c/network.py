@@ -36,8 +36,10 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
+from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects import memref as mr
 from xdsl.dialects.builtin import (
@@ -53,6 +55,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.linalg.ops import FillOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
+from xdsl.utils.target import Target
 
 from tigris_ir.backend.c import band as c_band
 from tigris_ir.backend.c.band import CLoweringError, CTensor, Kind
@@ -61,7 +64,6 @@ from tigris_ir.loops.arena import arg_names, lifetimes
 from tigris_ir.loops.verify import budget_for, verify_arena
 from tigris_ir.plan.ir import main_func
 from tigris_ir.reference.executor import ReferenceError_, load_weights, module_layouts
-from tigris_ir.rtile.decide import decide_defaults
 
 ARENA_ALIGN = 64
 """The alignment of the arenas and constant arrays (offsets are multiples of
@@ -1303,7 +1305,6 @@ def print_network(
         )
     if verify:
         _verify(module, fn, budget)
-    decide_defaults(module)  # register tiles and kernel plans where no pass made them
     if weights is None:
         try:
             weights = load_weights(module, base)
@@ -1454,4 +1455,34 @@ def _verify(module: ModuleOp, fn: func.FuncOp, budget: int | None) -> None:
         raise NetworkError("the plan does not verify, no C is printed:\n  " + "\n  ".join(problems))
 
 
-__all__ = ["CPort", "CSource", "NetworkError", "c_double", "c_float", "print_network"]
+def holds_plan(module: ModuleOp) -> bool:
+    """Whether the module is a loop-level plan (a function with `loop.plan`)."""
+    return any(isinstance(op, func.FuncOp) and loop.PLAN_ATTR in op.attributes for op in module.ops)
+
+
+class CTarget(Target):
+    """`-t c`: a planned, placed network (after `plan-arena`) as one C unit
+    (`print_network`); `tigris-opt -t c -o NAME.c` also writes NAME.h."""
+
+    name = "c"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        if not holds_plan(module):
+            raise NetworkError(
+                "the C target prints loop-level plans: the module holds none "
+                "(run --lower-to-loops and --plan-arena, and for register-tiled "
+                "matrix products --gebp-tile and --lower-gebp, first)"
+            )
+        output.write(print_network(module).c)
+
+
+__all__ = [
+    "CPort",
+    "CSource",
+    "CTarget",
+    "NetworkError",
+    "c_double",
+    "c_float",
+    "holds_plan",
+    "print_network",
+]

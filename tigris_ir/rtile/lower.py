@@ -1,0 +1,73 @@
+"""The register-tiled kernel of one matrix product as `rtile` ops.
+
+`kernel` turns a site's geometry and the kernel decisions of
+`tigris_ir.rtile.kernel.plan` into an `rtile.kernel` op: the row blocks of
+`plan.mc` rows, A packed (int8 rows minus the zero point, widened) or gathered
+(im2col) into a stack buffer of `plan.scratch` bytes, the K blocks of `plan.kc`
+(float32; int8 sweeps the whole packed contraction), the sweeps over the full
+weight panels and over the one panel of the column tail (the geometry's
+cover), each with its micro-tile and the row edge tiles of the leftover rows,
+and the epilogue. `lower-gebp` places it in the band beside its site; the
+standalone GEBP of the benchmark and the autotuner (`backend/c/gebp.py`) builds
+the same op, so both print through one generator.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import IntegerType, Signedness, f32, i16
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from tigris_ir.dialects.rtile import (
+    EpilogueOp,
+    KBlocksOp,
+    KernelOp,
+    MicroOp,
+    PackOp,
+    PanelsOp,
+    RowBlocksOp,
+)
+from tigris_ir.rtile import kernel as rk
+from tigris_ir.rtile import model as rt
+
+UNROLL = 4
+"""The k-loop unroll of a full micro-tile of rm_cap rows (the leftover rows'
+tiles run once per row block: not worth the code)."""
+
+
+def _into(plan: rk.KernelPlan) -> Attribute:
+    """The element type A is packed into."""
+    if plan.dot == "fma":
+        return f32
+    if plan.dot == "vpdpbusd":
+        return IntegerType(8, Signedness.UNSIGNED)
+    return i16
+
+
+def kernel(
+    site: SSAValue,
+    g: rt.Geometry,
+    plan: rk.KernelPlan,
+    k: int,
+    n: int,
+    packing: rk.Packing,
+    groups: int = 1,
+) -> KernelOp:
+    """The `rtile.kernel` of C[m, n] = A[m, k] B[k, n] (per group) tiled by `g`."""
+    int8 = plan.dot != "fma"
+    cv = rt.cover(g, g.rm, n)
+    edges = list(range(1, g.rm))
+    unroll = UNROLL if g.rm == rt.rm_cap else 1
+    sweeps: list[Operation] = []
+    if cv.n_full:
+        sweeps.append(PanelsOp(0, cv.n_full, rt.columns(g), MicroOp(g, g.lanes, edges, unroll)))
+    if cv.tail_widths:
+        tv = len(cv.tail_widths)
+        tail = rt.Geometry(g.rm, tv, g.lanes)
+        micro = MicroOp(tail, cv.tail_widths[-1], edges, unroll)
+        sweeps.append(PanelsOp(cv.n_full, n, rt.columns(tail), micro))
+    body: list[Operation] = []
+    if plan.scratch:
+        body.append(PackOp(packing, plan.kp, _into(plan), plan.scratch))
+    body += sweeps if int8 else [KBlocksOp(k, plan.kc, sweeps)]
+    epilogue = EpilogueOp("bias_requant" if int8 else "bias")
+    return KernelOp(site, plan.dot, k, n, groups, [RowBlocksOp(plan.mc, body), epilogue])

@@ -338,8 +338,8 @@ class GebpOp(IRDLOperation):
 # Structure ops, printed by the C backend one to one: each states one loop or
 # one step of the GEBP with its static extents; none computes a value of its
 # own. The kernel op sits in a `loop.band` body beside the `nn` op whose result
-# it names (the op's semantics stay the `nn` op's: an interpreter may run
-# either).
+# it names: the `nn` op is the semantics, the kernel how it is computed
+# (`tigris_ir.interp.rtile_exec` runs its loops).
 
 
 def _positive(op: IRDLOperation, **values: int) -> None:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, f32, i32
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, TensorType, f32, i32, i64
 from xdsl.ir import Block
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
@@ -26,6 +27,7 @@ from tigris_ir.backend.c import conv as c_conv
 from tigris_ir.backend.c.band import CLoweringError
 from tigris_ir.dialects import loop, nn
 from tigris_ir.dialects.rtile import CoverAttr, GeomAttr, KBlocksOp, MicroOp, PackOp, PanelsOp
+from tigris_ir.loops.machine import LoopIRError
 from tigris_ir.passes.gebp_tile import GebpTilePass, gemm_site
 from tigris_ir.passes.lower_gebp import LowerGebpPass
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
@@ -450,3 +452,72 @@ def test_autotune_also_times_narrower_vectors() -> None:
     assert rt.Geometry(4, 3, 8) in found
     assert all(rt.check(avx512, 3136, 24, g) is None for g in found)
     assert len(set(found)) == len(found)
+
+
+# ------------------------------------------------------------------ the kernels interpreted
+
+
+def _ds_cnn_plan(int8: bool):
+    """DS-CNN (small) planned at 8K, register-tiled for avx2 and lowered."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import zoo
+
+    from tigris_ir.frontend.onnx_import import import_model
+    from tigris_ir.passes.plan_arena import PlanArenaPass
+    from tigris_ir.plan.ir import main_func
+
+    imp = import_model(zoo.build("ds_cnn", size="small", int8=int8))
+    module = imp.module
+    ctx = context()
+    LowerToLoopsPass(budget=8192).apply(ctx, module)
+    GebpTilePass(target="avx2").apply(ctx, module)
+    LowerGebpPass().apply(ctx, module)
+    PlanArenaPass().apply(ctx, module)
+    fn = main_func(module)
+    rng = np.random.default_rng(5)
+    args = fn.body.block.args
+    x = [rng.standard_normal(tuple(a.type.get_shape())).astype(np.float32) for a in args]
+    return module, imp.weights, x
+
+
+@pytest.mark.parametrize("int8", [False, True])
+def test_the_interpreter_runs_the_kernels_loops(int8: bool, monkeypatch: pytest.MonkeyPatch):
+    """Every register-tiled convolution of the plan is computed by the loops
+    of its rtile.kernel (row blocks, K blocks, panels, micro and edge tiles),
+    equal to the untiled reference (float32 to 1e-5, int8 exactly)."""
+    from tigris_ir.interp import rtile_exec
+    from tigris_ir.interp.loop_ir import run_loop_module
+    from tigris_ir.interp.program import untiled_reference
+    from tigris_ir.passes.lower_to_loops import untiled_func
+
+    module, weights, x = _ds_cnn_plan(int8)
+    ran: list[int] = []
+    one = rtile_exec._one  # noqa: SLF001
+
+    def counted(kern, a, b):
+        ran.append(kern.k.value.data)
+        return one(kern, a, b)
+
+    monkeypatch.setattr(rtile_exec, "_one", counted)
+    got = run_loop_module(module, weights, x).outputs
+    fn = untiled_func(module)
+    assert fn is not None
+    want = untiled_reference(fn, weights, x)
+    for g_, w_ in zip(got, want, strict=True):
+        if int8:
+            np.testing.assert_array_equal(g_, w_)
+        else:
+            np.testing.assert_allclose(g_, w_, rtol=0, atol=1e-5 * float(np.abs(w_).max()))
+    assert 40 in ran and 16 in ran  # the im2col and the pointwise kernels ran
+
+
+def test_a_kernel_whose_loops_miss_rows_is_an_error():
+    """A micro-tile without the edge tile a row block needs leaves rows of the
+    product uncomputed: the interpreter names the kernel and the rows."""
+    from tigris_ir.interp.loop_ir import run_loop_module
+
+    module, weights, x = _ds_cnn_plan(False)
+    micro = ops_named(module, "rtile.micro")[0]
+    micro.properties["edges"] = DenseArrayBase.from_list(i64, [])
+    with pytest.raises(LoopIRError, match=r"rows are left in a row block .* edge tiles of \[\]"):
+        run_loop_module(module, weights, x)

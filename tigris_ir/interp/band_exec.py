@@ -28,6 +28,8 @@ import numpy as np
 from xdsl.dialects.builtin import TensorType
 
 from tigris_ir.dialects import nn
+from tigris_ir.dialects.rtile import kernel_of
+from tigris_ir.interp import rtile_exec
 from tigris_ir.plan.band import WHOLE, Band, BandError, Range, band_shape
 from tigris_ir.plan.tiling import TRANSPOSED, WINDOW, map_range
 from tigris_ir.plan.tiling_class import TilingClass
@@ -186,6 +188,9 @@ def _conv_core(
     n = x.ndim - 2
     info = _static(op)
     st, dl = info.strides, info.dilations
+    kern = kernel_of(op)
+    # a register-tiled site's product runs the loops of its kernel ops
+    product = rtile_exec.product(kern) if kern is not None else np.matmul
     if not any(pads) and all(k == 1 for k in info.kernel) and all(v == 1 for v in st):
         # a 1x1 conv: im2col's patches are the band itself, the same product
         cout, group = w64.shape[0], op.groups()
@@ -193,14 +198,14 @@ def _conv_core(
         patches = x.astype(np.float64).reshape(rows, group, -1)
         patches = np.ascontiguousarray(np.moveaxis(patches, 1, 0))
         wm = w64.reshape(group, cout // group, -1).transpose(0, 2, 1)
-        acc = np.matmul(patches, wm)
+        acc = product(patches, wm)
         return acc.transpose(1, 0, 2).reshape(*x.shape[:-1], cout)
     shape = (x.shape[0], *(x.shape[1 + i] + pads[i] + pads[n + i] for i in range(n)), x.shape[-1])
     xp = np.zeros(shape, dtype=np.float64)
     xp[(slice(None), *(slice(pads[i], pads[i] + x.shape[1 + i]) for i in range(n)))] = x
-    if w64.shape[-1] == 1:
+    if w64.shape[-1] == 1 and kern is None:
         return K._depthwise(xp, w64, st, dl, out)  # noqa: SLF001
-    return K._im2col(xp, w64, st, dl, out, op.groups())  # noqa: SLF001
+    return K._im2col(xp, w64, st, dl, out, op.groups(), product)  # noqa: SLF001
 
 
 def _conv(op: nn.ConvOp, args: list[np.ndarray], held: Band, out: Band) -> list[np.ndarray]:

@@ -5,9 +5,10 @@ interpreter framework on numpy.
 It is the loop machine of `tigris_ir.loops.machine` (one functions class per
 dialect, memrefs as numpy views of the fast and slow arenas, the traffic
 counters as state) with the compute added: a band op evaluates its `nn` op on
-the band with one vectorised numpy call (`band_exec`). A register-tiled band's
-`rtile.kernel` states how the C computes that op's result; the interpreter
-computes the result by the op's semantics. The measured fast peak, slow peak,
+the band with one vectorised numpy call (`band_exec`); the matrix product of a
+register-tiled convolution runs the loops of its `rtile.kernel`
+(`rtile_exec`: row blocks, K blocks, panels, micro and edge tiles), a
+register-tiled Gemm or MatMul its `nn` op's semantics. The measured fast peak, slow peak,
 reads and writes are the arenas' and the copies' own figures. A plan runs
 after `plan-arena` verified it, so this run tracks nothing.
 """

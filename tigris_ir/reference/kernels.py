@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -227,8 +227,10 @@ def _im2col(
     dilations: Sequence[int],
     out: Sequence[int],
     group: int,
+    product: Callable[[Array, Array], Array] = np.matmul,
 ) -> Array:
-    """General convolution: gather patches, then one matrix product per group."""
+    """General convolution: gather patches, then one matrix product per group
+    (`product` of the (group, rows, k) patches and (group, k, n) weights)."""
     n = len(out)
     kernel = w.shape[1:-1]
     cout, cg = w.shape[0], w.shape[-1]
@@ -246,7 +248,7 @@ def _im2col(
     patches = patches.reshape(*patches.shape[:-1], group, cg)
     patches = np.moveaxis(patches, -2, 0).reshape(group, rows, -1)
     wm = w.reshape(group, cout // group, -1).transpose(0, 2, 1)
-    acc = np.matmul(patches, wm)  # (group, rows, Cout // group)
+    acc = product(patches, wm)  # (group, rows, Cout // group)
     return acc.transpose(1, 0, 2).reshape(xp.shape[0], *out, cout)
 
 

@@ -400,6 +400,7 @@ def check_pair_run(
     LowerToLoopsPass(
         budget=p.budget, slow_budget="" if slow is None else slow, stream_input=stream
     ).apply(Context(), lowered)
+    tile_and_lower(lowered)
     PlanArenaPass().apply(Context(), lowered)
     res = run_loop_module(lowered, weights, inputs)
     ref = run_function(fn, weights, inputs)

@@ -281,6 +281,7 @@ def test_paced_chains_run_as_planned_in_the_interpreter_and_the_c(name: str):
     assert s.stream_rows == g.tensors[g.inputs[0]].shape[1]
     m = module.clone()
     LowerToLoopsPass(budget=budget, slow_budget=0, stream_input=True).apply(Context(), m)
+    tile_and_lower(m)
     PlanArenaPass().apply(Context(), m)
     in_lay, out_lay = module_layouts(main_func(m))
     got, stats = run_c(m, weights, [to_boundary(args[0], in_lay[0])], variant=("bounds", "stats"))

@@ -78,7 +78,7 @@
 // A geometry asked of gebp-tile (geometry=rm2-rn2-lanes8) is every site's
 // tile where the spec's check accepts it, and declined with the rule where
 // not (the one-row Gemm keeps the default); IR and C follow.
-// WARN:     warning: gebp-tile: 'nn.gemm' in @main: declined the requested geometry rm2 rn2 lanes8 of this gemm (1x12x16): rows-fit: {{.*}} rm=2 exceeds the row extent m=1; falls back to the default rm1 rn1 lanes8
+// WARN:     warning: gebp-tile: 'nn.gemm' in @main {{.*}}: declined the requested geometry rm2 rn2 lanes8 of this gemm (1x12x16): rows-fit: {{.*}} rm=2 exceeds the row extent m=1; falls back to the default rm1 rn1 lanes8
 // IRG:      nn.conv {{.*}}rtile.geom = #rtile.geom<rm2 rn2 lanes8>, {{.*}}kernel = array<i64: 10, 4>
 // IRG-NEXT: rtile.kernel
 // IRG:            rtile.micro <rm2 rn2 lanes8> last 8 edges [1] unroll 1

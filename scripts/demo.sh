@@ -18,7 +18,7 @@ tigris-analyze "$MODEL" -m "$BUDGET" -v
 echo "== run the plan tile by tile in a fast arena of the planned size; check it"
 tigris-run "$MODEL" -m "$BUDGET" --random-input 0 --check --stats
 echo "== print the plan as C ($OUT/model.c, $OUT/model.h), compile it, run it and check it"
-tigris-opt "$OUT/model.mlir" --lower-to-loops=budget="$BUDGET" --plan-arena -t c -o "$OUT/model.c"
+tigris-opt "$OUT/model.mlir" --lower-to-loops=budget="$BUDGET" --gebp-tile --lower-gebp --plan-arena -t c -o "$OUT/model.c"
 echo "   $(wc -c < "$OUT/model.c") bytes of C;" $(grep -hE 'define TIGRIS_(FAST|SLOW)_ARENA_BYTES' "$OUT/model.h" | cut -d' ' -f2-)
 tigris-run "$MODEL" -m "$BUDGET" --random-input 0 --backend c --check --stats
 echo "== run the IR with the numpy reference, and the model against onnxruntime"

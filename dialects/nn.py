@@ -2836,7 +2836,8 @@ class LogicOp(NNOp):
         return [broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs), op=self.name)]
 
     def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """The op on two bool arrays; each logic op defines it."""
+        raise NotImplementedError(f"{self.name}: each logic op defines its function")
 
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         return [self.fn(args[0], args[1])]

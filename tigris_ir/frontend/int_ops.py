@@ -18,14 +18,8 @@ from tigris_ir.dialects import nn
 from tigris_ir.frontend import onnx_import as base
 from tigris_ir.frontend.onnx_import import _handles, _Importer, _Val
 
-_CAST_TYPES: dict[int, type[np.generic]] = {
-    onnx.TensorProto.FLOAT: np.float32,
-    onnx.TensorProto.INT8: np.int8,
-    onnx.TensorProto.UINT8: np.uint8,
-    onnx.TensorProto.INT32: np.int32,
-    onnx.TensorProto.INT64: np.int64,
-    onnx.TensorProto.BOOL: np.bool_,
-}
+_CAST_TYPES = base._ONNX_DTYPES
+"""The element types a Cast converts between: those the importer reads."""
 
 
 def _type_name(elem: int) -> str:

@@ -980,6 +980,20 @@ class _Spatial:
     n: str  # held input rows
 
 
+def _open_window_axis(
+    w: _Code, ax: _Spatial, size: int, stride: int, pad: int, dil: int, taps: int
+) -> None:
+    """Open the loop over output index j<a> of a window op's spatial axis `a`
+    (of `size` input rows) and bound its taps: g<a> is the window's first
+    input index, taps [ta<a>, tb<a>) fall inside the input."""
+    a = ax.axis
+    w.open(f"for (int j{a} = 0; j{a} < {ax.e}; j{a}++)")
+    w(f"const int g{a} = ({ax.o} + j{a}) * {stride} - {pad};")
+    w(f"const int ta{a} = g{a} < 0 ? ({dil - 1} - g{a}) / {dil} : 0;")
+    w(f"int tb{a} = ({size} - g{a} + {dil - 1}) / {dil};")
+    w(f"if (tb{a} > {taps}) tb{a} = {taps};")
+
+
 def _spatial(fn: _Fn, x: CTensor, y: CTensor) -> list[_Spatial]:
     return [
         _Spatial(
@@ -1046,11 +1060,7 @@ def emit_pool(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit
     for i, ax in enumerate(sp):
         a = ax.axis
         size = x.shape[a]
-        w.open(f"for (int j{a} = 0; j{a} < {ax.e}; j{a}++)")
-        w(f"const int g{a} = ({ax.o} + j{a}) * {s[i]} - {p[i]};")
-        w(f"const int ta{a} = g{a} < 0 ? ({d[i] - 1} - g{a}) / {d[i]} : 0;")
-        w(f"int tb{a} = ({size} - g{a} + {d[i] - 1}) / {d[i]};")
-        w(f"if (tb{a} > {k[i]}) tb{a} = {k[i]};")
+        _open_window_axis(w, ax, size, s[i], p[i], d[i], k[i])
         if not is_max:
             vlo, vhi = (-p[i], size + p[nsp + i]) if include else (0, size)
             w(f"const int ca{a} = {vlo} - g{a} > 0 ? {vlo} - g{a} : 0;")
@@ -2141,11 +2151,7 @@ def emit_conv_integer(
     for i, ax in enumerate(sp):
         a = ax.axis
         size = x.shape[a]
-        w.open(f"for (int j{a} = 0; j{a} < {ax.e}; j{a}++)")
-        w(f"const int g{a} = ({ax.o} + j{a}) * {s[i]} - {p[i]};")
-        w(f"const int ta{a} = g{a} < 0 ? ({d[i] - 1} - g{a}) / {d[i]} : 0;")
-        w(f"int tb{a} = ({size} - g{a} + {d[i] - 1}) / {d[i]};")
-        w(f"if (tb{a} > {k[i]}) tb{a} = {k[i]};")
+        _open_window_axis(w, ax, size, s[i], p[i], d[i], k[i])
     pix = " + ".join(f"j{ax.axis} * {y.strides[ax.axis]}" for ax in sp)
     w(f"int32_t *yo = yb + {pix};")
     fn.check(_inside("0", str(cout), y.origin[r], y.extent[r], op.name))

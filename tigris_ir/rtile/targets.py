@@ -8,6 +8,12 @@ preprocessor condition that says a compiler targets it and its fused
 multiply-add built-in), the int8 dot-product instruction, the compiler flags
 that enable exactly that ISA, and the stack scratch a kernel may take. A new
 target is one more entry here plus its instruction selection in the kernels.
+
+The Cortex-M targets (`cortex-m4`, `cortex-m7`, `cortex-m55`) carry an `Mcu`
+besides: the CPU's ISA features (DSP extension, FPU, MVE), its exact gcc
+flags, and the QEMU board its code runs on with the board's memory map (what a
+linker script places and what a fit check measures against). Their code never
+runs natively: `can_run` says so, and the C backend runs it under QEMU.
 """
 
 from __future__ import annotations
@@ -54,9 +60,100 @@ X86_UNITS = (
 NEON_UNITS = (VectorUnit(16, "defined(__ARM_NEON)", "0", ""),)
 
 
+FpuKind = Literal["none", "single", "double"]
+"""A Cortex-M FPU: none, single precision only (FPv4-SP) or double (FPv5-D16, M55's)."""
+
+MveKind = Literal["none", "integer", "float"]
+"""Helium (M-profile Vector Extension): none, integer lanes only, or integer and float."""
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One memory of a board, as the linker script and the fit checks see it."""
+
+    name: str
+    """What the board's documentation and QEMU's model call it."""
+    origin: int
+    """Its base address."""
+    length: int
+    """Its size in bytes."""
+
+    @property
+    def end(self) -> int:
+        return self.origin + self.length
+
+
+@dataclass(frozen=True)
+class Board:
+    """A QEMU machine an M-profile CPU runs on, and the memories an image uses.
+
+    The numbers are the board's memories as QEMU 7.2 models them (hw/arm/mps2.c,
+    hw/arm/mps2-tz.c), not a production part's: `flash` holds the code and
+    read-only data (text + rodata, the weights), `ram` the data, bss, the arenas
+    and the stack. `vectors` is where the reset sequence reads the vector table
+    (VTOR's reset value); on the MPS2 boards it is the start of `flash`.
+    """
+
+    machine: str
+    """The `qemu-system-arm -M` name."""
+    vectors: Memory
+    flash: Memory
+    ram: Memory
+
+
+KiB = 1024
+MiB = 1024 * KiB
+
+# MPS2 AN386 (Cortex-M4) and AN500 (Cortex-M7): ZBT SSRAM1 4 MiB at 0 (code),
+# ZBT SSRAM2&3 4 MiB at 0x20000000 (data).
+_SSRAM1 = Memory("ZBT SSRAM1", 0x0000_0000, 4 * MiB)
+_SSRAM23 = Memory("ZBT SSRAM2&3", 0x2000_0000, 4 * MiB)
+MPS2_AN386 = Board("mps2-an386", _SSRAM1, _SSRAM1, _SSRAM23)
+MPS2_AN500 = Board("mps2-an500", _SSRAM1, _SSRAM1, _SSRAM23)
+# MPS3 AN547 (Cortex-M55 in the SSE-300): ITCM 512 KiB at 0 (the reset vector
+# table, VTOR = 0), SRAM 2 MiB at 0x01000000 (code), DTCM 512 KiB at
+# 0x20000000, SRAM 2 4 MiB at 0x21000000 (data), QSPI 8 MiB at 0x28000000.
+MPS3_AN547 = Board(
+    "mps3-an547",
+    Memory("ITCM", 0x0000_0000, 512 * KiB),
+    Memory("SRAM", 0x0100_0000, 2 * MiB),
+    Memory("SRAM 2", 0x2100_0000, 4 * MiB),
+)
+
+
+@dataclass(frozen=True)
+class Mcu:
+    """The facts of one M-profile CPU: ISA features, gcc flags, its QEMU board."""
+
+    cpu: str
+    """gcc's `-mcpu=` and QEMU's CPU model name."""
+    dsp: bool
+    """The DSP extension (SIMD within 32-bit registers: SMLAD, SXTB16, QADD8)."""
+    fpu: FpuKind
+    mve: MveKind
+    mfpu: str
+    """gcc's `-mfpu=` value ("": the CPU's default, which `-mcpu` implies)."""
+    general_registers: int
+    """The 32-bit general registers a micro-kernel may hold accumulators and
+    operands in: r0-r12 and lr (14) less the A, B and C pointers and the k
+    counter a GEBP loop keeps live."""
+    fp_registers: int
+    """Single-precision FPU registers (s0-s31), 0 without an FPU."""
+    board: Board
+
+    def cflags(self) -> tuple[str, ...]:
+        """The gcc flags that target exactly this CPU (hard-float ABI with an FPU)."""
+        flags = (f"-mcpu={self.cpu}", "-mthumb")
+        if self.fpu == "none":
+            return (*flags, "-mfloat-abi=soft")
+        return (*flags, "-mfloat-abi=hard", *((f"-mfpu={self.mfpu}",) if self.mfpu else ()))
+
+
 
 def unit_of(arch: str, nbytes: int) -> VectorUnit | None:
     """The vector unit of `nbytes` of an architecture's ISA family, if any."""
+    if arch not in ("aarch64", "x86_64"):
+        return None
     for u in NEON_UNITS if arch == "aarch64" else X86_UNITS:
         if u.bytes == nbytes:
             return u
@@ -66,7 +163,9 @@ def unit_of(arch: str, nbytes: int) -> VectorUnit | None:
 Int8Dot = Literal["vpdpbusd", "pmaddwd", "none"]
 """How the int8 kernels multiply-accumulate: AVX512-VNNI's u8 x s8 groups of four
 into int32 (`vpdpbusd`), AVX2's int16 pairs into int32 (`pmaddwd`, exact), or
-plain C loops (`none`)."""
+plain C loops (`none`). An instruction selection for another ISA (the Cortex-M
+DSP extension's SMLAD, Helium's VMLADAVA) is one more name here, with its group
+and width in the two tables below and its case in `Target.int8_dot`."""
 
 INT8_DOT_GROUP: dict[Int8Dot, int] = {"vpdpbusd": 4, "pmaddwd": 2, "none": 1}
 """The k steps one dot-product instruction consumes per lane."""
@@ -95,11 +194,17 @@ class Target:
     """Whether AVX512-VNNI's u8 x s8 dot products (vpdpbusd) exist."""
     scratch_bytes: int = 16384
     """What one kernel's gathered block of pixel rows may take on the stack."""
+    mcu: Mcu | None = None
+    """The M-profile CPU and its board, for the Cortex-M targets (None: an
+    application processor whose code may run on this machine)."""
 
     @property
     def units(self) -> tuple[VectorUnit, ...]:
         """The vector units the C kernels may use, widest first (the file's own
-        width and every narrower one it contains)."""
+        width and every narrower one it contains); none on a Cortex-M yet (its
+        kernels are the portable C loops)."""
+        if self.mcu is not None:
+            return ()
         units = NEON_UNITS if self.isa == "neon" else X86_UNITS
         return tuple(u for u in units if u.bytes <= self.vector_bytes)
 
@@ -128,6 +233,8 @@ class Target:
     @property
     def arch(self) -> str:
         """The machine architecture the target's code runs on."""
+        if self.mcu is not None:
+            return "arm"
         return "aarch64" if self.isa == "neon" else "x86_64"
 
     def with_elt_bytes(self, elt_bytes: int) -> Target:
@@ -136,6 +243,8 @@ class Target:
 
     def cflags(self) -> tuple[str, ...]:
         """gcc flags enabling exactly the ISA the renderer uses for this target."""
+        if self.mcu is not None:
+            return self.mcu.cflags()
         if self.isa == "avx512":
             flags = ("-mavx2", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512vl")
             return flags + (("-mavx512vnni",) if self.vnni else ())
@@ -154,7 +263,40 @@ avx2 = Target("avx2", vector_bytes=32, vector_registers=16, isa="avx2")
 sse = Target("sse", vector_bytes=16, vector_registers=16, isa="sse", fma=False)
 neon = Target("neon", vector_bytes=16, vector_registers=32, isa="neon")
 
-PRESETS: dict[str, Target] = {t.name: t for t in (avx512, avx512_vnni, avx2, sse, neon)}
+# The Cortex-M files the register-tile model sees: with the DSP extension a
+# "vector" is one 32-bit general register (four int8 or two int16 lanes) and
+# the count is `Mcu.general_registers`; with Helium, the eight 128-bit Q
+# registers (Q0-Q7, which alias the FPU's s0-s31). `fma` is the FPU's VFMA.
+# `isa` names the instruction family: "dsp" (ARMv7E-M) or "mve" (ARMv8.1-M).
+cortex_m4 = Target(
+    "cortex-m4",
+    vector_bytes=4,
+    vector_registers=10,
+    isa="dsp",
+    scratch_bytes=2048,
+    mcu=Mcu("cortex-m4", True, "single", "none", "fpv4-sp-d16", 10, 32, MPS2_AN386),
+)
+cortex_m7 = Target(
+    "cortex-m7",
+    vector_bytes=4,
+    vector_registers=10,
+    isa="dsp",
+    scratch_bytes=2048,
+    mcu=Mcu("cortex-m7", True, "double", "none", "fpv5-d16", 10, 32, MPS2_AN500),
+)
+cortex_m55 = Target(
+    "cortex-m55",
+    vector_bytes=16,
+    vector_registers=8,
+    isa="mve",
+    scratch_bytes=2048,
+    mcu=Mcu("cortex-m55", True, "double", "float", "", 10, 32, MPS3_AN547),
+)
+
+PRESETS: dict[str, Target] = {
+    t.name: t
+    for t in (avx512, avx512_vnni, avx2, sse, neon, cortex_m4, cortex_m7, cortex_m55)
+}
 
 
 def detect_target(cpuinfo: str, machine: str) -> Target:
@@ -209,7 +351,13 @@ def get_target(name: str) -> Target:
 
 
 def can_run(target: Target) -> str | None:
-    """None if code for `target` runs on this CPU, else the reason it does not."""
+    """None if code for `target` runs on this CPU, else the reason it does not
+    (a Cortex-M target's code runs under QEMU on its board, never natively)."""
+    if target.mcu is not None:
+        return (
+            f"target {target.name} is an M-profile CPU ({target.mcu.cpu}): its code "
+            f"runs under qemu-system-arm -M {target.mcu.board.machine}, not natively"
+        )
     host = host_target()
     if target.arch != host.arch:
         return f"target {target.name} is {target.arch}, this CPU is {host.arch}"

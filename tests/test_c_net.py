@@ -43,7 +43,14 @@ from tigris_ir.backend.c.build import (
     run_c,
     stats_of,
 )
-from tigris_ir.backend.c.network import CSource, NetworkError, c_double, c_float, print_network
+from tigris_ir.backend.c.network import (
+    CSource,
+    NetworkError,
+    c_bytes_array,
+    c_double,
+    c_float,
+    print_network,
+)
 from tigris_ir.dialects import loop, nn
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.interp.loop_ir import run_loop_module
@@ -488,6 +495,70 @@ def test_float_literals_are_exact(tmp_path: Path, dtype, literal):
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
     as_int = values.view(np.uint32 if dtype == np.float32 else np.uint64)
     assert [int(x) for x in out.split()] == as_int.tolist()
+
+
+def test_the_section_macros_place_weights_and_arenas(tmp_path: Path):
+    """TIGRIS_FLASH, TIGRIS_FAST_SECTION and TIGRIS_SLOW_SECTION put the
+    weights and the two arenas in the sections a linker script names."""
+    src = print_network(graph_plan(2048), weights=_GRAPH_WEIGHTS)
+    (tmp_path / "n.c").write_text(src.c)
+    (tmp_path / "n.h").write_text(src.h)
+    obj = tmp_path / "n.o"
+    sections = {"FLASH": ".w_flash", "FAST_SECTION": ".dtcm", "SLOW_SECTION": ".ext_ram"}
+    subprocess.run(
+        ["gcc", "-std=c99", "-O2", "-c", "-o", str(obj), str(tmp_path / "n.c")]
+        + [f"-DTIGRIS_{k}=__attribute__((section(\"{v}\")))" for k, v in sections.items()],
+        check=True,
+    )
+    symbols = subprocess.run(
+        ["objdump", "-t", str(obj)], capture_output=True, text=True, check=True
+    ).stdout
+    where = {ln.split()[-1]: ln.split()[-3] for ln in symbols.splitlines() if len(ln.split()) >= 5}
+    assert where[f"{src.name}_fast_arena"] == ".dtcm"
+    assert where[f"{src.name}_slow_arena"] == ".ext_ram"
+    weights = [sym for sym in where if sym.endswith("_bytes")]
+    assert weights and all(where[w] == ".w_flash" for w in weights)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["every_byte", "float_specials", "small_int8", "int32", "odd_length"],
+)
+def test_weights_printed_as_bytes_compile_to_the_same_bytes(tmp_path: Path, name: str):
+    """The compact weight form (a byte string, or words where escapes would
+    make it longer) holds the array's exact bytes, in at most ~3 characters
+    of source per byte: gcc compiles it and the program writes them back."""
+    rng = np.random.default_rng(7)
+    arrays = {
+        "every_byte": np.arange(256 * 3, dtype=np.int64).astype(np.uint8),
+        "float_specials": np.concatenate(
+            [
+                np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 3.4e38], np.float32),
+                (rng.standard_normal(500) * 0.05).astype(np.float32),
+            ]
+        ),
+        "small_int8": np.clip(np.round(rng.standard_normal(999) * 20), -127, 127).astype(np.int8),
+        "int32": rng.integers(-(2**31), 2**31 - 1, 300).astype(np.int32),
+        "odd_length": rng.integers(0, 256, 1001).astype(np.uint8),
+    }
+    value = arrays[name]
+    ctype = c_band.c_type(value.dtype)
+    text = c_bytes_array("w", ctype, value)
+    assert len(text) <= 3 * value.nbytes + 200
+    (tmp_path / "f.c").write_text(
+        "#include <stdio.h>\n#include <stdint.h>\n#define TIGRIS_FLASH\n"
+        "#define TIGRIS_ALIGNED __attribute__((aligned(64)))\n"
+        + text
+        + "int main(void) { fwrite(w, sizeof(*w), "
+        + f"{value.size}, stdout); return ((uintptr_t)w % 64) != 0; }}\n"
+    )
+    exe = tmp_path / "f"
+    subprocess.run(
+        ["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-o", str(exe), str(tmp_path / "f.c")],
+        check=True,
+    )
+    out = subprocess.run([str(exe)], capture_output=True, check=True).stdout
+    assert out == value.tobytes()
 
 
 # ---------------------------------------------------------------------------

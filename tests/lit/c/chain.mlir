@@ -8,9 +8,9 @@
 
 // CHECK:      #define TIGRIS_FAST_ARENA_BYTES {{[1-9][0-9]*}}
 // CHECK-NEXT: #define TIGRIS_SLOW_ARENA_BYTES {{[1-9][0-9]*}}
-// CHECK:      static unsigned char tigris_fast_arena[TIGRIS_FAST_ARENA_BYTES] TIGRIS_ALIGNED;
+// CHECK:      static unsigned char tigris_fast_arena[TIGRIS_FAST_ARENA_BYTES] TIGRIS_FAST_SECTION TIGRIS_ALIGNED;
 // CHECK-NEXT: #ifndef TIGRIS_SLOW_ARENA_EXTERN
-// CHECK-NEXT: static unsigned char tigris_slow_arena[TIGRIS_SLOW_ARENA_BYTES] TIGRIS_ALIGNED;
+// CHECK-NEXT: static unsigned char tigris_slow_arena[TIGRIS_SLOW_ARENA_BYTES] TIGRIS_SLOW_SECTION TIGRIS_ALIGNED;
 // CHECK:      static const int16_t chain0_keep_input[{{[0-9]+}}] TIGRIS_FLASH = {
 // CHECK:        float *input = (float *)(void *)(tigris_slow_arena + {{[0-9]+}});
 // CHECK:        float *s_relu1 = (float *)(void *)(tigris_slow_arena + {{[0-9]+}});

@@ -10,8 +10,13 @@
 // CHECK-NEXT: #define TIGRIS_OUTPUT0_BYTES 1024 /* 'output': float32 1x4x8x8 (nchw) */
 // CHECK:      int tigris_run_n(const void *const *inputs, void *const *outputs);
 // CHECK-NEXT: int tigris_run(const void *input, void *output);
-// CHECK:      static unsigned char tigris_fast_arena[TIGRIS_FAST_ARENA_BYTES] TIGRIS_ALIGNED;
+// CHECK:      static unsigned char tigris_fast_arena[TIGRIS_FAST_ARENA_BYTES] TIGRIS_FAST_SECTION TIGRIS_ALIGNED;
 // CHECK-NEXT: #define tigris_slow_arena ((unsigned char *)NULL) /* no slow buffer */
+// A weight of 256 bytes or more is printed as its bytes, one string literal per line.
+// CHECK:      static const union { unsigned char b[433]; float v[108]; } [[W:[a-z_0-9]+]]_bytes TIGRIS_FLASH TIGRIS_ALIGNED = {
+// CHECK-NEXT:     "{{.*}}"
+// CHECK:      static const float *const [[W]] = [[W]]_bytes.v;
+// Smaller ones as lists of literals.
 // CHECK:      static const float {{[a-z_0-9]+}}[{{[0-9]+}}] TIGRIS_FLASH TIGRIS_ALIGNED = {
 // CHECK:      int tigris_run_n(const void *const *inputs, void *const *outputs)
 // CHECK:        float *input = (float *)(void *)(tigris_fast_arena + [[IN:[0-9]+]]);

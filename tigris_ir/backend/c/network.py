@@ -7,8 +7,11 @@ C that does exactly what the interpreter (`tigris_ir.interp.loop_ir`) does, with
   `loop.arena` bytes and the slow arena a second one of `loop.slow_arena`
   bytes (or the caller's, under `-DTIGRIS_SLOW_ARENA_EXTERN`); every
   `memref.alloc` is a pointer at its `loop.offset`, a dealloc prints nothing;
-* weights are `static const` arrays (flash) and the per-tile row tables
-  `static const` integer arrays indexed by the tile loop;
+* weights are `static const` arrays (flash; `TIGRIS_FLASH` names their
+  section), printed as their bytes (`c_bytes_array`: at most about three
+  characters of source per byte), and the per-tile row tables `static const`
+  integer arrays indexed by the tile loop; `TIGRIS_FAST_SECTION` and
+  `TIGRIS_SLOW_SECTION` place the arenas (DTCM or SRAM, external RAM);
 * `scf.for` is a C `for`, `arith` a C expression, `memref.subview` pointer
   arithmetic with the memrefs' static strides and `memref.copy` a loop of
   `memmove`s over contiguous runs (a line buffer's shift copies within one
@@ -150,6 +153,69 @@ def c_int(x: int, ctype: str) -> str:
     if ctype == "int64_t" and not -(2**31) <= x < 2**31:
         return f"{x}LL"
     return str(x)
+
+
+BYTES_MIN = 256
+"""Constant arrays of at least this many bytes are printed as their bytes
+(`c_bytes_array`); smaller ones as lists of literals, readable in the C."""
+
+_BYTE_ESCAPES = {
+    b: chr(b) if 0x20 <= b < 0x7F and chr(b) not in '\\"?01234567' else "\\" + format(b, "o")
+    for b in range(256)
+}
+"""Each byte's spelling in a C string literal: printable characters as
+themselves, except the octal digits (so an escape is never followed by one and
+every escape can be its shortest), `?` (trigraphs), the quote and the backslash,
+which are octal escapes like every other byte."""
+
+_BYTES_LINE = 240
+"""Bytes per line of a printed byte string."""
+
+
+def c_string_lines(data: bytes) -> list[str]:
+    """`data` as adjacent C string literals, one per line of `_BYTES_LINE`
+    bytes; their concatenation holds exactly those bytes."""
+    return [
+        '"' + data[i : i + _BYTES_LINE].decode("latin-1").translate(_BYTE_ESCAPES) + '"'
+        for i in range(0, len(data), _BYTES_LINE)
+    ] or ['""']
+
+
+def c_words_lines(data: bytes) -> list[str]:
+    """`data` as lines of 32-bit little-endian words in hexadecimal (zero-padded
+    to a whole word)."""
+    pad = -len(data) % 4
+    words = np.frombuffer(data + bytes(pad), dtype="<u4").tolist()
+    return [",".join(f"{w:#x}" for w in words[i : i + 24]) for i in range(0, len(words), 24)]
+
+
+def c_bytes_array(name: str, ctype: str, flat: np.ndarray) -> str:
+    """A constant array as its bytes: the compact form of a weight.
+
+    The bytes are printed as a string literal (one token per line for the
+    compiler, which parses it many times faster than a list of numbers), or as
+    32-bit words where the string would take more than three characters per
+    byte (int8 weights of small magnitude: most of their bytes are escapes).
+    Either way the source holds at most about three characters per byte, the
+    object is a union of the bytes with an array of `ctype`, and `name` is a
+    constant pointer to that array (the compiler folds it to the object's
+    address). The bytes are the array's in little-endian order: the prelude
+    refuses a big-endian target.
+    """
+    data = np.ascontiguousarray(flat).astype(flat.dtype.newbyteorder("<")).tobytes()
+    n, nbytes = int(flat.size), len(data)
+    text = c_string_lines(data)
+    if sum(len(t) for t in text) <= 3 * nbytes:
+        member, init = f"unsigned char b[{nbytes + 1}]", text  # room for the literal's NUL
+    else:
+        words = ",\n    ".join(c_words_lines(data))
+        member, init = f"uint32_t w[{(nbytes + 3) // 4}]", ["{" + words + "}"]
+    body = "\n    ".join(init)
+    return (
+        f"static const union {{ {member}; {ctype} v[{n}]; }} {name}_bytes TIGRIS_FLASH "
+        f"TIGRIS_ALIGNED = {{\n    {body}\n}};\n"
+        f"static const {ctype} *const {name} = {name}_bytes.v;\n"
+    )
 
 
 def _is_int(e: str) -> bool:
@@ -413,6 +479,8 @@ class _Printer:
         return self.prof.setdefault(label, len(self.prof))
 
     def _array_text(self, name: str, ctype: str, flat: np.ndarray, aligned: bool = True) -> str:
+        if aligned and flat.nbytes >= BYTES_MIN:
+            return c_bytes_array(name, ctype, flat)
         if ctype == "float":
             items = [c_float(x) for x in flat.astype(np.float64).tolist()]
         elif ctype == "double":
@@ -1099,6 +1167,15 @@ _PRELUDE = """\
 #ifndef TIGRIS_FLASH
 #define TIGRIS_FLASH /* e.g. __attribute__((section(".rodata.weights"))) */
 #endif
+#ifndef TIGRIS_FAST_SECTION
+#define TIGRIS_FAST_SECTION /* e.g. __attribute__((section(".dtcm"))) */
+#endif
+#ifndef TIGRIS_SLOW_SECTION
+#define TIGRIS_SLOW_SECTION /* e.g. __attribute__((section(".ext_ram"))) */
+#endif
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the weights are printed as little-endian bytes"
+#endif
 
 #ifdef TIGRIS_BOUNDS_CHECK
 #include <stdio.h>
@@ -1194,7 +1271,8 @@ def _header(p: _Printer, ins: Sequence[CPort], outs: Sequence[CPort]) -> str:
         " * -DTIGRIS_SLOW_ARENA_EXTERN: then the caller defines `unsigned char",
         f" * {n}_slow_arena[{u}_SLOW_ARENA_BYTES]`, aligned to {u}_ARENA_ALIGN bytes (for",
         " * instance in external RAM). Weights are static const arrays; define",
-        " * TIGRIS_FLASH to place them in a section. Besides the arenas, a kernel may",
+        " * TIGRIS_FLASH to place them in a section, TIGRIS_FAST_SECTION and",
+        " * TIGRIS_SLOW_SECTION to place the arenas. Besides the arenas, a kernel may",
         f" * keep up to {u}_STACK_SCRATCH_BYTES on the stack (gathered pixel blocks of",
         " * the vectorised convolutions; none with -DTIGRIS_PORTABLE).",
         " *",
@@ -1378,13 +1456,15 @@ def print_network(
     ]
     out.append("/* ---- arenas ---- */")
     if p.fast_bytes:
-        out.append(f"static unsigned char {p.fast_arena}[{u}_FAST_ARENA_BYTES] TIGRIS_ALIGNED;")
+        out.append(f"static unsigned char {p.fast_arena}[{u}_FAST_ARENA_BYTES] TIGRIS_FAST_SECTION "
+            "TIGRIS_ALIGNED;")
     else:
         out.append(f"#define {p.fast_arena} ((unsigned char *)NULL) /* no fast buffer */")
     if p.slow_bytes:
         out += [
             "#ifndef TIGRIS_SLOW_ARENA_EXTERN",
-            f"static unsigned char {p.slow_arena}[{u}_SLOW_ARENA_BYTES] TIGRIS_ALIGNED;",
+            f"static unsigned char {p.slow_arena}[{u}_SLOW_ARENA_BYTES] TIGRIS_SLOW_SECTION "
+            "TIGRIS_ALIGNED;",
             "#endif",
         ]
     else:

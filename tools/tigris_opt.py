@@ -144,7 +144,11 @@ class TigrisOptMain(xDSLOptMain):
             from xdsl.parser import Parser  # xdsl-opt prints the raw diagnostics
 
             return Parser(self.ctx, text, origin).parse_module()
-        module = parse_module(self.ctx, text, origin, verify=not self.args.disable_verify)
+        # the passes plan from the ops' verified attributes: with a pipeline the
+        # IR is verified even under --disable-verify (which then only lets an
+        # invalid module through to the printer)
+        verify = not self.args.disable_verify or bool(self.args.passes)
+        module = parse_module(self.ctx, text, origin, verify=verify)
         check_ir_sizes(module, origin, allow_empty=True)
         return module
 

@@ -684,6 +684,15 @@ def _ir(d: Path, rnd: random.Random, texts: dict[str, str]) -> Iterator[Case]:
         "refuse",
         tool="run",
     )
+    yield case(  # the passes verify their input even when the parser does not
+        "strides_0_disable_verify",
+        base.replace(
+            "kernel = array<i64: 3, 3>", "kernel = array<i64: 3, 3>, strides = array<i64: 0, 0>"
+        ),
+        "refuse",
+        tool="opt",
+        extra=("--disable-verify", "--tile-stages=budget=1K", "--lower-to-loops=budget=1K"),
+    )
     for v in ("-1.0", "0.0"):
         import re
 

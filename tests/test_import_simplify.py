@@ -374,3 +374,61 @@ def test_external_data_is_read_beside_the_model(tmp_path, monkeypatch) -> None:
     (d / "m.weights").unlink()
     with pytest.raises(ImportDiagnostic, match="external file 'm.weights'.*beside the model"):
         import_file(d / "m.onnx")
+
+
+# ------------------------------------------------------------ channel shuffle
+
+
+def test_single_axis_gather_finds_a_channel_shuffle_and_nothing_else() -> None:
+    from tigris_ir.frontend.simplify import single_axis_gather
+
+    shuffle = [
+        ("reshape", (1, 2, 3, 4, 5)),
+        ("transpose", (0, 2, 1, 3, 4)),
+        ("reshape", (1, 6, 4, 5)),
+    ]
+    assert single_axis_gather((1, 6, 4, 5), shuffle) == (1, [0, 3, 1, 4, 2, 5])
+    # a reshape there and back moves nothing: not a gather
+    same = [("reshape", (1, 2, 3, 4, 5)), ("reshape", (1, 6, 4, 5))]
+    assert single_axis_gather((1, 6, 4, 5), same) is None
+    # a transpose of H and W moves two axes
+    hw = [("reshape", (1, 6, 4, 5)), ("transpose", (0, 1, 3, 2)), ("reshape", (1, 6, 4, 5))]
+    assert single_axis_gather((1, 6, 4, 5), hw) is None
+    # space-to-depth style: channels and rows mix
+    mix = [
+        ("reshape", (1, 6, 2, 2, 5)),
+        ("transpose", (0, 2, 1, 3, 4)),
+        ("reshape", (1, 6, 4, 5)),
+    ]
+    assert single_axis_gather((1, 6, 4, 5), mix) is None
+
+
+def test_a_channel_shuffle_becomes_a_gather_that_tiles() -> None:
+    """ShuffleNet's Reshape(N, g, C/g, H, W) -> Transpose(0, 2, 1, 3, 4) ->
+    Reshape(N, C, H, W) between two convolutions imports as one nn.gather
+    along the channels, matches onnxruntime, and plans in strips at a
+    budget below the tensors' size (the 5-D reshapes needed them whole)."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        _i64("s5", [1, 2, 4, 16, 16]),
+        helper.make_node("Reshape", ["c1", "s5"], ["r5"], name="split_groups"),
+        helper.make_node("Transpose", ["r5"], ["t5"], name="swap", perm=[0, 2, 1, 3, 4]),
+        _i64("s4", [1, 8, 16, 16]),
+        helper.make_node("Reshape", ["t5", "s4"], ["sh"], name="merge_groups"),
+        helper.make_node("Conv", ["sh", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1]),
+    ]
+    consts = [n for n in nodes if n.op_type == "Constant"]
+    rest = [n for n in nodes if n.op_type != "Constant"]
+    model = _model(
+        consts + rest,
+        [_fm("x", 1, 3, 16, 16)],
+        [_fm("y", 1, 4, 16, 16)],
+        [_w("w1", 8, 3, 3, 3), _w("w2", 4, 8, 3, 3)],
+    )
+    x = RNG.standard_normal((1, 3, 16, 16)).astype(np.float32)
+    (want,) = ort_run(model, {"x": x})
+    imp = import_model(model)
+    names = op_names(imp.module)
+    assert "nn.gather" in names and "nn.reshape" not in names and "nn.transpose" not in names
+    assert_close(run_reference(imp.module, imp.weights, [x])[0], want)
+    tiled_equals_untiled(imp, x, 4096)  # one 16x16x8 f32 tensor alone is 8 KiB

@@ -16,7 +16,11 @@ and Identity nodes. This module removes them from the graph the importer sees:
 3. Identity, Dropout in inference mode (its mask output, when used, is a
    constant of ones) and a Cast to the type its input already has are removed,
    their outputs renamed to their inputs;
-4. nodes whose outputs nobody reads are dropped.
+4. nodes whose outputs nobody reads are dropped;
+5. a Reshape-Transpose-Reshape chain whose composite moves elements along one
+   axis only (ShuffleNet's channel shuffle: C -> g x C/g, swap, -> C) becomes
+   one Gather along that axis with constant indices, which tiles along the
+   other axes, where the chain's 5-D reshapes need the whole tensor at once.
 
 Before all this, onnxruntime's QOperator nodes (QLinearConv, ...) become the
 QDQ groups they stand for (`qoperator.py`), which the importer fuses.
@@ -397,6 +401,92 @@ def _live(
     return live
 
 
+def single_axis_gather(
+    shape: tuple[int, ...], ops: list[tuple[str, tuple[int, ...]]]
+) -> tuple[int, list[int]] | None:
+    """(axis, indices) when applying `ops` (("reshape", shape) or ("transpose",
+    perm), in order) to a tensor of `shape` gives a tensor of the same shape
+    equal to a gather of it along one axis; None otherwise (the identity is
+    not a gather here)."""
+    idx = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    y = idx
+    for kind, arg in ops:
+        y = y.reshape(arg) if kind == "reshape" else np.transpose(y, arg)
+    if y.shape != idx.shape or np.array_equal(y, idx):
+        return None
+    coords = np.unravel_index(y, shape)
+    moved = [a for a in range(len(shape)) if not np.array_equal(coords[a], np.indices(shape)[a])]
+    if len(moved) != 1:
+        return None
+    a = moved[0]
+    line = coords[a][(0,) * a + (slice(None),) + (0,) * (len(shape) - a - 1)]
+    indices = [int(v) for v in line]
+    if not np.array_equal(np.take(idx, indices, axis=a), y):
+        return None
+    return a, indices
+
+
+def _gathers_of_shuffles(
+    nodes: list[tuple[int, onnx.NodeProto]],
+    shapes: dict[str, tuple[int | str | None, ...]],
+    consts: dict[str, np.ndarray],
+    outputs: set[str],
+    removed: collections.Counter[str],
+) -> list[tuple[int, onnx.NodeProto]]:
+    """Item 5 of the module docstring: each Reshape -> Transpose -> Reshape
+    chain (inner values read by nothing else) that is a gather along one axis
+    becomes that Gather, numbered as the chain's first node."""
+    readers: collections.Counter[str] = collections.Counter(
+        n for _, node in nodes for n in node.input if n
+    )
+    for _, node in nodes:
+        for sub in subgraphs(node):
+            readers.update(captures(sub))
+    by_input = {n: k for k, (_, node) in enumerate(nodes) for n in node.input[:1] if n}
+    drop: set[int] = set()
+    out = list(nodes)
+
+    def static(n: str) -> tuple[int, ...] | None:
+        s = shapes.get(n)
+        if s is None or not all(isinstance(d, int) and d > 0 for d in s):
+            return None
+        return tuple(int(d) for d in s)  # type: ignore[arg-type]
+
+    for k, (i, r1) in enumerate(nodes):
+        if r1.op_type != "Reshape" or k in drop:
+            continue
+        chain = [k]
+        for want in ("Transpose", "Reshape"):
+            v = nodes[chain[-1]][1].output[0]
+            nxt = by_input.get(v)
+            if nxt is None or nodes[nxt][1].op_type != want or readers[v] != 1 or v in outputs:
+                break
+            chain.append(nxt)
+        if len(chain) != 3:
+            continue
+        t, r2 = nodes[chain[1]][1], nodes[chain[2]][1]
+        x = r1.input[0]
+        s0, s1, s3 = static(x), static(r1.output[0]), static(r2.output[0])
+        perm = next((list(a.ints) for a in t.attribute if a.name == "perm"), None)
+        if s0 is None or s1 is None or s3 is None or perm is None or int(np.prod(s0)) > 1 << 24:
+            continue
+        found = single_axis_gather(
+            s0, [("reshape", s1), ("transpose", tuple(perm)), ("reshape", s3)]
+        )
+        if found is None:
+            continue
+        axis, indices = found
+        name = f"{r2.output[0]}__gather_indices"
+        consts[name] = np.asarray(indices, np.int64)
+        gather = onnx.helper.make_node(
+            "Gather", [x, name], [r2.output[0]], name=r1.name, axis=axis
+        )
+        out[k] = (i, gather)
+        drop.update(chain[1:])
+        removed["Reshape-Transpose-Reshape (a Gather)"] += 1
+    return [n for k, n in enumerate(out) if k not in drop]
+
+
 def simplify(
     model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None
 ) -> Simplified:
@@ -427,6 +517,7 @@ def simplify(
         nodes = live
         if not progress or not any(n.op_type in _SHAPE_READERS for _, n in nodes):
             break
+    nodes = _gathers_of_shuffles(nodes, shapes, consts, {o.name for o in g.output}, removed)
     del g.node[:]
     g.node.extend(n for _, n in nodes)
     return Simplified(

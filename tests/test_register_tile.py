@@ -401,7 +401,7 @@ def test_detect_target_from_cpuinfo(flags: str, machine: str, isa: str, vnni: bo
 @pytest.mark.parametrize(
     ("name", "dot", "lanes"),
     [("avx512-vnni", "vpdpbusd", 16), ("avx512", "pmaddwd", 8), ("avx2", "pmaddwd", 8),
-     ("sse", "none", 4)],
+     ("sse", "none", 4), ("cortex-m7", "smlad", 2), ("cortex-m55", "vmladava", 2)],
 )
 def test_the_int8_instruction_is_the_targets(name: str, dot: str, lanes: int):
     """VNNI targets multiply int8 in u8 x s8 groups of four into zmm int32
@@ -413,4 +413,4 @@ def test_the_int8_instruction_is_the_targets(name: str, dot: str, lanes: int):
     assert g is not None and g.lanes == lanes
     p = rk.plan(t, g, 27, True, "rows")
     assert p.dot == dot and p.kp == -(-27 // rk.dot_group(dot)) * rk.dot_group(dot)
-    assert p.scratch == p.mc * p.kp * (1 if dot == "vpdpbusd" else 2)
+    assert p.scratch == p.mc * p.kp * rk.PACKED_BYTES[dot]

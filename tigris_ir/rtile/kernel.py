@@ -19,11 +19,11 @@ from typing import Literal
 from tigris_ir.rtile import model as rt
 from tigris_ir.rtile.targets import INT8_DOT_GROUP, Int8Dot, Target
 
-Dot = Literal["fma", "vpdpbusd", "pmaddwd", "none"]
+Dot = Literal["fma", "vpdpbusd", "pmaddwd", "smlad", "vmladava", "none"]
 """The multiply-accumulate of a kernel: float32 vector FMA (or mul + add where
 the unit has none), or one of the int8 instructions (`targets.Int8Dot`)."""
 
-DOTS: tuple[Dot, ...] = ("fma", "vpdpbusd", "pmaddwd", "none")
+DOTS: tuple[Dot, ...] = ("fma", "vpdpbusd", "pmaddwd", "smlad", "vmladava", "none")
 
 Packing = Literal["rows", "im2col"]
 """How A reaches the kernel: rows read in place (float32) or packed (int8), or
@@ -31,6 +31,12 @@ pixel rows gathered tap-major from the input (im2col)."""
 
 L2_PANEL_BYTES = 24 * 1024
 """The bytes of one K block of a weight panel the float kernel keeps hot."""
+
+PACKED_BYTES: dict[Int8Dot, int] = {
+    "vpdpbusd": 1, "pmaddwd": 2, "smlad": 2, "vmladava": 1, "none": 2
+}
+"""Bytes of one packed element of A per int8 instruction: unsigned bytes
+(`vpdpbusd`), signed bytes (`vmladava`) or int16 pairs (x - zero point)."""
 
 ROW_BLOCK = 64
 """The most rows of A one call of a kernel packs or gathers."""
@@ -80,6 +86,6 @@ def plan(target: Target, g: rt.Geometry, k: int, int8: bool, packing: Packing) -
     dot: Int8Dot = target.int8_dot
     group = INT8_DOT_GROUP[dot]
     kp = -(-k // group) * group
-    elt = 1 if dot == "vpdpbusd" else 2  # u8 groups, or int16 pairs
+    elt = PACKED_BYTES[dot]
     mc = _block_rows(g.rm, elt * kp, target.scratch_bytes)
     return KernelPlan(dot, kp, kp, mc, mc * kp * elt)

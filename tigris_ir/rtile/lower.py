@@ -40,6 +40,8 @@ def _into(plan: rk.KernelPlan) -> Attribute:
         return f32
     if plan.dot == "vpdpbusd":
         return IntegerType(8, Signedness.UNSIGNED)
+    if plan.dot == "vmladava":
+        return IntegerType(8, Signedness.SIGNED)
     return i16
 
 
@@ -56,7 +58,8 @@ def kernel(
     int8 = plan.dot != "fma"
     cv = rt.cover(g, g.rm, n)
     edges = list(range(1, g.rm))
-    unroll = UNROLL if g.rm == rt.rm_cap else 1
+    # the Cortex-M kernels' k loops run as written (a do-while of one group)
+    unroll = UNROLL if g.rm == rt.rm_cap and plan.dot not in ("smlad", "vmladava") else 1
     sweeps: list[Operation] = []
     if cv.n_full:
         sweeps.append(PanelsOp(0, cv.n_full, rt.columns(g), MicroOp(g, g.lanes, edges, unroll)))

@@ -160,19 +160,35 @@ def unit_of(arch: str, nbytes: int) -> VectorUnit | None:
     return None
 
 
-Int8Dot = Literal["vpdpbusd", "pmaddwd", "none"]
+Int8Dot = Literal["vpdpbusd", "pmaddwd", "smlad", "vmladava", "none"]
 """How the int8 kernels multiply-accumulate: AVX512-VNNI's u8 x s8 groups of four
-into int32 (`vpdpbusd`), AVX2's int16 pairs into int32 (`pmaddwd`, exact), or
-plain C loops (`none`). An instruction selection for another ISA (the Cortex-M
-DSP extension's SMLAD, Helium's VMLADAVA) is one more name here, with its group
-and width in the two tables below and its case in `Target.int8_dot`."""
+into int32 (`vpdpbusd`), AVX2's int16 pairs into int32 (`pmaddwd`, exact), the
+Cortex-M DSP extension's dual 16-bit multiply-accumulate into one 32-bit
+general register (`smlad`: A widened to int16 pairs when packed, B's int8
+groups of four widened in the loop by SXTB16), Helium's sum of sixteen int8
+products into a general register (`vmladava`: VMLADAVA.S8 over Q registers),
+or plain C loops (`none`)."""
 
-INT8_DOT_GROUP: dict[Int8Dot, int] = {"vpdpbusd": 4, "pmaddwd": 2, "none": 1}
-"""The k steps one dot-product instruction consumes per lane."""
+INT8_DOT_GROUP: dict[Int8Dot, int] = {
+    "vpdpbusd": 4, "pmaddwd": 2, "smlad": 4, "vmladava": 16, "none": 1
+}
+"""The k steps one dot-product instruction consumes per lane (for `smlad`, the
+k steps one 32-bit word of packed B holds: two SMLADs of two)."""
 
-INT8_DOT_BYTES: dict[Int8Dot, int] = {"vpdpbusd": 64, "pmaddwd": 32, "none": 32}
+INT8_DOT_BYTES: dict[Int8Dot, int] = {
+    "vpdpbusd": 64, "pmaddwd": 32, "smlad": 8, "vmladava": 8, "none": 32
+}
 """The accumulator register width (bytes) the int8 kernels use with each
-instruction: zmm for VNNI, ymm for AVX2 (the plain loops count in AVX2's)."""
+instruction: zmm for VNNI, ymm for AVX2 (the plain loops count in AVX2's); the
+Cortex-M kernels keep one int32 accumulator per general register and count
+them in pairs (8 bytes: a "vector" of two columns, `GPR_PAIRS` of them)."""
+
+GPR_PAIRS = 6
+"""The pairs of general registers the Cortex-M int8 micro-kernels (`smlad`,
+`vmladava`) tile accumulators in: r0-r12 and lr less the A, B and loop-end
+pointers the k loop keeps live leave 11, which hold a 4 x 2 tile's eight
+accumulators, one B pair and one streaming A word -- resident_floor of
+rm4 rn1 lanes2, counted in pairs (6, the A word rounded up to a pair)."""
 
 
 @dataclass(frozen=True)
@@ -217,7 +233,12 @@ class Target:
 
     @property
     def int8_dot(self) -> Int8Dot:
-        """The int8 multiply-accumulate of this target's kernels."""
+        """The int8 multiply-accumulate of this target's kernels (on a
+        Cortex-M: Helium's where the CPU has MVE, else the DSP extension's)."""
+        if self.mcu is not None:
+            if self.mcu.mve != "none":
+                return "vmladava"
+            return "smlad" if self.mcu.dsp else "none"
         if self.isa == "avx512" and self.vnni:
             return "vpdpbusd"
         if self.isa in ("avx2", "avx512"):
@@ -227,7 +248,11 @@ class Target:
     def int8_file(self) -> Target:
         """The register file the int8 kernels tile: int32 accumulators in the
         width their dot-product instruction works on (`INT8_DOT_BYTES`)."""
-        width = min(self.vector_bytes, INT8_DOT_BYTES[self.int8_dot])
+        dot = self.int8_dot
+        if dot in ("smlad", "vmladava"):
+            return replace(self, vector_bytes=INT8_DOT_BYTES[dot], vector_registers=GPR_PAIRS,
+                           elt_bytes=4)
+        width = min(self.vector_bytes, INT8_DOT_BYTES[dot])
         return replace(self, vector_bytes=width, elt_bytes=4)
 
     @property

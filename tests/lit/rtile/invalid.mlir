@@ -78,7 +78,7 @@ func.func @mixed(%a: tensor<8x4xf32>, %b: tensor<4x16xi8>) -> tensor<8x16xf32> {
 
 // -----
 
-// CHECK: rtile.kernel: unknown multiply-accumulate 'fmac' (one of fma, vpdpbusd, pmaddwd, none)
+// CHECK: rtile.kernel: unknown multiply-accumulate 'fmac' (one of fma, vpdpbusd, pmaddwd, smlad, vmladava, none)
 func.func @dot(%y: tensor<4x16xf32>) {
   rtile.kernel %y dot "fmac" k 4 n 16 groups 1 : tensor<4x16xf32> {
     rtile.row_blocks rows 64 {

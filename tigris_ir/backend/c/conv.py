@@ -53,6 +53,7 @@ import numpy as np
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
+from tigris_ir.backend.c import arm_m
 from tigris_ir.backend.c.band import CLoweringError, CTensor, CUnit, c_type, register
 from tigris_ir.dialects import nn
 from tigris_ir.dialects.rtile import (
@@ -562,6 +563,12 @@ class _Panels:
         return self.plan.dot == "vpdpbusd"
 
     @property
+    def offset_rows(self) -> bool:
+        """Whether the packed rows hold x - zp plus an offset the bias takes
+        off (`vpdpbusd`: unsigned bytes; `vmladava`: signed bytes)."""
+        return self.plan.dot in ("vpdpbusd", "vmladava")
+
+    @property
     def size(self) -> int:
         return self.kp * self.npad
 
@@ -574,7 +581,9 @@ class _Panels:
         )
 
 
-INT8_LANES: dict[str, tuple[int, ...]] = {"vpdpbusd": (16, 8), "pmaddwd": (8,), "none": (8,)}
+INT8_LANES: dict[str, tuple[int, ...]] = {
+    "vpdpbusd": (16, 8), "pmaddwd": (8,), "smlad": (2,), "vmladava": (2,), "none": (8,)
+}
 """The int32 lanes the int8 kernels of each instruction are written for."""
 
 
@@ -711,6 +720,8 @@ def panels_of(kern: KernelOp, target: tg.Target) -> _Panels:
             f"the {dot} kernels run {widths} int32 lanes, not the {lanes} of this rtile.kernel"
         )
     vu = target.unit(lanes) or tg.unit_of(target.arch, 4 * lanes)
+    if vu is None and dot in arm_m.ARM_DOTS:  # general registers, no vector unit
+        vu = tg.VectorUnit(4 * lanes, f"defined({arm_m.GUARD[dot]})", "0", "")
     if vu is None:
         raise CLoweringError(f"no vector unit of {4 * lanes} bytes on {target.arch}")
     return _Panels(
@@ -765,6 +776,8 @@ def _pack_b(p: _Panels, b: np.ndarray) -> np.ndarray:
         blk[: p.k, :cols] = b[:, j0 : j0 + cols]
         if p.group > 1:
             blk = blk.reshape(p.kp // p.group, p.group, w).transpose(0, 2, 1)
+            if p.plan.dot == "smlad":
+                blk = blk[:, :, arm_m.pack_order(p.group)]
         parts.append(blk.reshape(-1))
     return np.concatenate(parts) if parts else np.zeros(0, b.dtype)
 
@@ -774,8 +787,11 @@ def bias_cols(p: _Panels, b: np.ndarray, bias: np.ndarray, xzp: int, xt: str) ->
     panels' columns: the bias itself, or for `vpdpbusd`, whose packed rows
     hold x - zp + offset (`_x_offset`), the bias less offset * B's column sums."""
     out = np.asarray(bias, np.int64).reshape(-1)
-    if p.vnni:
-        off = xzp + 128 if xt == "int8_t" else xzp
+    if p.offset_rows:
+        if p.vnni:
+            off = xzp + 128 if xt == "int8_t" else xzp
+        else:
+            off = xzp - 128 if xt == "uint8_t" else xzp
         out = out - off * np.asarray(b, np.int64).sum(axis=0)
     return _pad_cols(p, out.astype(np.int32))
 
@@ -1006,6 +1022,11 @@ def _vnni_tile(
     return _helper(unit, key, f"tg_vmk{lanes}_{r}x{v}_{last}", build)
 
 
+def _row_offset(p: _Panels, q: _Q) -> int:
+    """What a kernel's packed rows (and a pad tap) hold less than x - zp."""
+    return arm_m.row_offset(q) if p.plan.dot == "vmladava" else _x_offset(q)
+
+
 def _x_offset(q: _Q) -> int:
     """The unsigned byte an input's zero point is in the `vpdpbusd` kernels'
     packed rows (int8 inputs are offset by 128 to make them unsigned)."""
@@ -1168,8 +1189,9 @@ def _port_accum(p: _Panels, acc: str, bp: str, k: str, av: str, indent: str) -> 
     out = []
     g = p.group
     if g > 1:
-        row_f = f"(long)(({k}) / {g}) * {g * p.nr} + (({k}) % {g})"
-        row_t = f"(long)(({k}) / {g}) * {g * p.ntp} + (({k}) % {g})"
+        within = arm_m.b_index(k) if p.plan.dot == "smlad" else f"(({k}) % {g})"
+        row_f = f"(long)(({k}) / {g}) * {g * p.nr} + {within}"
+        row_t = f"(long)(({k}) / {g}) * {g * p.ntp} + {within}"
     else:
         row_f = f"(long)({k}) * {p.nr}"
         row_t = f"(long)({k}) * {p.ntp}"
@@ -1195,13 +1217,14 @@ def _port_bias(p: _Panels, q: _Q, groups: int, gs: int) -> list[str]:
     """Plain C: `b0`, the bias the plain loops start from. For `vpdpbusd`
     kernels it is the stored bias plus the offset times B's column sums
     (what `bias_cols` took off), rebuilt from the panels once per call."""
-    if not p.vnni:
+    if not p.offset_rows:
         return ["  const int32_t *b0 = bias;"]
     npad = groups * p.npad
     out = [f"  int32_t b0[{npad}];", f"  for (int j = 0; j < {npad}; ++j) b0[j] = bias[j];"]
     out += [f"  for (int gi = 0; gi < {groups}; ++gi)", f"  for (int k = 0; k < {p.k}; ++k) {{"]
     out += _port_accum(
-        p, f"(b0 + gi * {p.npad})", f"(bp + (long)gi * {gs})", "k", str(_x_offset(q)), "    "
+        p, f"(b0 + gi * {p.npad})", f"(bp + (long)gi * {gs})", "k", _lit(_row_offset(p, q)),
+        "    ",
     )
     return out + ["  }"]
 
@@ -1243,11 +1266,20 @@ def _matrix_rows(unit: CUnit, p: _Panels, q: _Q | None, at: str) -> str:
 
         return _helper(unit, f"fmat.{p.key()}", f"tg_fmat_{p.k}x{p.n}", build)
 
-    _i8_prelude(unit)
+    if p.plan.dot not in arm_m.ARM_DOTS:
+        _i8_prelude(unit)
     unit.scratch(p.plan.scratch)
 
     def build_i(name: str) -> str:
-        if p.vnni:
+        if p.plan.dot in arm_m.ARM_DOTS:
+            dot = p.plan.dot
+            blk, guard, buft = arm_m.block(unit, p, q), arm_m.GUARD[dot], arm_m.PACKED_TYPE[dot]
+            if dot == "vmladava":
+                value = arm_m.packed_value(q, "s[k]")
+            else:
+                value = f"(int16_t)(s[k] - {_lit(q.xzp)})"
+            pad = [f"      for (int k = {p.k}; k < {p.kp}; ++k) d[k] = 0;"] if p.kp > p.k else []
+        elif p.vnni:
             blk, guard, buft = _vnni_block(unit, p, q), "TG_VNNI", "uint8_t"
             value = _to_u8(q, "s[k]")
             pad = [f"      for (int k = {p.k}; k < {p.kp}; ++k) d[k] = 0;"] if p.kp > p.k else []
@@ -1650,6 +1682,10 @@ def _emit_im2col(
     if q is None:
         guard = _gebp_prelude(unit, p.unit)
         bt, it, buft = "float", "float", "float"
+    elif p.plan.dot in arm_m.ARM_DOTS:
+        arm_m.prelude(unit)
+        guard, bt, it = arm_m.GUARD[p.plan.dot], "int8_t", "int32_t"
+        buft = arm_m.PACKED_TYPE[p.plan.dot]
     elif p.vnni:
         _vnni_prelude(unit)
         guard, bt, it, buft = "TG_VNNI", "int8_t", "int32_t", "uint8_t"
@@ -1663,11 +1699,13 @@ def _emit_im2col(
     acc = "float" if q is None else "int32_t"
     key = f"im2col.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q)}.{p.key()}"
     # what a tap outside the image holds: zero, or the zero point's byte
-    pad_byte = _x_offset(q) if q is not None and p.vnni else 0
+    pad_byte = _row_offset(p, q) & 0xFF if q is not None and p.offset_rows else 0
 
     def build(name: str) -> str:
         if q is None:
             blk = _f32_block(unit, p)
+        elif p.plan.dot in arm_m.ARM_DOTS:
+            blk = arm_m.block(unit, p, q)
         else:
             blk = _vnni_block(unit, p, q) if p.vnni else _i8_block(unit, p, q)
         out = _header(name, _conv_params(xt, yt, mid))
@@ -1795,6 +1833,8 @@ def _gather(q: _Q | None, p: _Panels, n: str | int) -> str:
         return f"memcpy(dt, s, {n} * sizeof(float));"
     if p.vnni:
         return f"for (int ci = 0; ci < {n}; ++ci) dt[ci] = {_to_u8(q, 's[ci]')};"
+    if p.plan.dot == "vmladava":
+        return f"for (int ci = 0; ci < {n}; ++ci) dt[ci] = {arm_m.packed_value(q, 's[ci]')};"
     return f"for (int ci = 0; ci < {n}; ++ci) dt[ci] = (int16_t)(s[ci] - {_lit(q.xzp)});"
 
 

@@ -1,0 +1,85 @@
+"""The Cortex-M int8 kernels (`smlad` on the DSP extension, `vmladava` on Helium).
+
+On this machine: their portable branch (what a compiler targeting neither
+extension builds, over the same packed panels and corrected bias) against
+numpy, and the printed C of a network cross-compiled with arm-none-eabi-gcc at
+the target's flags, warnings as errors, the instruction present in the object.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tigris_ir.backend.c import gebp
+from tigris_ir.rtile import autotune
+from tigris_ir.rtile import model as rt
+from tigris_ir.rtile.targets import get_target
+
+GCC = shutil.which("arm-none-eabi-gcc")
+CORTEX = ("cortex-m4", "cortex-m7", "cortex-m55")
+INSTRUCTION = {"smlad": "smlad", "vmladava": "vmladava.s8"}
+
+
+@pytest.mark.parametrize("name", CORTEX)
+@pytest.mark.parametrize(("m", "n", "k"), [(13, 10, 27), (4, 2, 4), (1, 7, 40), (9, 16, 33)])
+def test_portable_branch_is_bit_exact(name: str, m: int, n: int, k: int):
+    """Without the extension the kernel's plain loops read B in the order
+    the instruction's packing left it (k0 k2 k1 k3 for smlad; groups of
+    sixteen for vmladava, whose bias took the rows' offset off)."""
+    target = get_target(name)
+    g = rt.default(target.int8_file(), m, n)
+    assert g is not None
+    p = gebp.Problem(m, n, k, "int8")
+    kernel = gebp.build(g, p, target)
+    assert kernel.plan.dot == target.int8_dot
+    a, b, bias, mult = autotune.operands(p, seed=k)
+    assert mult is not None
+    call, y = autotune.call_of(kernel, a, b, bias, mult)
+    call()
+    acc = a.astype(np.int32) @ b.astype(np.int32) + bias
+    want = np.clip(np.rint(acc.astype(np.float32) * mult), -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(y, want)
+
+
+def _network_c(name: str, model: str, tmp: Path) -> str:
+    from xdsl.context import Context
+
+    from tests import zoo
+    from tigris_ir.backend.c.network import print_network
+    from tigris_ir.frontend.onnx_import import import_file
+    from tigris_ir.passes.lower_gebp import tile_and_lower
+    from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+    from tigris_ir.passes.plan_arena import PlanArenaPass
+
+    path = tmp / f"{model}.onnx"
+    zoo.write(model, path, int8=True)
+    imp = import_file(path)
+    budget = 64 * 1024
+    LowerToLoopsPass(budget=budget).apply(Context(), imp.module)
+    tile_and_lower(imp.module, name)
+    PlanArenaPass(budget=budget).apply(Context(), imp.module)
+    return print_network(imp.module, weights=imp.weights, verify=False).c
+
+
+@pytest.mark.skipif(GCC is None, reason="arm-none-eabi-gcc not installed (gcc-arm-none-eabi)")
+@pytest.mark.parametrize("name", CORTEX)
+def test_network_cross_compiles_with_the_instruction(name: str, tmp_path: Path):
+    """The int8 DS-CNN's C for a Cortex-M target builds with exactly the
+    target's flags, -Wall -Wextra -Werror, and its object multiplies with
+    the target's instruction (in gcc's assembly: this binutils' objdump
+    does not decode MVE)."""
+    assert GCC is not None
+    target = get_target(name)
+    src = tmp_path / "net.c"
+    src.write_text(_network_c(name, "ds_cnn", tmp_path))
+    asm = tmp_path / "net.s"
+    flags = ["-std=c99", "-O2", "-ffp-contract=off", *target.cflags()]
+    cmd = [GCC, *flags, "-Wall", "-Wextra", "-Werror", "-S", str(src), "-o", str(asm)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert f"\t{INSTRUCTION[target.int8_dot]}\t" in asm.read_text()

@@ -432,3 +432,43 @@ def test_a_channel_shuffle_becomes_a_gather_that_tiles() -> None:
     assert "nn.gather" in names and "nn.reshape" not in names and "nn.transpose" not in names
     assert_close(run_reference(imp.module, imp.weights, [x])[0], want)
     tiled_equals_untiled(imp, x, 4096)  # one 16x16x8 f32 tensor alone is 8 KiB
+
+
+# ------------------------------------------------------ checker diagnostics
+
+
+def test_a_checker_error_inside_a_body_names_the_if_and_the_body_node() -> None:
+    """onnx's checker nests a body's error inside its If's; the diagnostic
+    names both nodes and gives the innermost rule (it said only
+    'Inference error(s):'). An unnamed node is found by its operator."""
+    from tigris_ir.frontend.validate import check_model
+
+    out = _fm("y", 1, 4)
+    then = helper.make_graph(
+        [helper.make_node("Softmax", ["x"], ["t"], name="bad_softmax", axis=5)],
+        "then_body",
+        [],
+        [_fm("t", 1, 4)],
+    )
+    els = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["e"], name="ok_relu")], "else_body", [], [_fm("e", 1, 4)]
+    )
+    node = helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=els)
+    g = helper.make_graph([node], "g", [_fm("c", dtype=TensorProto.BOOL), _fm("x", 1, 4)], [out])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(Exception) as e:
+        check_model(m.SerializeToString(), m, "m.onnx")
+    assert str(e.value) == (
+        "m.onnx: node 0 'branch' (If): body node 'bad_softmax' (Softmax): error: "
+        "'axis' must be in [-2 , 1]. Its actual value is: 5"
+    )
+    conv = helper.make_node("Conv", ["x", "w"], ["y"], strides=[0, 0])
+    g = helper.make_graph(
+        [conv], "g", [_fm("x", 1, 3, 8, 8)], [_fm("y", 1, 4, 6, 6)], [_w("w", 4, 3, 3, 3)]
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(Exception) as e:
+        check_model(m.SerializeToString(), m, "m.onnx")
+    assert str(e.value) == (
+        "m.onnx: node 0 '' (Conv): error: Attribute strides must only contain positive values"
+    )

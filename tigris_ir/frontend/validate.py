@@ -142,17 +142,27 @@ def _check_declared(vi: onnx.ValueInfoProto, origin: str) -> None:
         check_tensor_size(f"{origin}: value '{vi.name}'", "the tensor", static, size)
 
 
-_NODE_ERROR = re.compile(r"\(op_type:(\w+), node name: ([^)]*)\): (.*?)(?=\(op_type:|$)")
+_NODE_ERROR = re.compile(r"\(op_type:(\w+)(?:, node name: ([^)]*))?\): (.*?)(?=\(op_type:|$)")
 
 
 def _checker_diagnostic(e: Exception, model: onnx.ModelProto, origin: str) -> ModelInvalid:
     text = " ".join(str(e).split()) or type(e).__name__
-    m = _NODE_ERROR.search(text)
-    if m is not None:
-        op, name, rule = m.group(1), m.group(2), m.group(3).strip()
-        idx = next((i for i, n in enumerate(model.graph.node) if n.name == name), None)
-        rule = re.sub(r"^(\[\w+\] )+", "", rule)
+    found = list(_NODE_ERROR.finditer(text))
+    if found:
+        # an error inside a subgraph (If, Loop, Scan bodies) names the node that
+        # holds the body, then the body's node: the rule is the innermost's
+        m = found[0]
+        op, name = m.group(1), m.group(2) or ""
+        rule = re.sub(r"^(\[\w+\] )+", "", found[-1].group(3).strip())
+        nodes = model.graph.node
+        if name:
+            idx = next((i for i, n in enumerate(nodes) if n.name == name), None)
+        else:  # an unnamed node: known when it is the only one of its operator
+            same = [i for i, n in enumerate(nodes) if n.op_type == op]
+            idx = same[0] if len(same) == 1 else None
         where = f"{origin}: node {idx if idx is not None else '?'} '{name}' ({op})"
+        for inner in found[1:]:
+            where += f": body node '{inner.group(2) or ''}' ({inner.group(1)})"
         if idx is not None and rule.startswith(("Inferred shape and existing", "Inferred elem")):
             outs = ", ".join(f"'{o}'" for o in model.graph.node[idx].output if o)
             rule = f"the declared type of {outs} contradicts the inferred one: {rule}"

@@ -7,7 +7,8 @@ non-depthwise convolution as an implicit GEMM (im2col rows) with n = Cout/group
 and k = kh*kw*Cin/group. The pass attaches the geometry `register_tile.default`
 picks for the site (`rtile.geom`), its decomposition (`rtile.cover`) and the
 target it was fitted to (`rtile.target`). Depthwise convolutions are no matrix
-product and are left alone.
+product; for a Cortex-M target they get the `rtile.target` alone, which selects
+the CPU's depthwise kernel (DSP or Helium) in the C.
 
 On a loop-level plan (after `lower-to-loops`) the sites are the `nn` ops in the
 bodies of `loop.band` ops, and m is the rows of the largest band the op
@@ -23,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException, VerifyException
@@ -120,6 +121,9 @@ class GebpTilePass(ModulePass):
         for site_op, site in list(decide.sites(op)):
             g = self._choose(site_op, site, decide.file_of(target, site), config, cache, asked)
             decide.set_geometry(site_op, site, g, label)
+        if target.mcu is not None:  # the Cortex-M depthwise kernels are the CPU's
+            for dw in decide.depthwise_ops(op):
+                dw.attributes[TARGET] = StringAttr(label)
 
     def _choose(
         self,

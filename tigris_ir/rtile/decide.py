@@ -40,6 +40,22 @@ def sites(module: ModuleOp) -> Iterator[tuple[Operation, Site]]:
                 yield op, site
 
 
+def depthwise_ops(module: ModuleOp) -> Iterator[Operation]:
+    """The depthwise convolutions of a module's plan functions (every
+    function where the module holds no plan)."""
+    from tigris_ir.dialects import nn
+
+    plan = holds_plan(module)
+    for fn in module.ops:
+        if not isinstance(fn, func.FuncOp) or (plan and "loop.plan" not in fn.attributes):
+            continue
+        for op in fn.walk():
+            if isinstance(op, nn.ConvOp) and op.groups() > 1:
+                c = nn.shape_of(op.input)[-1]
+                if op.groups() == c == nn.shape_of(op.output)[-1]:
+                    yield op
+
+
 def file_of(target: tg.Target, site: Site) -> tg.Target:
     """The register file a site's geometry is fitted to: the target's own, or
     that of its int8 instruction."""

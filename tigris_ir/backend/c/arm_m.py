@@ -109,10 +109,15 @@ static inline __attribute__((always_inline, unused)) int32_t tg_rqf(int32_t acc,
 #ifdef TG_DSP
 /* a compiler barrier: the odd pairs' words of B are loaded again, not kept */
 #define TG_MEMBAR() __asm__ volatile("" ::: "memory")
-/* SXTB16 of x rotated right by 8: bytes 1 and 3 as an int16 pair. */
+/* SXTB16 (UXTB16) of x rotated right by 8: bytes 1 and 3 as an int16 pair. */
 static inline __attribute__((always_inline, unused)) int32_t tg_sxtb16r8(int32_t x) {
   int32_t r;
   __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+  return r;
+}
+static inline __attribute__((always_inline, unused)) int32_t tg_uxtb16r8(int32_t x) {
+  int32_t r;
+  __asm__("uxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
   return r;
 }
 #endif"""
@@ -254,3 +259,171 @@ def block(unit: CUnit, p: _Panels, q: _Q) -> str:
 
     key = f"ablk.{p.key()}.{q.xt}.{q.xzp}.{q.yt}.{q.yzp}"
     return _helper(unit, key, f"tg_agebp_{p.k}x{p.n}", build)
+
+
+# ---------------------------------------------------------------------------
+# depthwise convolutions
+
+
+def depthwise_isa(target_name: str | None) -> str | None:
+    """The extension an int8 depthwise convolution of a Cortex-M target runs
+    on ("mve", "dsp"), from the op's `rtile.target` (gebp-tile's); None for
+    any other target (the x86 and portable kernels)."""
+    from tigris_ir.rtile import targets as tg
+
+    if target_name is None or target_name not in tg.PRESETS:
+        return None
+    mcu = tg.PRESETS[target_name].mcu
+    if mcu is None:
+        return None
+    if mcu.mve != "none":
+        return "mve"
+    return "dsp" if mcu.dsp else None
+
+
+def depthwise_consts(w: np.ndarray, bias: np.ndarray, xzp: int, c: int, cp: int):
+    """The weights (taps, cp) as int16 in the DSP kernel's pair order (per
+    four channels: c0 c2 c1 c3, the halves SMLABB / SMLATT take), as int32
+    for the MVE kernel, and the bias less zp * the taps' weight sums (the
+    kernels multiply x itself; a pad tap holds the zero point)."""
+    taps = w.shape[0]
+    wq = np.zeros((taps, cp), np.int64)
+    wq[:, :c] = w
+    order = np.arange(cp).reshape(-1, 4)[:, [0, 2, 1, 3]].reshape(-1)
+    w16 = wq[:, order].astype(np.int16)
+    b = np.zeros(cp, np.int64)
+    b[:c] = np.asarray(bias, np.int64)[:c] - xzp * wq[:, :c].sum(axis=0)
+    return w16, wq.astype(np.int32), b.astype(np.int32)
+
+
+def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
+    """An int8 depthwise convolution on a Cortex-M extension: per output pixel
+    one pointer per tap (the pad row of zero points where a tap leaves the
+    image); with the DSP extension four channels per word, SXTB16 (UXTB16)
+    splitting them into the even and the odd pair and SMLABB / SMLATT taking
+    each half; with Helium sixteen (then four) channels widened to int32
+    lanes (VLDRB.S32, VMUL, VADD) and requantized in lanes (VCVT, VMUL, VCVTN round
+    to nearest even, VQADD of the zero point, clamp, VSTRB). The channels left
+    over, and every channel where the compiler targets neither extension, run
+    the plain loop with `tigris_requant`."""
+    from tigris_ir.backend.c import conv as cv
+
+    prelude(unit)
+    x = ins[0]
+    xt, yt = x.ctype, y.ctype
+    c, taps = g.c, g.taps
+    cp = -(-c // 4) * 4
+    guard = "TG_MVE" if isa == "mve" else "TG_DSP"
+    mid = [
+        "const int16_t *restrict w16",
+        "const int32_t *restrict w32",
+        "const int32_t *restrict bias",
+        "const float *restrict mult",
+        f"const {xt} *restrict pad",
+    ]
+    key = f"adw.{isa}.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{cv._qkey(q)}"
+    sat = "__usat" if yt == "uint8_t" else "__ssat"
+    ext, extr = (
+        ("__uxtb16", "tg_uxtb16r8") if xt == "uint8_t" else ("__sxtb16", "tg_sxtb16r8")
+    )
+
+    def dsp_channels() -> list[str]:
+        out = [
+            f"        for (; c0 + 4 <= {c}; c0 += 4) {{",
+            "          int32_t a0 = bias[c0], a1 = bias[c0 + 1], a2 = bias[c0 + 2],"
+            " a3 = bias[c0 + 3];",
+            "          const int16_t *wt = w16 + c0;",
+            f"          for (int t = 0; t < {taps}; ++t) {{",
+            "            const int32_t xv = tg_ldw(tp[t] + c0);",
+            f"            const int32_t xe = {ext}(xv), xo = {extr}(xv);",
+            f"            const int32_t we = tg_ldw(wt + t * {cp}),"
+            f" wo = tg_ldw(wt + t * {cp} + 2);",
+            "            a0 = __smlabb(xe, we, a0); a2 = __smlatt(xe, we, a2);",
+            "            a1 = __smlabb(xo, wo, a1); a3 = __smlatt(xo, wo, a3);",
+            "          }",
+        ]
+        out += [
+            f"          yp[c0 + {j}] = ({yt}){sat}(tg_rqf(a{j}, mult[c0 + {j}], {q.yzp}), 8);"
+            for j in range(4)
+        ]
+        return [*out, "        }"]
+
+    def mve_channels(nv: int) -> list[str]:
+        ld = "vldrbq_u32" if xt == "uint8_t" else "vldrbq_s32"
+        cast = "vreinterpretq_s32_u32" if xt == "uint8_t" else ""
+        out = [
+            f"        for (; c0 + {4 * nv} <= {c}; c0 += {4 * nv}) {{",
+            *(f"          int32x4_t a{j} = vldrwq_s32(bias + c0 + {4 * j});" for j in range(nv)),
+            f"          for (int t = 0; t < {taps}; ++t) {{",
+            f"            const {xt} *p_ = tp[t] + c0;",
+            f"            const int32_t *w_ = w32 + t * {cp} + c0;",
+        ]
+        out += [
+            f"            a{j} = vaddq_s32(a{j}, vmulq_s32({cast}({ld}(p_ + {4 * j})),"
+            f" vldrwq_s32(w_ + {4 * j})));"
+            for j in range(nv)
+        ]
+        out.append("          }")
+        for j in range(nv):
+            out += [
+                f"          {{ float32x4_t v_ = vmulq_f32(vcvtq_f32_s32(a{j}),"
+                f" vldrwq_f32(mult + c0 + {4 * j}));",
+                f"            int32x4_t r_ = vqaddq_n_s32(vcvtnq_s32_f32(v_), {q.yzp});",
+                f"            r_ = vminq_s32(vmaxq_s32(r_, vdupq_n_s32({q.lo})),"
+                f" vdupq_n_s32({q.hi}));",
+                f"            vstrbq_s32((int8_t *)(void *)(yp + c0 + {4 * j}), r_); }}",
+            ]
+        return [*out, "        }"]
+
+    def build(name: str) -> str:
+        out = cv._header(name, cv._conv_params(xt, yt, mid))
+        out.append("  (void)w16; (void)w32;")
+        out += cv._unpack("xb", "x", 4) + cv._unpack("yb", "y", 4)
+        out += cv._batch_loop(xv, yv, xt, yt)
+        out.append("    for (int oy = yl1; oy < yl1 + yn1; ++oy) {")
+        out += cv._row_offsets(g, xv)
+        out += [
+            f"      {yt} *yr = yn + (long)(oy - yl1) * {yv.strides[1]};",
+            "      for (int ox = yl2; ox < yl2 + yn2; ++ox) {",
+            f"        const {xt} *tp[{taps}];",
+            f"        const int ix0 = ox * {g.sw} - {g.pl};",
+            f"        for (int ky = 0; ky < {g.kh}; ++ky)",
+            f"        for (int kx = 0; kx < {g.kw}; ++kx) {{",
+            f"          const int ix = ix0 + kx * {g.dw};",
+            f"          if (rok[ky] && ix >= 0 && ix < {g.w}) {{",
+            "            TIGRIS_BOUND(ix >= xl2 && ix < xl2 + xn2);",
+            f"            tp[ky * {g.kw} + kx] = xn + roff[ky]"
+            f" + (long)(ix - xl2) * {xv.strides[2]};",
+            "          } else {",
+            f"            tp[ky * {g.kw} + kx] = pad;",
+            "          }",
+            "        }",
+            f"        {yt} *yp = yr + (long)(ox - yl2) * {yv.strides[2]};",
+            "        int c0 = 0;",
+            f"#ifdef {guard}",
+        ]
+        out += mve_channels(4) + mve_channels(1) if isa == "mve" else dsp_channels()
+        out += [
+            "#endif",
+            f"        for (int c = c0; c < {c}; ++c) {{",
+            "          int32_t s = bias[c];",
+            f"          for (int t = 0; t < {taps}; ++t)"
+            f" s += (int32_t)tp[t][c] * w32[t * {cp} + c];",
+            f"          yp[c] = {cv._store(q, 's', 'mult[c]')};",
+            "        }",
+            "      }",
+            "    }",
+            "  }",
+            "}",
+        ]
+        return "\n".join(out)
+
+    name = cv._helper(unit, key, f"tg_adw_{g.kh}x{g.kw}s{g.sh}x{g.sw}_{c}", build)
+    w = np.asarray(ins[1].value).reshape(c, taps).T  # (taps, C)
+    w16, w32, bias = depthwise_consts(w, np.asarray(ins[2].value), q.xzp, c, cp)
+    m = np.zeros(cp, np.float32)
+    m[:c] = cv._multipliers(q, np.asarray(ins[3].value), c)
+    padv = np.full(cp, q.xzp, cv._NP[xt])
+    args = [unit.const(h, v) for h, v in
+            (("aw16", w16), ("aw32", w32), ("ab", bias), ("am", m), ("apad", padv))]
+    return f"  {name}({x.name}, {xv.bounds()}, {', '.join(args)}, {y.name}, {yv.bounds()});"

@@ -590,6 +590,12 @@ def _semantic(d: Path, rng: np.random.Generator) -> Iterator[Case]:
         p.write_bytes(data[:i] + b"\xff\xfe" + data[i + 2 :])
         yield Case("semantic", p.name, "opt", (str(p),), "refuse", (p.name, "UTF-8"))
     m = base_conv(rng)
+    m.graph.name = "GRAPHNAME"
+    data = m.SerializeToString()
+    p = d / "graph_name_not_utf8.onnx"
+    p.write_bytes(data.replace(b"GRAPHNAME", b"\x97RAPHNAME"))
+    yield Case("semantic", p.name, "opt", (str(p),), "refuse", (p.name, "graph's name", "UTF-8"))
+    m = base_conv(rng)
     m.graph.input[0].type.tensor_type.elem_type = TensorProto.DOUBLE
     yield refuse("input_double", m, "x")
 

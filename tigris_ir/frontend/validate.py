@@ -106,6 +106,7 @@ def _check_text(g: onnx.GraphProto, origin: str) -> None:
         if not isinstance(value, str):
             raise ModelInvalid(origin, f"{what} is not valid UTF-8 text: {value!r:.60}")
 
+    bad(g.name, "the graph's name")
     for i, n in enumerate(g.node):
         for key in ("name", "op_type", "domain"):
             bad(getattr(n, key), f"the {key} of node {i}")

@@ -19,8 +19,8 @@
   is corrected at print time for the packed rows' offset (`conv.bias_cols`).
 
 Both end in one requantization per output (`tg_rqf`: the float32 rule of
-`tigris_requant` with the round-half-even done by adding and subtracting
-1.5 * 2**23, no library call, then SSAT / USAT). Each kernel sits under the
+`tigris_requant` without a library call -- VCVTR on an FPU, else the round
+half to even by adding and subtracting 1.5 * 2**23 -- then SSAT / USAT). Each kernel sits under the
 preprocessor condition of its extension (`TG_DSP`, `TG_MVE`); a compiler
 that targets neither builds the portable loops over the same panels.
 """
@@ -75,13 +75,13 @@ def prelude(unit: CUnit) -> None:
     """The helpers of the Cortex-M kernels, each under its extension's macro."""
     code = """#if defined(TIGRIS_VECTOR) && defined(__ARM_FEATURE_DSP)
 #define TG_DSP 1
-#include <arm_acle.h>
 #endif
 #if defined(TIGRIS_VECTOR) && defined(__ARM_FEATURE_MVE)
 #define TG_MVE 1
 #include <arm_mve.h>
 #endif
 #if defined(TG_DSP) || defined(TG_MVE)
+#include <arm_acle.h>
 #if defined(__GNUC__) && !defined(__clang__)
 /* gcc's first scheduling pass lengthens the accumulators' live ranges past
    the fourteen general registers: the kernels are kept in source order */
@@ -94,9 +94,26 @@ static inline __attribute__((always_inline, unused)) int32_t tg_ldw(const void *
   memcpy(&v, p, sizeof v);
   return v;
 }
-/* tigris_requant's float32 rule before the zero point and the clamp, with the
-   round half to even of the default mode done by adding and subtracting
-   1.5 * 2**23 (exact for |v| < 2**22; anything larger saturates either way). */
+/* tigris_requant's float32 rule before the clamp: float32(acc) * m rounded
+   half to even, plus the zero point, saturated to int32 (the clamp to int8
+   follows). With a single-precision FPU one VCVTR (the FPSCR's rounding
+   mode, to nearest even by default; saturating); without, the round by
+   adding and subtracting 1.5 * 2**23 (exact for |v| < 2**22; anything larger
+   saturates either way). */
+#if defined(__ARM_FP) && (__ARM_FP & 4)
+static inline __attribute__((always_inline, unused)) int32_t tg_rqf(int32_t acc, float m,
+                                                                   int32_t zp) {
+  float v = (float)acc * m, r;
+  int32_t i;
+  __asm__("vcvtr.s32.f32 %0, %1" : "=t"(r) : "t"(v));
+  memcpy(&i, &r, sizeof i);
+#ifdef __ARM_FEATURE_DSP
+  return __qadd(i, zp);
+#else
+  return i > INT32_MAX - 255 ? INT32_MAX - 255 : (i < INT32_MIN + 255 ? INT32_MIN + 255 : i) + zp;
+#endif
+}
+#else
 static inline __attribute__((always_inline, unused)) int32_t tg_rqf(int32_t acc, float m,
                                                                    int32_t zp) {
   float v = (float)acc * m;
@@ -105,6 +122,7 @@ static inline __attribute__((always_inline, unused)) int32_t tg_rqf(int32_t acc,
   v = (v + 12582912.0f) - 12582912.0f;
   return (int32_t)v + zp;
 }
+#endif
 #endif
 #ifdef TG_DSP
 /* a compiler barrier: the odd pairs' words of B are loaded again, not kept */

@@ -157,6 +157,14 @@ def _epilogue(r: int, nc: int, valid: int, q: _Q) -> list[str]:
     return out
 
 
+def whole_words(r: int, nc: int) -> bool:
+    """Whether an `smlad` tile of r x nc accumulators keeps both widened
+    halves of its words of B live through a group of four k steps (few
+    accumulators: r * nc + 2 * nc <= 8 of the eleven free registers), or
+    sweeps the even pairs, then the odd ones, loading each word twice."""
+    return r * nc + 2 * nc <= 8
+
+
 def _dsp_tile(unit: CUnit, p: _Panels, r: int, s: _Sweep, q: _Q) -> str:
     """One `smlad` micro-tile: r rows by the sweep's columns of accumulators."""
     from tigris_ir.backend.c.conv import _helper
@@ -178,7 +186,18 @@ def _dsp_tile(unit: CUnit, p: _Panels, r: int, s: _Sweep, q: _Q) -> str:
             f"  const int8_t *const be = b + {kp // 4 * 4 * nc};",
             "  do {",
         ]
-        for half, (widen, off) in enumerate((("__sxtb16", 0), ("tg_sxtb16r8", 2))):
+        if whole_words(r, nc):
+            out += [f"    const int32_t v{j} = tg_ldw(b + {4 * j});" for j in range(nc)]
+            out += [f"    const int32_t w{j} = __sxtb16(v{j}), u{j} = tg_sxtb16r8(v{j});"
+                    for j in range(nc)]
+            for i in range(r):
+                out.append(f"    const int32_t e{i} = tg_ldw(a + {i * kp}),"
+                           f" o{i} = tg_ldw(a + {i * kp + 2});")
+                out += [f"    c{i}_{j} = __smlad(e{i}, w{j}, __smlad(o{i}, u{j}, c{i}_{j}));"
+                        for j in range(nc)]
+        for half, (widen, off) in enumerate(
+            (("__sxtb16", 0), ("tg_sxtb16r8", 2)) if not whole_words(r, nc) else ()
+        ):
             if half:
                 out.append("    TG_MEMBAR();")
             out.append("    {")

@@ -124,6 +124,17 @@ def test_mobilenet_v2_035_full_shape() -> None:
     assert all(c % 8 == 0 for c in couts)
 
 
+def test_mobilenet_v1_025_full() -> None:
+    """MobileNetV1 0.25 at 96x96: 0.47 M parameters (Howard et al., Table 6),
+    the stem, thirteen depthwise-separable blocks and the classifier."""
+    model = zoo.build("mobilenet_v1_025", size="full")
+    assert zoo.input_shape(model) == (1, 3, 96, 96)
+    assert zoo.output_shape(model) == (1, 1000)
+    assert abs(zoo.count_parameters(model) - 0.47e6) < 0.02 * 0.47e6
+    ops = collections.Counter(n.op_type for n in model.graph.node)
+    assert ops["Conv"] == 1 + 2 * 13 and ops["Clip"] == 27 and ops["Gemm"] == 1
+
+
 def test_make_divisible() -> None:
     assert zoo.make_divisible(32 * 0.35) == 16
     assert zoo.make_divisible(24 * 0.35) == 8

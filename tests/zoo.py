@@ -265,6 +265,32 @@ def mobilenet_v2(
     return g.model("mobilenet_v2", (1, 3, resolution, resolution), out)
 
 
+# -- MobileNetV1 -------------------------------------------------------------
+
+MOBILENET_V1_SETTINGS: tuple[tuple[int, int], ...] = (
+    # output channels, stride of the depthwise-separable blocks (Howard et al., Table 1)
+    (64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2),
+    (512, 1), (512, 1), (512, 1), (512, 1), (512, 1), (1024, 2), (1024, 1),
+)
+
+
+def mobilenet_v1(
+    width: float = 1.0, resolution: int = 224, num_classes: int = 1000, seed: int = 0
+) -> onnx.ModelProto:
+    """MobileNetV1: a 3x3 stride-2 stem, thirteen depthwise-separable blocks
+    (3x3 depthwise, 1x1 pointwise), batch normalisation folded, Clip(0,6)."""
+    g = _Graph(seed)
+    cin = make_divisible(32 * width)
+    x = g.relu6(g.conv("input", 3, cin, (3, 3), stride=2))
+    for c, stride in MOBILENET_V1_SETTINGS:
+        cout = make_divisible(c * width)
+        x = g.relu6(g.conv(x, cin, cin, (3, 3), stride=stride, group=cin))
+        x = g.relu6(g.conv(x, cin, cout, (1, 1)))
+        cin = cout
+    out = g.head(x, cin, num_classes)
+    return g.model("mobilenet_v1", (1, 3, resolution, resolution), out)
+
+
 # -- VGG ---------------------------------------------------------------------
 
 
@@ -458,6 +484,12 @@ ZOO: dict[str, ModelSpec] = {
         {"width": 0.35, "resolution": 144},
         {"width": 0.35, "resolution": 32, "num_classes": 10},
         "MobileNetV2 0.35, BN folded, Clip(0,6), 1000 classes",
+    ),
+    "mobilenet_v1_025": ModelSpec(
+        mobilenet_v1,
+        {"width": 0.25, "resolution": 96},
+        {"width": 0.25, "resolution": 32, "num_classes": 10},
+        "MobileNetV1 0.25, BN folded, Clip(0,6), 1000 classes",
     ),
     "vgg": ModelSpec(
         vgg,

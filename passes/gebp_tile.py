@@ -134,8 +134,20 @@ class GebpTilePass(ModulePass):
         cache: tune.TuneCache | None,
         asked: rt.Geometry | None,
     ) -> rt.Geometry | None:
-        dflt = rt.default(target, site.m, site.n)
         request = _requested(op)
+        if site.dtype not in target.tiled:
+            if request is not None or asked is not None:
+                g = request.geometry if request is not None else asked
+                assert g is not None
+                warn(
+                    self.name,
+                    op,
+                    f"declined the requested geometry {rt.show(g)} of this {site.kind}: "
+                    f"target '{target.name}' prints no register-tiled {site.dtype} kernel; "
+                    "it keeps the direct loops",
+                )
+            return None
+        dflt = rt.default(target, site.m, site.n)
         if request is not None or asked is not None:
             g = request.geometry if request is not None else asked
             assert g is not None

@@ -342,3 +342,37 @@ def check_ir_sizes(module, origin: str, allow_empty: bool = False) -> None:
                 check_tensor_size(f"{origin}: '{op.name}'", f"a value of type {t}", shape, size)
             except ModelInvalid as e:
                 raise Diagnostic(e.where, e.message) from None
+
+
+MCPU_HELP = (
+    "the CPU every target-dependent pass (gebp-tile's default target=) and the C "
+    "(its flags, build and run) are for: host (this machine), an x86 or NEON "
+    "preset, or cortex-m4, cortex-m7, cortex-m55 (built with arm-none-eabi-gcc, run "
+    "under qemu-system-arm); default host"
+)
+
+
+def mcpu_target(name: str):
+    """The target `--mcpu NAME` names; an unknown name lists the known ones."""
+    from tigris_ir.rtile.targets import get_target, known_targets
+
+    try:
+        return get_target(name)
+    except ValueError:
+        raise UserError(
+            f"--mcpu '{name}': unknown CPU; known: {', '.join(known_targets())}"
+        ) from None
+
+
+def target_options(passes: Sequence, given: Sequence[set[str]], mcpu: str) -> tuple:
+    """The passes with `--mcpu`'s target in every target-dependent pass (one with
+    a `target` option) whose spec does not set `target=` itself; `given` holds,
+    per pass, the option names its spec gave."""
+    from dataclasses import fields, replace
+
+    out = []
+    for p, names in zip(passes, given, strict=True):
+        if "target" in {f.name for f in fields(p)} and "target" not in names:
+            p = replace(p, target=mcpu)
+        out.append(p)
+    return tuple(out)

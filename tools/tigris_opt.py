@@ -8,6 +8,10 @@ Differences from `xdsl-opt`, each for the command lines our users type:
   `--tile-stages --fuse-chains`, with options as `--tile-stages=budget=256K`;
 * budgets accept `262144`, `256K`, `1M` wherever an option is named `budget`
   (or `slow-budget`, which also takes 0);
+* `--mcpu NAME` names the CPU of every target-dependent pass (a pass with a
+  `target` option, such as gebp-tile, takes it unless its own `target=` is
+  given): `host`, the x86 / NEON presets, `cortex-m4`, `cortex-m7`, `cortex-m55`
+  (`-t`/`--target` stays xdsl-opt's output format);
 * every user error is one diagnostic on stderr and exit status 1, never a
   traceback (set TIGRIS_TRACEBACK=1 to see one for an internal error).
 """
@@ -15,6 +19,7 @@ Differences from `xdsl-opt`, each for the command lines our users type:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -29,15 +34,18 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from tigris_ir.frontend.onnx_import import import_model, load_model, parse_shape_specs
 from tigris_ir.plan.memory import parse_budget
 from tigris_ir.tools.cli import (
+    MCPU_HELP,
     Diagnostic,
     UserError,
     check_budget,
     check_ir_sizes,
     few_lines,
+    mcpu_target,
     one_line_usage,
     parse_module,
     refuse_repeated,
     run_main,
+    target_options,
 )
 from tigris_ir.universe import TIGRIS
 
@@ -181,6 +189,7 @@ class TigrisOptMain(xDSLOptMain):
             help="print what the import folded and removed (nodes before and after, "
             "per operator) to stderr",
         )
+        arg_parser.add_argument("--mcpu", metavar="NAME", default=None, help=MCPU_HELP)
         arg_parser.add_argument(
             "--weights-out",
             metavar="FILE.npz",
@@ -242,6 +251,15 @@ class TigrisOptMain(xDSLOptMain):
         self.args.passes = normalise_budgets(",".join(specs))
         try:
             super().setup_pipeline()
+            if self.args.mcpu is not None:
+                from xdsl.utils.arg_spec import parse_pipeline
+
+                mcpu_target(self.args.mcpu)
+                given = [set(spec.parameters) for spec in parse_pipeline(self.args.passes)]
+                passes = target_options(self.pipeline.passes, given, self.args.mcpu)
+                self.pipeline = dataclasses.replace(self.pipeline, passes=passes)
+        except UserError:
+            raise
         except ValueError as e:
             msg = str(e)
             if msg.startswith("Unrecognized passes"):
@@ -285,8 +303,17 @@ def _main(argv: list[str]) -> int:
             return 0
         refuse_repeated(
             rest,
-            [("-o", "--output-file"), ("-t", "--target"), ("-p", "--passes"), ("--weights-out",)],
+            [
+                ("-o", "--output-file"),
+                ("-t", "--target"),
+                ("-p", "--passes"),
+                ("--weights-out",),
+                ("--mcpu",),
+            ],
         )
+        mcpu = _option_value(rest, "--mcpu")
+        if mcpu is not None:
+            mcpu_target(mcpu)
         input_file = _input_file(rest)
         if input_file is not None and input_file != "-" and not Path(input_file).exists():
             raise UsageError(f"cannot open '{input_file}': no such file")
@@ -327,6 +354,7 @@ def _input_file(args: Sequence[str]) -> str | None:
         "--frontend",
         "--input-shape",
         "--weights-out",
+        "--mcpu",
     }
     skip = False
     for a in args:

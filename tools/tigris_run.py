@@ -13,7 +13,11 @@ reads and slow writes in bytes; `--check` compares the outputs with the
 untiled reference (int8 bit-exact, float32 to a relative 1e-5). A mismatch
 exits 1, saying where it differs. `--backend c` runs the plan as compiled C
 instead (`tigris-opt -t c`; `--cc`, `--cflags`): the same outputs, and with
-`--stats` the figures the C counts in a `-DTIGRIS_STATS` build.
+`--stats` the figures the C counts in a `-DTIGRIS_STATS` build. `--mcpu NAME`
+names the CPU the plan's kernels are chosen for (gebp-tile's target) and the C
+is built for: `host` (the default), an x86 preset, or `cortex-m4`, `cortex-m7`,
+`cortex-m55`, whose C is cross-compiled with arm-none-eabi-gcc and run under
+qemu-system-arm on the CPU's board.
 """
 
 from __future__ import annotations
@@ -29,11 +33,13 @@ from pathlib import Path
 import numpy as np
 
 from tigris_ir.tools.cli import (
+    MCPU_HELP,
     Diagnostic,
     Once,
     UserError,
     check_ir_sizes,
     few_lines,
+    mcpu_target,
     one_line_usage,
     parse_module,
     read_text,
@@ -125,6 +131,7 @@ def _parser() -> argparse.ArgumentParser:
         help="run a plan with the loop-level interpreter (default) or as compiled C "
         "(tigris-opt -t c, built with --cc and --cflags)",
     )
+    p.add_argument("--mcpu", action=Once, metavar="NAME", default=None, help=MCPU_HELP)
     p.add_argument(
         "--cc",
         action=Once,
@@ -265,6 +272,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         shapes = parse_shape_specs(args.input_shape)
     except ValueError as e:
         raise RunError(str(e)) from None
+    if args.mcpu is not None:
+        mcpu_target(args.mcpu)
     t0 = time.perf_counter()
     module, weights = load_module(path, shapes)
     check_host_memory(module, str(path))
@@ -433,7 +442,8 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
                 stream_input=args.stream_input,
                 stream_output=args.stream_output,
             ).apply(ctx, module)
-            tile_and_lower(module)  # --gebp-tile --lower-gebp: the kernels the C prints
+            # --gebp-tile --lower-gebp: the kernels the C prints
+            tile_and_lower(module, target=args.mcpu or "host")
             PlanArenaPass(budget=budget).apply(ctx, module)
         except PassFailedException as e:  # the model does not fit: name the model too
             raise Diagnostic(args.model, few_lines(str(e))) from None
@@ -445,6 +455,7 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
             raise RunError(
                 f"the plan does not verify, nothing runs: '{args.model}'\n  " + "\n  ".join(shown)
             )
+        args.mcpu = _plan_target(module, args.mcpu, args.model)
     t_plan = time.perf_counter() - t0
     fn = main_func(module)
     in_layouts, out_layouts = module_layouts(fn)
@@ -494,6 +505,45 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
     return 0
 
 
+def _plan_target(module, mcpu: str | None, origin: str) -> str | None:
+    """The CPU a lowered plan runs for: --mcpu, which must be the target its
+    kernels were chosen for (their `rtile.target`), else that target."""
+    from xdsl.dialects.builtin import StringAttr
+
+    from tigris_ir.dialects.rtile import TARGET
+    from tigris_ir.rtile import targets as tg
+
+    labels = {
+        a.data for op in module.walk() if isinstance(a := op.attributes.get(TARGET), StringAttr)
+    }
+    if mcpu is None:
+        return next(iter(labels)) if len(labels) == 1 else None
+    want = tg.label(tg.get_target(mcpu))
+    other = sorted(lab for lab in labels if lab != want)
+    if other:
+        raise Diagnostic(
+            origin,
+            f"the plan's kernels are for target '{other[0]}' (rtile.target), not --mcpu "
+            f"'{mcpu}': run --gebp-tile and --lower-gebp again with --mcpu {mcpu}",
+        )
+    return mcpu
+
+
+def c_flags(args: argparse.Namespace) -> str | None:
+    """--cflags, else the target's: None (the host default, -O3 -march=native)
+    for `host`, -O3 and the preset's ISA flags for another CPU this machine runs;
+    a CPU it cannot run is refused."""
+    from tigris_ir.rtile import targets as tg
+
+    if args.cflags is not None or args.mcpu in (None, "host"):
+        return args.cflags
+    target = tg.get_target(args.mcpu)
+    reason = tg.can_run(target)
+    if reason is not None and target.mcu is None:
+        raise RunError(f"--backend c --mcpu {args.mcpu}: {reason}")
+    return " ".join(("-O3", *target.cflags()))
+
+
 def _run_c(args: argparse.Namespace, module, weights, inputs: list[np.ndarray]):
     """Print, build and run the plan as C: outputs (boundary layout), the
     figures of a stats build (with --stats), run and build seconds."""
@@ -503,11 +553,16 @@ def _run_c(args: argparse.Namespace, module, weights, inputs: list[np.ndarray]):
     t0 = time.perf_counter()
     # the plan was verified above (plan-arena or verify_arena)
     source = print_network(module, weights=weights, verify=False)
-    try:
-        exe = build(source, flags=args.cflags, cc=args.cc)
-        stats_exe = (
-            build(source, flags=args.cflags, cc=args.cc, variant="stats") if args.stats else None
+    target = mcpu_target(args.mcpu or "host")
+    if target.mcu is not None:
+        raise RunError(
+            f"--backend c --mcpu {args.mcpu}: building and running on the Cortex-M "
+            "board under QEMU is not implemented yet"
         )
+    flags = c_flags(args)
+    try:
+        exe = build(source, flags=flags, cc=args.cc)
+        stats_exe = build(source, flags=flags, cc=args.cc, variant="stats") if args.stats else None
         t_build = time.perf_counter() - t0
         t0 = time.perf_counter()
         outputs, _ = execute(source, exe, inputs)

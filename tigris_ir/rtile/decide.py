@@ -10,7 +10,6 @@ to build the sites' kernels.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
@@ -64,11 +63,7 @@ def file_of(target: tg.Target, site: Site) -> tg.Target:
 
 def target_label(target: tg.Target) -> str:
     """The preset a resolved target is (its own name for "host"), for `rtile.target`."""
-    if target.name == "host":
-        for preset in tg.PRESETS.values():
-            if preset == replace(target, name=preset.name):
-                return preset.name
-    return target.name
+    return tg.label(target)
 
 
 def set_geometry(op: Operation, site: Site, g: rt.Geometry | None, label: str) -> None:

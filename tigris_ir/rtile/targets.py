@@ -99,6 +99,8 @@ class Board:
     vectors: Memory
     flash: Memory
     ram: Memory
+    cpu_hz: int
+    """The processor clock SysTick counts (CLKSOURCE = 1) as QEMU models it."""
 
 
 KiB = 1024
@@ -108,8 +110,8 @@ MiB = 1024 * KiB
 # ZBT SSRAM2&3 4 MiB at 0x20000000 (data).
 _SSRAM1 = Memory("ZBT SSRAM1", 0x0000_0000, 4 * MiB)
 _SSRAM23 = Memory("ZBT SSRAM2&3", 0x2000_0000, 4 * MiB)
-MPS2_AN386 = Board("mps2-an386", _SSRAM1, _SSRAM1, _SSRAM23)
-MPS2_AN500 = Board("mps2-an500", _SSRAM1, _SSRAM1, _SSRAM23)
+MPS2_AN386 = Board("mps2-an386", _SSRAM1, _SSRAM1, _SSRAM23, 25_000_000)
+MPS2_AN500 = Board("mps2-an500", _SSRAM1, _SSRAM1, _SSRAM23, 25_000_000)
 # MPS3 AN547 (Cortex-M55 in the SSE-300): ITCM 512 KiB at 0 (the reset vector
 # table, VTOR = 0), SRAM 2 MiB at 0x01000000 (code), DTCM 512 KiB at
 # 0x20000000, SRAM 2 4 MiB at 0x21000000 (data), QSPI 8 MiB at 0x28000000.
@@ -118,6 +120,7 @@ MPS3_AN547 = Board(
     Memory("ITCM", 0x0000_0000, 512 * KiB),
     Memory("SRAM", 0x0100_0000, 2 * MiB),
     Memory("SRAM 2", 0x2100_0000, 4 * MiB),
+    32_000_000,
 )
 
 
@@ -213,6 +216,11 @@ class Target:
     mcu: Mcu | None = None
     """The M-profile CPU and its board, for the Cortex-M targets (None: an
     application processor whose code may run on this machine)."""
+    tiled: tuple[str, ...] = ("float32", "int8")
+    """The element types whose matrix products the C prints as register-tiled
+    kernels for this target; `gebp-tile` fits geometries only to those, the
+    others keep the direct loops (the Cortex-M targets: int8 only, their
+    float32 matrix products run the direct loops)."""
 
     @property
     def units(self) -> tuple[VectorUnit, ...]:
@@ -295,6 +303,7 @@ neon = Target("neon", vector_bytes=16, vector_registers=32, isa="neon")
 # `isa` names the instruction family: "dsp" (ARMv7E-M) or "mve" (ARMv8.1-M).
 cortex_m4 = Target(
     "cortex-m4",
+    tiled=("int8",),
     vector_bytes=4,
     vector_registers=10,
     isa="dsp",
@@ -303,6 +312,7 @@ cortex_m4 = Target(
 )
 cortex_m7 = Target(
     "cortex-m7",
+    tiled=("int8",),
     vector_bytes=4,
     vector_registers=10,
     isa="dsp",
@@ -311,6 +321,7 @@ cortex_m7 = Target(
 )
 cortex_m55 = Target(
     "cortex-m55",
+    tiled=("int8",),
     vector_bytes=16,
     vector_registers=8,
     isa="mve",
@@ -373,6 +384,16 @@ def get_target(name: str) -> Target:
     raise ValueError(
         f"unknown target '{name}'; known targets: {', '.join(known_targets())}"
     )
+
+
+def label(target: Target) -> str:
+    """The preset a resolved target is (its own name for "host"): the
+    `rtile.target` label gebp-tile writes."""
+    if target.name == "host":
+        for preset in PRESETS.values():
+            if preset == replace(target, name=preset.name):
+                return preset.name
+    return target.name
 
 
 def can_run(target: Target) -> str | None:

@@ -43,3 +43,23 @@ def test_every_case_ends_as_it_must(corpus, family):
         elif case.expect == "ok" and out.kind != "ok":
             failures.append(f"refused a valid case: {case.name}: {out.message}")
     assert not failures, "\n".join(failures)
+
+
+def test_disable_verify_does_not_outlive_the_run(tmp_path):
+    """xdsl-opt's --disable-verify switches attribute verification off for the
+    whole process; tigris-opt switches it back on when its run ends, so a
+    caller in the same process still has invalid attributes refused."""
+    from xdsl.context import Context
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import VerifyException
+
+    from tigris_ir.dialects.rtile import RTile
+    from tigris_ir.tools.tigris_opt import main
+
+    ir = tmp_path / "empty.mlir"
+    ir.write_text("builtin.module {}\n")
+    assert main([str(ir), "--disable-verify", "-o", str(tmp_path / "out.mlir")]) == 0
+    ctx = Context()
+    ctx.load_dialect(RTile)
+    with pytest.raises(VerifyException, match="rm must be at least 1"):
+        Parser(ctx, "#rtile.geom<rm0 rn2 lanes8>").parse_attribute()

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
@@ -323,8 +324,18 @@ def _main(argv: list[str]) -> int:
                 raise UsageError(
                     f"{opt} '{dest}': the folder '{Path(dest).parent}' does not exist"
                 )
-        driver = TigrisOptMain(rest, flags)
-        driver.run()
+        # xdsl-opt's --disable-verify replaces Attribute.__post_init__ for the
+        # whole process; put it back after the run (and before it when passes
+        # run, which need verified attributes), so that a caller in the same
+        # process (a test, a pipeline) keeps attribute verification
+        post_init = Attribute.__post_init__
+        try:
+            driver = TigrisOptMain(rest, flags)
+            if driver.args.passes:
+                Attribute.__post_init__ = post_init
+            driver.run()
+        finally:
+            Attribute.__post_init__ = post_init
         return 0
     except ArgSpecParseError as e:  # a BaseException: run_main would not see it
         raise UsageError(str(e)) from None

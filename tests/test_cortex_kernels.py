@@ -84,5 +84,5 @@ def test_network_cross_compiles_with_the_instruction(name: str, tmp_path: Path):
     assert res.returncode == 0, res.stderr
     text = asm.read_text()
     assert f"\t{INSTRUCTION[target.int8_dot]}\t" in text
-    # the depthwise convolutions: SMLABB on the DSP extension, VMUL.I32 on Helium
-    assert ("\tvmul.i32\t" if target.int8_dot == "vmladava" else "\tsmlabb\t") in text
+    # the depthwise convolutions: SMLABB on the DSP extension, VMULLB.S16 on Helium
+    assert ("\tvmullb.s16\t" if target.int8_dot == "vmladava" else "\tsmlabb\t") in text

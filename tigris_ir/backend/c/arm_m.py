@@ -318,16 +318,19 @@ def depthwise_isa(target_name: str | None) -> str | None:
     return "dsp" if mcu.dsp else None
 
 
-def depthwise_consts(w: np.ndarray, bias: np.ndarray, xzp: int, c: int, cp: int):
-    """The weights (taps, cp) as int16 in the DSP kernel's pair order (per
-    four channels: c0 c2 c1 c3, the halves SMLABB / SMLATT take), as int32
-    for the MVE kernel, and the bias less zp * the taps' weight sums (the
-    kernels multiply x itself; a pad tap holds the zero point)."""
+def depthwise_consts(
+    w: np.ndarray, bias: np.ndarray, xzp: int, c: int, cp: int, isa: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The weights (taps, cp) as int16 -- for the DSP kernel in its pair
+    order (per four channels: c0 c2 c1 c3, the halves SMLABB / SMLATT take),
+    for the MVE kernel in channel order -- and as int32 (the plain loop's),
+    and the bias less zp * the taps' weight sums (the kernels multiply x
+    itself; a pad tap holds the zero point)."""
     taps = w.shape[0]
     wq = np.zeros((taps, cp), np.int64)
     wq[:, :c] = w
     order = np.arange(cp).reshape(-1, 4)[:, [0, 2, 1, 3]].reshape(-1)
-    w16 = wq[:, order].astype(np.int16)
+    w16 = (wq if isa == "mve" else wq[:, order]).astype(np.int16)
     b = np.zeros(cp, np.int64)
     b[:c] = np.asarray(bias, np.int64)[:c] - xzp * wq[:, :c].sum(axis=0)
     return w16, wq.astype(np.int32), b.astype(np.int32)
@@ -338,9 +341,9 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
     one pointer per tap (the pad row of zero points where a tap leaves the
     image); with the DSP extension four channels per word, SXTB16 (UXTB16)
     splitting them into the even and the odd pair and SMLABB / SMLATT taking
-    each half; with Helium sixteen (then four) channels widened to int32
-    lanes (VLDRB.S32, VMUL, VADD) and requantized in lanes (VCVT, VMUL, VCVTN round
-    to nearest even, VQADD of the zero point, clamp, VSTRB). The channels left
+    each half; with Helium eight channels widened to int16 lanes, their
+    products widened to int32 (VMULLB, VMULLT), requantized in lanes (VCVT,
+    VMUL, VCVTN round to nearest even, VQADD of the zero point, clamp). The channels left
     over, and every channel where the compiler targets neither extension, run
     the plain loop with `tigris_requant`."""
     from tigris_ir.backend.c import conv as cv
@@ -349,7 +352,7 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
     x = ins[0]
     xt, yt = x.ctype, y.ctype
     c, taps = g.c, g.taps
-    cp = -(-c // 4) * 4
+    cp = -(-c // 8) * 8
     guard = "TG_MVE" if isa == "mve" else "TG_DSP"
     mid = [
         "const int16_t *restrict w16",
@@ -385,31 +388,39 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
         ]
         return [*out, "        }"]
 
-    def mve_channels(nv: int) -> list[str]:
-        ld = "vldrbq_u32" if xt == "uint8_t" else "vldrbq_s32"
-        cast = "vreinterpretq_s32_u32" if xt == "uint8_t" else ""
+    def mve_channels() -> list[str]:
+        """Eight channels per step: x widened to int16 lanes, the products of
+        the even and of the odd lanes widened to int32 (VMULLB / VMULLT) and
+        summed in two accumulators, requantized in lanes and interleaved back
+        (VMOVNB / VMOVNT) into one store of eight bytes."""
+        if xt == "uint8_t":
+            ld = "vreinterpretq_s16_u16(vldrbq_u16(tp[t] + c0))"
+        else:
+            ld = "vldrbq_s16(tp[t] + c0)"
+        half = cp // 2
         out = [
-            f"        for (; c0 + {4 * nv} <= {c}; c0 += {4 * nv}) {{",
-            *(f"          int32x4_t a{j} = vldrwq_s32(bias + c0 + {4 * j});" for j in range(nv)),
+            f"        for (; c0 + 8 <= {c}; c0 += 8) {{",
+            f"          int32x4_t ae = vldrwq_s32(bias + {cp} + c0 / 2);",
+            f"          int32x4_t ao = vldrwq_s32(bias + {cp + half} + c0 / 2);",
             f"          for (int t = 0; t < {taps}; ++t) {{",
-            f"            const {xt} *p_ = tp[t] + c0;",
-            f"            const int32_t *w_ = w32 + t * {cp} + c0;",
+            f"            const int16x8_t x_ = {ld};",
+            f"            const int16x8_t w_ = vldrhq_s16(w16 + t * {cp} + c0);",
+            "            ae = vaddq_s32(ae, vmullbq_int_s16(x_, w_));",
+            "            ao = vaddq_s32(ao, vmulltq_int_s16(x_, w_));",
+            "          }",
         ]
-        out += [
-            f"            a{j} = vaddq_s32(a{j}, vmulq_s32({cast}({ld}(p_ + {4 * j})),"
-            f" vldrwq_s32(w_ + {4 * j})));"
-            for j in range(nv)
-        ]
-        out.append("          }")
-        for j in range(nv):
+        for acc, off in (("ae", cp), ("ao", cp + half)):
             out += [
-                f"          {{ float32x4_t v_ = vmulq_f32(vcvtq_f32_s32(a{j}),"
-                f" vldrwq_f32(mult + c0 + {4 * j}));",
+                f"          {{ float32x4_t v_ = vmulq_f32(vcvtq_f32_s32({acc}),"
+                f" vldrwq_f32(mult + {off} + c0 / 2));",
                 f"            int32x4_t r_ = vqaddq_n_s32(vcvtnq_s32_f32(v_), {q.yzp});",
-                f"            r_ = vminq_s32(vmaxq_s32(r_, vdupq_n_s32({q.lo})),"
-                f" vdupq_n_s32({q.hi}));",
-                f"            vstrbq_s32((int8_t *)(void *)(yp + c0 + {4 * j}), r_); }}",
+                f"            {acc} = vminq_s32(vmaxq_s32(r_, vdupq_n_s32({q.lo})),"
+                f" vdupq_n_s32({q.hi})); }}",
             ]
+        out += [
+            "          int16x8_t r_ = vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), ae), ao);",
+            "          vstrbq_s16((int8_t *)(void *)(yp + c0), r_);",
+        ]
         return [*out, "        }"]
 
     def build(name: str) -> str:
@@ -439,7 +450,7 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
             "        int c0 = 0;",
             f"#ifdef {guard}",
         ]
-        out += mve_channels(4) + mve_channels(1) if isa == "mve" else dsp_channels()
+        out += mve_channels() if isa == "mve" else dsp_channels()
         out += [
             "#endif",
             f"        for (int c = c0; c < {c}; ++c) {{",
@@ -457,9 +468,12 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
 
     name = cv._helper(unit, key, f"tg_adw_{g.kh}x{g.kw}s{g.sh}x{g.sw}_{c}", build)
     w = np.asarray(ins[1].value).reshape(c, taps).T  # (taps, C)
-    w16, w32, bias = depthwise_consts(w, np.asarray(ins[2].value), q.xzp, c, cp)
+    w16, w32, bias = depthwise_consts(w, np.asarray(ins[2].value), q.xzp, c, cp, isa)
     m = np.zeros(cp, np.float32)
     m[:c] = cv._multipliers(q, np.asarray(ins[3].value), c)
+    if isa == "mve":  # then the even and the odd lanes of every eight channels
+        bias = np.concatenate([bias, *(bias.reshape(-1, 8)[:, h::2].reshape(-1) for h in (0, 1))])
+        m = np.concatenate([m, *(m.reshape(-1, 8)[:, h::2].reshape(-1) for h in (0, 1))])
     padv = np.full(cp, q.xzp, cv._NP[xt])
     args = [unit.const(h, v) for h, v in
             (("aw16", w16), ("aw32", w32), ("ab", bias), ("am", m), ("apad", padv))]

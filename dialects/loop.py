@@ -254,7 +254,10 @@ class AccumulateOp(BandComputeOp):
         return 1
 
     def tensor_results(self) -> list[Attribute]:
-        r = self.nn_op.results[0].type
+        op = self.nn_op
+        r = op.results[0].type
+        if nn.quant_of(op.operands[0]) is not None and nn.requant_fixed(op):
+            return [TensorType(i64, nn.shape_of(r))]  # integer-only sums of (q - zp)
         return [TensorType(Float64Type(), nn.shape_of(r))]
 
 

@@ -283,6 +283,21 @@ class QuantKind(Enum):
     """Dequantize, compute in float32, quantize: one rounding at the output."""
 
 
+REQUANT_ATTR = "nn.requant"
+"""Set to "fixed" on an int8 op by the `requant` pass: its requantizations
+are integer-only (`kernels.requantize_fixed` and the fixed definitions of
+Add, Sub, Mul and the average pools); absent or "float", the float32 rule.
+The reference, both interpreters and the C read this one attribute."""
+
+REQUANT_MODES = ("float", "fixed")
+
+
+def requant_fixed(op: Operation) -> bool:
+    """Whether the op's int8 arithmetic is the fixed-point kind (`REQUANT_ATTR`)."""
+    a = op.attributes.get(REQUANT_ATTR)
+    return isinstance(a, StringAttr) and a.data == "fixed"
+
+
 class NNOp(IRDLOperation):
     """Common behaviour of the graph operators."""
 
@@ -369,6 +384,32 @@ class NNOp(IRDLOperation):
         """The integer semantics of INTEGER ops."""
         raise NotImplementedError(f"{self.name} has no integer reference")
 
+    FIXED: ClassVar[bool] = False
+    """A REAL op with an integer-only int8 definition (`compute_fixed`), run
+    instead of dequantize-compute-quantize when `requant_fixed`."""
+
+    def compute_fixed(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        """The integer-only semantics of a FIXED op on stored int8 values."""
+        raise NotImplementedError(f"{self.name} has no integer-only definition")
+
+    def fixed_problem(self) -> str | None:
+        """Why this quantized op cannot run integer-only (None: it can): its
+        requantizations are fixed-point, a compile-time table, or none."""
+        if not self.is_quantized() or self.quant_kind() is QuantKind.INTEGER:
+            return None
+        if self.quant_kind() is QuantKind.EXACT:
+            return None  # stored integers, or a table per operand where scales differ
+        if self.FIXED:
+            values = (*self.operands, *self.results)
+            if all(quant_of(v) is not None for v in values if dtype_of(v) != np.int32):
+                return None
+            return f"{self.name} mixes int8 and float32 operands"
+        if isinstance(self, UnaryOp):
+            return None  # a 256-entry table computed at compile time
+        if isinstance(self, QuantizeOp | DequantizeOp):
+            return None  # the float boundary of the plan
+        return f"{self.name} has no integer-only int8 definition"
+
     def is_quantized(self) -> bool:
         return any(quant_of(v) is not None for v in (*self.operands, *self.results))
 
@@ -380,6 +421,8 @@ class NNOp(IRDLOperation):
             outs = self.compute_quantized(args)
         elif self.quant_kind() is QuantKind.EXACT and self._same_quantization():
             outs = self.compute(args)
+        elif self.FIXED and requant_fixed(self):
+            outs = self.compute_fixed(args)
         else:
             real = [dequantize_array(a, quant_of(v)) for a, v in zip(args, self.operands)]
             outs = self.compute(real)
@@ -710,32 +753,73 @@ class BinaryOp(NNOp):
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         return [self.fn(args[0], args[1])]
 
+    def fixed_quants(self) -> tuple[QuantAttr, QuantAttr, QuantAttr] | None:
+        """The three quantizations of an all-int8 op (None otherwise)."""
+        qa, qb, qy = quant_of(self.lhs), quant_of(self.rhs), quant_of(self.y)
+        if qa is None or qb is None or qy is None:
+            return None
+        return qa, qb, qy
+
+    def fixed_problem(self) -> str | None:
+        if self.FIXED and self.is_quantized() and self.fixed_quants() is None:
+            return f"{self.name} mixes int8 and float32 operands"
+        return super().fixed_problem()
+
+    def compute_fixed(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        q = self.fixed_quants()
+        assert q is not None
+        a, b, y = ((float(x.scale_value), int(x.zp_value)) for x in q)
+        return [self.fn_fixed(args[0], args[1], a, b, y, dtype_of(self.y))]
+
+    def fn_fixed(
+        self,
+        qa: np.ndarray,
+        qb: np.ndarray,
+        a: tuple[float, int],
+        b: tuple[float, int],
+        y: tuple[float, int],
+        dtype: np.dtype,
+    ) -> np.ndarray:
+        raise NotImplementedError(f"{self.name} has no integer-only definition")
+
 
 @irdl_op_definition
 class AddOp(BinaryOp):
     name = "nn.add"
     INTEGER_DATA: ClassVar[bool] = True
+    FIXED: ClassVar[bool] = True
 
     def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return a + b
+
+    def fn_fixed(self, qa, qb, a, b, y, dtype) -> np.ndarray:  # noqa: ANN001
+        return K.add_fixed(qa, qb, a=a, b=b, y=y, dtype=dtype)
 
 
 @irdl_op_definition
 class SubOp(BinaryOp):
     name = "nn.sub"
     INTEGER_DATA: ClassVar[bool] = True
+    FIXED: ClassVar[bool] = True
 
     def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return a - b
+
+    def fn_fixed(self, qa, qb, a, b, y, dtype) -> np.ndarray:  # noqa: ANN001
+        return K.add_fixed(qa, qb, a=a, b=b, y=y, dtype=dtype, sign=-1)
 
 
 @irdl_op_definition
 class MulOp(BinaryOp):
     name = "nn.mul"
     INTEGER_DATA: ClassVar[bool] = True
+    FIXED: ClassVar[bool] = True
 
     def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return a * b
+
+    def fn_fixed(self, qa, qb, a, b, y, dtype) -> np.ndarray:  # noqa: ANN001
+        return K.mul_fixed(qa, qb, a=a, b=b, y=y, dtype=dtype)
 
 
 @irdl_op_definition
@@ -898,7 +982,11 @@ class ConvLikeOp(WindowOp):
         acc = self.kernel_fn(
             x.astype(np.int32) - np.int32(qx.zp_value), w.astype(np.int32), b.astype(np.int32)
         )
-        return [requantize_acc(acc, qx.scale_value, ws, qy, dtype_of(self.output))]
+        return [
+            requantize_acc(
+                acc, qx.scale_value, ws, qy, dtype_of(self.output), fixed=requant_fixed(self)
+            )
+        ]
 
     def check_types(self, cout: int) -> None:
         """Element types of the float or the quantized form."""
@@ -992,9 +1080,17 @@ def requantize_acc(
     w_scale: np.ndarray,
     qy: QuantAttr,
     dtype: np.dtype,
+    *,
+    fixed: bool = False,
 ) -> np.ndarray:
-    """int32 accumulators to the output type: M = float32(s_x * s_w / s_y)."""
+    """int32 accumulators to the output type: M = float32(s_x * s_w / s_y),
+    applied in float32 (`kernels.requantize`) or, `fixed`, as a Q31
+    multiplier and shift (`kernels.requantize_fixed`)."""
     mult = (np.float32(in_scale) * w_scale.astype(np.float32)) / qy.scale_value
+    if fixed:
+        return K.requantize_fixed(
+            acc, real=mult.astype(np.float32), zero_point=qy.zp_value, dtype=dtype
+        )
     return K.requantize(
         acc, multiplier=mult.astype(np.float32), zero_point=qy.zp_value, dtype=dtype
     )
@@ -1127,6 +1223,8 @@ class AveragePoolOp(PoolOp):
     name = "nn.average_pool"
     count_include_pad = opt_prop_def(IntegerAttr[I64])
 
+    FIXED: ClassVar[bool] = True
+
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         return [
             K.avg_pool(
@@ -1136,6 +1234,28 @@ class AveragePoolOp(PoolOp):
                 pads=self.pads(),
                 ceil_mode=bool(self.int_("ceil_mode")),
                 count_include_pad=bool(self.int_("count_include_pad")),
+            )
+        ]
+
+    def compute_fixed(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        qx, qy = quant_of(self.input), quant_of(self.output)
+        assert qx is not None and qy is not None
+        total, count = K.avg_pool_parts(
+            args[0].astype(np.float64) - qx.zp_value,
+            kernel=self.kernel(),
+            strides=self.strides(),
+            pads=self.pads(),
+            ceil_mode=bool(self.int_("ceil_mode")),
+            count_include_pad=bool(self.int_("count_include_pad")),
+        )
+        y = (float(qy.scale_value), int(qy.zp_value))
+        return [
+            K.mean_fixed(
+                total.astype(np.int64),
+                count.astype(np.int64),
+                s_x=float(qx.scale_value),
+                y=y,
+                dtype=dtype_of(self.output),
             )
         ]
 
@@ -1162,8 +1282,30 @@ class GlobalAveragePoolOp(NNOp):
         xs = shape_of(self.input)
         return [(xs[0], *([1] * (len(xs) - 2)), xs[-1])]
 
+    FIXED: ClassVar[bool] = True
+
     def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         return [K.global_avg_pool(args[0])]
+
+    def compute_fixed(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        qx = quant_of(self.input)
+        assert qx is not None
+        x = args[0].astype(np.int64) - qx.zp_value
+        total = x.sum(axis=tuple(range(1, x.ndim - 1)), keepdims=True)
+        return [self.finish_fixed(total)]
+
+    def finish_fixed(self, total: np.ndarray) -> np.ndarray:
+        """The integer-only mean from the sums of (q - zp) over every position."""
+        qx, qy = quant_of(self.input), quant_of(self.output)
+        assert qx is not None and qy is not None
+        count = math.prod(shape_of(self.input)[1:-1])
+        return K.mean_fixed(
+            total,
+            count,
+            s_x=float(qx.scale_value),
+            y=(float(qy.scale_value), int(qy.zp_value)),
+            dtype=dtype_of(self.output),
+        )
 
 
 @irdl_op_definition
@@ -1301,7 +1443,9 @@ class GemmOp(NNOp):
         if self.int_("trans_b"):
             bi = bi.T
         acc = K.matmul(a.astype(np.int32) - np.int32(qa.zp_value), bi) + c.astype(np.int32)
-        return [requantize_acc(acc, qa.scale_value, ws, qy, dtype_of(self.y))]
+        return [
+            requantize_acc(acc, qa.scale_value, ws, qy, dtype_of(self.y), fixed=requant_fixed(self))
+        ]
 
 
 def matmul_shape(name: str, sa: Sequence[int], sb: Sequence[int]) -> tuple[int, ...]:
@@ -1386,7 +1530,9 @@ class MatMulOp(NNOp):
         else:
             ws = args[2]
         acc = K.matmul(a.astype(np.int32) - np.int32(qa.zp_value), bi)
-        return [requantize_acc(acc, qa.scale_value, ws, qy, dtype_of(self.y))]
+        return [
+            requantize_acc(acc, qa.scale_value, ws, qy, dtype_of(self.y), fixed=requant_fixed(self))
+        ]
 
 
 # --------------------------------------------------------------- shape and layout

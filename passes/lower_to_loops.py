@@ -358,7 +358,10 @@ class _Lowering:
             if buf.key != key:
                 continue  # held in the buffer of the in-place activation that overwrites it
             tensor = key.removesuffix(".acc")
-            fast[key] = self.alloc(key, buf.shape, buf.dtype, loop.FAST, tensor)
+            dtype = buf.dtype
+            if key != tensor and u.gap is not None and self.fixed_gap(u.gap):
+                dtype = np.dtype(np.int64)  # integer-only sums, the same 8 bytes
+            fast[key] = self.alloc(key, buf.shape, dtype, loop.FAST, tensor)
         for key, buf in u.buffers.items():
             if buf.key != key:
                 fast[key] = fast[buf.key]
@@ -378,6 +381,12 @@ class _Lowering:
             if buf.key == key:
                 self.add(memref.DeallocOp.get(fast[key]))
 
+    def fixed_gap(self, k: int) -> bool:
+        """Whether node k's GlobalAveragePool sums integers (`nn.requant`
+        fixed): its accumulator is then int64 instead of float64."""
+        op = self.view.ops[self.graph.nodes[k].name]
+        return nn.quant_of(op.operands[0]) is not None and nn.requant_fixed(op)
+
     def accumulation(self, u: TiledUnit, fast: dict[str, SSAValue]) -> None:
         """A GlobalAveragePool's tiles: per channel group (one when the
         channels are not cut) the sums start at zero, the group's tiles add
@@ -390,7 +399,8 @@ class _Lowering:
         last = graph.tensors[out].rank - 1
         per = len(u.tiles) // len(u.acc_groups)
         whole = len(u.acc_groups) == 1 and u.acc_groups[0] == (0, graph.tensors[out].shape[-1])
-        zero = arith.ConstantOp(FloatAttr(0.0, f64))
+        fixed = self.fixed_gap(u.gap)
+        zero = arith.ConstantOp(IntegerAttr(0, i64) if fixed else FloatAttr(0.0, f64))
         self.add(zero)
         if whole:
             self.add(FillOp([zero.result], [acc], res=[]))

@@ -30,6 +30,7 @@ from tigris_ir.interp.loop_ir import run_loop_module
 from tigris_ir.passes.lower_gebp import tile_and_lower
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass
+from tigris_ir.passes.requant import set_requant
 from tigris_ir.plan.ir import main_func
 from tigris_ir.plan.nn_graph import build_view
 from tigris_ir.plan.planner import min_budget, plan
@@ -157,10 +158,13 @@ def check_model(
     c: bool = True,
     ort: bool = True,
     min_tiles: int = 2,
+    requant: str = "float",
 ) -> Checked:
-    """Every oracle of the module docstring; returns what it measured."""
+    """Every oracle of the module docstring; returns what it measured.
+    `requant`: the int8 requantization (the `requant` pass's mode)."""
     imported = import_model(model, origin="test")
     module, weights = imported.module, imported.weights
+    set_requant(module, requant)
     fn, names, in_layouts, out_names, out_layouts = module_io(module)
     inputs = [feeds[n] for n in names]
     ref = run_reference(module, weights, inputs)

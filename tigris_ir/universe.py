@@ -89,6 +89,12 @@ def _lower_to_loops() -> type[ModulePass]:
     return LowerToLoopsPass
 
 
+def _requant() -> type[ModulePass]:
+    from tigris_ir.passes.requant import RequantPass
+
+    return RequantPass
+
+
 def _plan_arena() -> type[ModulePass]:
     from tigris_ir.passes.plan_arena import PlanArenaPass
 
@@ -96,6 +102,7 @@ def _plan_arena() -> type[ModulePass]:
 
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "requant": _requant,
     "form-stages": _form_stages,
     "tile-stages": _tile_stages,
     "fuse-chains": _fuse_chains,

@@ -145,6 +145,13 @@ def _parser() -> argparse.ArgumentParser:
         help="optimisation and target flags of --backend c, as --cflags='-O2 -mcpu=...' "
         "(default: '-O3 -march=native'; -std=c99 -ffp-contract=off are always passed)",
     )
+    p.add_argument(
+        "--requant",
+        action=Once,
+        choices=("float", "fixed"),
+        help="how int8 ops requantize (the requant pass): float32 multipliers (default) or "
+        "fixed, integer-only Q31 multipliers and shifts, no floating point in the int8 body",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     one_line_usage(p)
     return p
@@ -277,6 +284,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     module, weights = load_module(path, shapes)
     check_host_memory(module, str(path))
+    _apply_requant(args, module)
     t_load = time.perf_counter() - t0
     if args.budget is not None or _is_plan(module):
         return _run_plan(args, module, weights, t_load)
@@ -299,8 +307,33 @@ def run(argv: Sequence[str] | None = None) -> int:
             print(f"output '{name}': {y.dtype} {'x'.join(map(str, y.shape))}")
         print(f"load: {t_load:.3f} s, run: {t_run:.3f} s")
     if args.check:
-        return _check(path, shapes, in_names, inputs, outputs, out_names, args.quiet)
+        from tigris_ir.passes.requant import module_requant
+
+        fixed = module_requant(module) == "fixed"
+        return _check(path, shapes, in_names, inputs, outputs, out_names, args.quiet, fixed)
     return 0
+
+
+def _apply_requant(args: argparse.Namespace, module) -> None:
+    """Run the requant pass when --requant is given (a lowered plan keeps
+    the mode its IR records: its band bodies are copies of the ops)."""
+    if args.requant is None:
+        return
+    from xdsl.utils.exceptions import PassFailedException
+
+    from tigris_ir.passes.plan_arena import is_lowered
+    from tigris_ir.passes.requant import module_requant, set_requant
+    from tigris_ir.plan.ir import main_func
+
+    if is_lowered(main_func(module)) and module_requant(module) != args.requant:
+        raise RunError(
+            f"--requant {args.requant}: the plan '{args.model}' was lowered with requant "
+            f"{module_requant(module)}; lower the model again with --requant={args.requant}"
+        )
+    try:
+        set_requant(module, args.requant)
+    except PassFailedException as e:
+        raise Diagnostic(args.model, str(e)) from None
 
 
 def _save_outputs(dests: list[str], outputs: list[np.ndarray]) -> None:
@@ -368,7 +401,9 @@ def _inputs(args: argparse.Namespace, fn, names: list[str], layouts: list[str]) 
     return out
 
 
-def _check(path: Path, shapes, in_names, inputs, outputs, out_names, quiet: bool) -> int:
+def _check(
+    path: Path, shapes, in_names, inputs, outputs, out_names, quiet: bool, fixed: bool = False
+) -> int:
     if path.suffix != ".onnx":
         raise RunError("--check compares with onnxruntime and needs the .onnx model")
     from tigris_ir.reference.oracle import compare_with_onnxruntime
@@ -382,9 +417,43 @@ def _check(path: Path, shapes, in_names, inputs, outputs, out_names, quiet: bool
             f"--check: onnxruntime cannot run '{path}': {type(e).__name__}: "
             f"{first_reason(e)[:300]}"
         ) from None
+    if fixed:
+        return _check_fixed(path, shapes, in_names, inputs, report, quiet)
     if not quiet or not report.ok:
         print(report.text)
     return 0 if report.ok else 1
+
+
+def _check_fixed(path: Path, shapes, in_names, inputs, report, quiet: bool) -> int:
+    """Under requant fixed the two roundings of each requantization add up
+    over layers: the whole output is reported, and each quantized op, fed
+    onnxruntime's own inputs, must be within 1 LSB."""
+    from tigris_ir.frontend.onnx_import import import_file
+    from tigris_ir.passes.requant import set_requant
+    from tigris_ir.reference.oracle import INT8_LSB, per_op_lsb
+
+    imported = import_file(path, input_shapes=shapes)
+    set_requant(imported.module, "fixed")
+    diffs = per_op_lsb(path.read_bytes(), imported, dict(zip(in_names, inputs)))
+    worst = max(diffs, key=lambda d: d.worst_lsb, default=None)
+    ok = worst is None or worst.worst_lsb <= INT8_LSB
+    if not quiet or not ok:
+        for d in report.diffs:
+            print(
+                f"output '{d.name}': {d.worst:g} {'LSB' if d.quantized else 'relative'} from "
+                f"onnxruntime at index {list(d.where)} (whole model, fixed-point roundings "
+                "add up over layers; no limit)"
+            )
+        if worst is None:
+            print("requant fixed: no quantized op to compare")
+        else:
+            status = "ok" if ok else "MISMATCH"
+            print(
+                f"requant fixed: {status}: each of {len(diffs)} quantized ops fed onnxruntime's "
+                f"inputs within {worst.worst_lsb} LSB (limit {INT8_LSB}; worst: {worst.op} "
+                f"'{worst.value}')"
+            )
+    return 0 if ok else 1
 
 
 def _is_plan(module) -> bool:

@@ -58,7 +58,8 @@ _STATIC: dict[int, tuple[nn.NNOp, _Static]] = {}
 
 def _static(op: nn.NNOp) -> _Static:
     hit = _STATIC.get(id(op))
-    if hit is not None and hit[0] is op:
+    fixed = nn.requant_fixed(op)
+    if hit is not None and hit[0] is op and (hit[1].path == "fixed") == (fixed and op.FIXED):
         return hit[1]
     if len(_STATIC) > 4096:
         _STATIC.clear()
@@ -75,6 +76,8 @@ def _static(op: nn.NNOp) -> _Static:
         path = "integer"
     elif op.quant_kind() is nn.QuantKind.EXACT and op._same_quantization():  # noqa: SLF001
         path = "exact"
+    elif op.FIXED and fixed:
+        path = "fixed"
     else:
         path = "dequantize"
     info = _Static(in_shape, out_shape, k, s, d, p, path)
@@ -87,9 +90,11 @@ def _dispatch(
     args: list[np.ndarray],
     real: Callable[[list[np.ndarray]], list[np.ndarray]],
     integer: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None,
+    fixed: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None,
 ) -> list[np.ndarray]:
-    """Run `real` (float semantics) or `integer` the way the op's reference
-    chooses between them, and cast to the result types."""
+    """Run `real` (float semantics), `integer` or `fixed` (the integer-only
+    definition of a FIXED op under `nn.requant = "fixed"`) the way the op's
+    reference chooses between them, and cast to the result types."""
     path = _static(op).path
     if path in ("real", "exact"):
         outs = real(args)
@@ -97,6 +102,10 @@ def _dispatch(
         if integer is None:
             raise BandError(f"{op.name}: no integer band kernel")
         outs = integer(args)
+    elif path == "fixed":
+        if fixed is None:
+            raise BandError(f"{op.name}: no integer-only band kernel")
+        outs = fixed(args)
     else:
         deq = [nn.dequantize_array(a, nn.quant_of(v)) for a, v in zip(args, op.operands)]
         outs = real(deq)
@@ -249,7 +258,11 @@ def _conv(op: nn.ConvOp, args: list[np.ndarray], held: Band, out: Band) -> list[
                 dilations=op.dilations(),
                 group=op.groups(),
             )
-        return [nn.requantize_acc(acc, qx.scale_value, a[3], qy, nn.dtype_of(op.output))]
+        return [
+            nn.requantize_acc(
+                acc, qx.scale_value, a[3], qy, nn.dtype_of(op.output), fixed=nn.requant_fixed(op)
+            )
+        ]
 
     return _dispatch(op, list(args), real, integer)
 
@@ -285,8 +298,7 @@ def _avg_pool(
     include = bool(op.int_("count_include_pad"))
     p = op.pads()
 
-    def real(a: list[np.ndarray]) -> list[np.ndarray]:
-        xa = np.asarray(a[0][sl])
+    def parts(xa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         xp = np.pad(
             xa.astype(np.float64), [(0, 0), *zip(pads[:n], pads[n:]), (0, 0)], mode="constant"
         )
@@ -312,9 +324,27 @@ def _avg_pool(
             )
             total += xp[idx]
             count += mask[idx]
+        return total, count
+
+    def real(a: list[np.ndarray]) -> list[np.ndarray]:
+        total, count = parts(np.asarray(a[0][sl]))
         return [(total / count).astype(np.float32)]
 
-    return _dispatch(op, list(args), real)
+    def fixed(a: list[np.ndarray]) -> list[np.ndarray]:
+        qx, qy = nn.quant_of(op.input), nn.quant_of(op.output)
+        assert qx is not None and qy is not None
+        total, count = parts(np.asarray(a[0][sl]).astype(np.int64) - qx.zp_value)
+        y = (float(qy.scale_value), int(qy.zp_value))
+        res = K.mean_fixed(
+            total.astype(np.int64),
+            count.astype(np.int64),
+            s_x=float(qx.scale_value),
+            y=y,
+            dtype=nn.dtype_of(op.output),
+        )
+        return [res]
+
+    return _dispatch(op, list(args), real, fixed=fixed)
 
 
 def _conv_transpose(
@@ -360,7 +390,16 @@ def _conv_transpose(
             args_[1].astype(np.int32),
             args_[2].astype(np.int32),
         )
-        return [nn.requantize_acc(acc, qx.scale_value, args_[3], qy, nn.dtype_of(op.output))]
+        return [
+            nn.requantize_acc(
+                acc,
+                qx.scale_value,
+                args_[3],
+                qy,
+                nn.dtype_of(op.output),
+                fixed=nn.requant_fixed(op),
+            )
+        ]
 
     return _dispatch(op, list(args), real, integer)
 
@@ -555,7 +594,13 @@ def accumulate(op: nn.GlobalAveragePoolOp, band: np.ndarray, acc: np.ndarray) ->
     one step off the reference (tests pin such a case). Float32 inputs are
     summed in float64 either way, in another order than the reference's.
     """
-    x = nn.dequantize_array(np.asarray(band), nn.quant_of(op.input))
+    qx = nn.quant_of(op.input)
+    if qx is not None and nn.requant_fixed(op):  # integer-only: sums of (q - zp)
+        xi = np.asarray(band).astype(np.int64) - qx.zp_value
+        part_i = xi.sum(axis=tuple(range(1, xi.ndim - 1)), keepdims=True)
+        acc[...] = (acc.astype(np.int64) + part_i).astype(acc.dtype)
+        return
+    x = nn.dequantize_array(np.asarray(band), qx)
     axes = tuple(range(1, x.ndim - 1))
     part = x.sum(axis=axes, keepdims=True, dtype=np.float64)
     acc[...] = (acc.astype(np.float64) + part).astype(acc.dtype)
@@ -565,6 +610,8 @@ def finish(op: nn.GlobalAveragePoolOp, acc: np.ndarray) -> np.ndarray:
     """The pool's result from the accumulated sums: the sum over the count in
     float64, rounded once to float32 (as the reference's mean), then
     quantized like the reference's result."""
+    if nn.quant_of(op.input) is not None and nn.requant_fixed(op):
+        return op.finish_fixed(acc.astype(np.int64))
     shape = nn.shape_of(op.input)
     count = math.prod(shape[1:-1])
     mean = (acc.astype(np.float64) / count).astype(np.float32)

@@ -390,6 +390,29 @@ def avg_pool(
     xa = np.asarray(x)
     if _is_int(xa):
         raise TypeError("avg_pool is a float kernel")
+    total, count = avg_pool_parts(
+        xa,
+        kernel=kernel,
+        strides=strides,
+        pads=pads,
+        ceil_mode=ceil_mode,
+        count_include_pad=count_include_pad,
+    )
+    return (total / count).astype(np.float32)
+
+
+def avg_pool_parts(
+    x: ArrayLike,
+    *,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    ceil_mode: bool,
+    count_include_pad: bool,
+) -> tuple[Array, Array]:
+    """AveragePool's window sums (float64, padding 0) and divisors
+    ((1, *out, 1), float64): exact for integer inputs below 2**53."""
+    xa = np.asarray(x)
     n = _spatial_rank(xa)
     ones = (1,) * n
     out, pb, pe, wide = _pool_geometry(xa, kernel, strides, pads, ones, ceil_mode)
@@ -406,7 +429,7 @@ def avg_pool(
     for _, sl in _window_slices(tuple(kernel), tuple(strides), ones, out):
         total += xp[sl]
         count += mask[sl]
-    return (total / count).astype(np.float32)
+    return total, count
 
 
 def global_avg_pool(x: ArrayLike) -> Array:
@@ -871,6 +894,174 @@ def requantize_multiplier(
     ws = np.asarray(w_scale, dtype=np.float32)
     ys = np.asarray(y_scale, dtype=np.float32)
     return np.asarray((xs * ws) / ys, dtype=np.float32)
+
+
+# ---------------------------------------------------------------------------
+# Fixed-point requantization (integer-only int8 plans)
+#
+# The convention TFLite and CMSIS-NN document. A real multiplier r > 0 is
+# stored as an int32 M in [2^30, 2^31) (Q31, the mantissa of r) and an
+# exponent e with r = M 2^(e - 31), e = frexp(r)'s exponent. An int32 value
+# x maps to
+#
+#   x1 = saturate_int32(x 2^max(e, 0))                the left shift
+#   x2 = SRDHM(x1, M)                                 rounding doubling high multiply
+#      = trunc((x1 M + nudge) / 2^31), nudge = 2^30 if x1 M >= 0 else 1 - 2^30
+#      = floor((x1 M + 2^30) / 2^31)                  (ties toward +infinity;
+#        the saturating case x1 = M = -2^31 never occurs: M >= 0)
+#   x3 = RDBPOT(x2, max(-e, 0))                       rounding right shift
+#      = (x2 >> k) + (rem > (mask >> 1) + (x2 < 0)), mask = 2^k - 1, rem = x2 & mask
+#        (an arithmetic shift; half away from zero)
+#   y  = saturate(x3 + zero_point)
+#
+# Worked numbers (tests/test_fixed_point.py): r = 0.0072474273 gives
+# M = 1992157647, e = -7; x = 1000 gives x2 = 928, x3 = round(928 / 128) = 7,
+# and 1000 r = 7.247. r below 2^-32 gives M = 0 (the result is the zero point).
+# Each op's fixed definition is below; they make one rounding per
+# requantization, so a result can differ from the float definition by one
+# step where the two roundings disagree.
+
+FIXED_ADD_SHIFT = 20
+"""The left shift of Add/Sub operands before they are rescaled (TFLite's 20)."""
+
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+
+def quantize_multiplier(real: ArrayLike) -> tuple[Array, Array]:
+    """(M, e), int64 arrays: real = M 2^(e - 31), M in [2^30, 2^31) or 0.
+
+    frexp of the float64 value; a mantissa that rounds up to 2^31 becomes
+    2^30 with e + 1; r < 2^-32 (or r == 0) gives M = 0, e = 0. A negative or
+    non-finite multiplier raises ValueError.
+    """
+    r = np.asarray(real, dtype=np.float64)
+    if not np.all(np.isfinite(r)) or np.any(r < 0):
+        raise ValueError(f"a fixed-point multiplier must be finite and >= 0, got {r}")
+    f, e = np.frexp(r)
+    m = np.rint(f * 2.0**31).astype(np.int64)
+    up = m == 2**31
+    m = np.where(up, 2**30, m)
+    e = np.where(up, e + 1, e).astype(np.int64)
+    tiny = (e < -31) | (m == 0)
+    if np.any(e > 30):
+        raise ValueError(f"a fixed-point multiplier must be below 2^30, got {r}")
+    return np.where(tiny, 0, m), np.where(tiny, 0, e)
+
+
+def _srdhm(a: Array, m: Array) -> Array:
+    """SaturatingRoundingDoublingHighMul of int32 values (int64 arrays), m >= 0:
+    round(a m / 2^31), ties toward +infinity."""
+    ab = a * m
+    r = ab + np.where(ab >= 0, 2**30, 1 - 2**30)
+    return np.where(r >= 0, r >> 31, -((-r) >> 31))
+
+
+def _rdbpot(x: Array, k: Array) -> Array:
+    """RoundingDivideByPOT: x / 2^k rounded half away from zero, k >= 0."""
+    mask = (np.int64(1) << k) - 1
+    rem = x & mask
+    thr = (mask >> 1) + (x < 0)
+    return (x >> k) + (rem > thr)
+
+
+def multiply_fixed(x: ArrayLike, m: ArrayLike, e: ArrayLike) -> Array:
+    """x r of int32 values x for r = M 2^(e - 31) (the formula above, before
+    the zero point): int64 array of int32 range."""
+    xa = np.asarray(x).astype(np.int64)
+    ma = np.asarray(m, dtype=np.int64)
+    ea = np.asarray(e, dtype=np.int64)
+    left = np.clip(np.maximum(ea, 0), 0, 31)
+    x1 = np.clip(xa * (np.int64(1) << left), _I32_MIN, _I32_MAX)
+    return _rdbpot(_srdhm(x1, ma), np.maximum(-ea, 0))
+
+
+def requantize_fixed(
+    acc: ArrayLike, *, real: ArrayLike, zero_point: ArrayLike, dtype: DTypeLike
+) -> Array:
+    """int32 accumulators to int8/uint8 by the fixed-point rule: y =
+    saturate(multiply_fixed(acc, M, e) + zero_point), (M, e) =
+    quantize_multiplier(real), real per tensor or per channel (last axis)."""
+    a = np.asarray(acc)
+    if not _is_int(a):
+        raise TypeError("requantize_fixed takes an integer accumulator")
+    m, e = quantize_multiplier(real)
+    v = multiply_fixed(a, m, e)
+    return saturate(v + np.asarray(zero_point, dtype=np.int64), dtype)
+
+
+def add_fixed_params(s_a: float, s_b: float, s_y: float) -> dict[str, float]:
+    """The real multipliers of the integer Add/Sub: each operand by
+    s / (2 max(s_a, s_b)) after the left shift FIXED_ADD_SHIFT, the sum by
+    2 max(s_a, s_b) / (2^FIXED_ADD_SHIFT s_y)."""
+    twice = 2.0 * max(float(s_a), float(s_b))
+    return {
+        "a": float(s_a) / twice,
+        "b": float(s_b) / twice,
+        "y": twice / (2.0**FIXED_ADD_SHIFT * float(s_y)),
+    }
+
+
+def add_fixed(
+    qa: ArrayLike,
+    qb: ArrayLike,
+    *,
+    a: tuple[float, int],
+    b: tuple[float, int],
+    y: tuple[float, int],
+    dtype: DTypeLike,
+    sign: int = 1,
+) -> Array:
+    """int8 Add (sign 1) or Sub (sign -1) with two input scales, integers
+    only (TFLite's rule): each (q - zp) shifted left by FIXED_ADD_SHIFT and
+    rescaled to the common scale, summed, rescaled to the output. `a`, `b`,
+    `y` are (scale, zero point)."""
+    p = add_fixed_params(a[0], b[0], y[0])
+    ma, ea = quantize_multiplier(p["a"])
+    mb, eb = quantize_multiplier(p["b"])
+    my, ey = quantize_multiplier(p["y"])
+    da = (np.asarray(qa).astype(np.int64) - a[1]) << FIXED_ADD_SHIFT
+    db = (np.asarray(qb).astype(np.int64) - b[1]) << FIXED_ADD_SHIFT
+    s = multiply_fixed(da, ma, ea) + sign * multiply_fixed(db, mb, eb)
+    return saturate(multiply_fixed(s, my, ey) + y[1], dtype)
+
+
+def mul_fixed(
+    qa: ArrayLike,
+    qb: ArrayLike,
+    *,
+    a: tuple[float, int],
+    b: tuple[float, int],
+    y: tuple[float, int],
+    dtype: DTypeLike,
+) -> Array:
+    """int8 Mul, integers only: (qa - za)(qb - zb), requantized by s_a s_b / s_y."""
+    acc = (np.asarray(qa).astype(np.int64) - a[1]) * (np.asarray(qb).astype(np.int64) - b[1])
+    real = mul_fixed_real(a[0], b[0], y[0])
+    return requantize_fixed(acc, real=real, zero_point=y[1], dtype=dtype)
+
+
+def mul_fixed_real(s_a: float, s_b: float, s_y: float) -> float:
+    """The real multiplier of the integer Mul: s_a s_b / s_y in float64."""
+    return float(np.float32(s_a)) * float(np.float32(s_b)) / float(np.float32(s_y))
+
+
+def mean_fixed_real(s_x: float, s_y: float, count: ArrayLike) -> Array:
+    """The real multipliers of an integer average: s_x / (s_y count) in float64."""
+    n = np.asarray(count).astype(np.float64)
+    return float(np.float32(s_x)) / (float(np.float32(s_y)) * n)
+
+
+def mean_fixed(
+    total: ArrayLike, count: ArrayLike, *, s_x: float, y: tuple[float, int], dtype: DTypeLike
+) -> Array:
+    """An average of int8 values, integers only: the int32 sum of (q - zp)
+    over `count` terms requantized by s_x / (s_y count) (count broadcasts)."""
+    t = np.asarray(total).astype(np.int64)
+    n = np.asarray(count).astype(np.int64)
+    if np.any(np.abs(t) > _I32_MAX):
+        raise OverflowError("an int8 average's sum leaves int32")
+    m, e = quantize_multiplier(mean_fixed_real(s_x, y[0], n))
+    return saturate(multiply_fixed(t, m, e) + y[1], dtype)
 
 
 # ---------------------------------------------------------------------------

@@ -149,11 +149,14 @@ def _saturate(yt: str, v: str) -> str:
 def _epilogue(r: int, nc: int, valid: int, q: _Q) -> list[str]:
     """Requantize and store the r x valid accumulators (the padded columns
     past `valid` are computed, never stored)."""
-    out = [f"  const float m{j} = mult[{j}];" for j in range(min(nc, valid))]
+    out = [f"  const {q.mt} m{j} = mult[{j}];" for j in range(min(nc, valid))]
     for i in range(r):
         for j in range(min(nc, valid)):
-            rq = f"tg_rqf(c{i}_{j}, m{j}, {q.yzp})"
-            out.append(f"  y[{i} * ldy + {j}] = {_saturate(q.yt, rq)};")
+            if q.fixed:  # integer-only: kernels.requantize_fixed
+                st = f"({q.yt})tigris_requant_fx(c{i}_{j}, m{j}, {q.yzp}, {q.lo}, {q.hi})"
+            else:
+                st = _saturate(q.yt, f"tg_rqf(c{i}_{j}, m{j}, {q.yzp})")
+            out.append(f"  y[{i} * ldy + {j}] = {st};")
     return out
 
 
@@ -178,7 +181,7 @@ def _dsp_tile(unit: CUnit, p: _Panels, r: int, s: _Sweep, q: _Q) -> str:
             "#ifdef TG_DSP",
             f"static inline __attribute__((always_inline)) TG_INORDER void {name}(",
             f"    const int16_t *restrict a, const int8_t *restrict b, {q.yt} *restrict y,",
-            "    long ldy, const int32_t *restrict bias, const float *restrict mult)",
+            f"    long ldy, const int32_t *restrict bias, const {q.mt} *restrict mult)",
             "{",
         ]
         out += [f"  int32_t c{i}_{j} = bias[{j}];" for i in range(r) for j in range(nc)]
@@ -212,7 +215,7 @@ def _dsp_tile(unit: CUnit, p: _Panels, r: int, s: _Sweep, q: _Q) -> str:
         out += ["}", "#endif"]
         return "\n".join(out)
 
-    key = f"dmk.{r}.{nc}.{valid}.{kp}.{q.yt}.{q.yzp}"
+    key = f"dmk.{r}.{nc}.{valid}.{kp}.{q.yt}.{q.yzp}" + (".fx" if q.fixed else "")
     return _helper(unit, key, f"tg_dmk_{r}x{nc}_{valid}", build)
 
 
@@ -230,7 +233,7 @@ def _mve_tile(unit: CUnit, p: _Panels, r: int, s: _Sweep, q: _Q) -> str:
             "#ifdef TG_MVE",
             f"static inline __attribute__((always_inline)) TG_INORDER void {name}(",
             f"    const int8_t *restrict a, const int8_t *restrict b, {q.yt} *restrict y,",
-            "    long ldy, const int32_t *restrict bias, const float *restrict mult)",
+            f"    long ldy, const int32_t *restrict bias, const {q.mt} *restrict mult)",
             "{",
         ]
         out += [f"  int32_t c{i}_{j} = bias[{j}];" for i in range(r) for j in range(nc)]
@@ -247,7 +250,7 @@ def _mve_tile(unit: CUnit, p: _Panels, r: int, s: _Sweep, q: _Q) -> str:
         out += ["}", "#endif"]
         return "\n".join(out)
 
-    key = f"vmk.{r}.{nc}.{valid}.{kp}.{q.yt}.{q.yzp}"
+    key = f"vmk.{r}.{nc}.{valid}.{kp}.{q.yt}.{q.yzp}" + (".fx" if q.fixed else "")
     return _helper(unit, key, f"tg_mmk_{r}x{nc}_{valid}", build)
 
 
@@ -272,7 +275,7 @@ def block(unit: CUnit, p: _Panels, q: _Q) -> str:
             f"#ifdef {guard}",
             f"static TG_INORDER void {name}(const {at} *restrict a, int m,"
             " const int8_t *restrict bp,",
-            f"    const int32_t *restrict bias, const float *restrict mult, {q.yt} *restrict y,"
+            f"    const int32_t *restrict bias, const {q.mt} *restrict mult, {q.yt} *restrict y,"
             " long ldy)",
             "{",
         ]
@@ -294,7 +297,7 @@ def block(unit: CUnit, p: _Panels, q: _Q) -> str:
         out += ["}", "#endif"]
         return "\n".join(out)
 
-    key = f"ablk.{p.key()}.{q.xt}.{q.xzp}.{q.yt}.{q.yzp}"
+    key = f"ablk.{p.key()}.{q.xt}.{q.xzp}.{q.yt}.{q.yzp}" + (".fx" if q.fixed else "")
     return _helper(unit, key, f"tg_agebp_{p.k}x{p.n}", build)
 
 

@@ -242,3 +242,65 @@ tigris_quant(float x, float scale, int32_t zp, int32_t lo, int32_t hi) {
 `tigris_requant` adds the zero point in float32: exact, since |rint(..)| below
 2**24 makes every value an integer float32 holds, and anything larger
 saturates either way."""
+
+
+# ---------------------------------------------------------------------------
+# fixed-point requantization (`nn.requant = "fixed"`)
+
+FIXED_SHIFT_BITS = 6
+"""A packed multiplier is M * 2^6 + (e + 32): M the Q31 mantissa, e the
+exponent of `kernels.quantize_multiplier` (-32 <= e < 32)."""
+
+FIXED_HELPERS = r"""/* Integer-only requantization (kernels.multiply_fixed): x * M * 2^(e - 31)
+   with the multiplier packed as p = M * 64 + (e + 32); a saturated left
+   shift by max(e, 0), the rounding doubling high multiply (ties toward
+   +infinity), then a rounding right shift by max(-e, 0) (ties away from
+   zero). */
+static inline TIGRIS_UNUSED int32_t tigris_mul_fx(int32_t x, int64_t p) {
+  const int64_t m = p >> 6;
+  const int e = (int)(p & 63) - 32;
+  int64_t v = x;
+  if (e > 0) {
+    v *= (int64_t)1 << e;
+    v = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : v;
+  }
+  int64_t ab = v * m;
+  ab += ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
+  int32_t h = (int32_t)(ab >= 0 ? ab >> 31 : -((-ab) >> 31));
+  if (e < 0) {
+    const int k = -e;
+    const int32_t mask = (int32_t)(((int64_t)1 << k) - 1);
+    const int32_t rem = h & mask;
+    const int32_t thr = (mask >> 1) + (h < 0 ? 1 : 0);
+    h = (h >> k) + (rem > thr ? 1 : 0);
+  }
+  return h;
+}
+
+/* requantize_fixed: saturate(tigris_mul_fx(acc, p) + zp) to [lo, hi]. */
+static inline TIGRIS_UNUSED int32_t
+tigris_requant_fx(int32_t acc, int64_t p, int32_t zp, int32_t lo, int32_t hi) {
+  const int64_t v = (int64_t)tigris_mul_fx(acc, p) + zp;
+  return (int32_t)(v < lo ? lo : v > hi ? hi : v);
+}"""
+"""Added to a unit by `fixed_helpers` when an op requantizes in fixed point."""
+
+
+def fixed_helpers(unit: CUnit) -> None:
+    """Define `tigris_mul_fx` and `tigris_requant_fx` in the unit (once)."""
+    unit.helper("c.requant_fx", FIXED_HELPERS)
+
+
+def pack_fixed(real: np.ndarray | float) -> np.ndarray:
+    """Real multipliers as the packed int64 values `tigris_mul_fx` reads."""
+    from tigris_ir.reference import kernels as K
+
+    m, e = K.quantize_multiplier(real)
+    if np.any(e < -32) or np.any(e >= 32):
+        raise CLoweringError(f"a fixed-point exponent outside [-32, 32): {e}")
+    return np.asarray(m * (1 << FIXED_SHIFT_BITS) + (e + 32), dtype=np.int64)
+
+
+def fixed_literal(real: float) -> str:
+    """One packed multiplier as a C int64 literal."""
+    return f"INT64_C({int(pack_fixed(real).reshape(-1)[0])})"

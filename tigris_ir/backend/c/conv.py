@@ -54,7 +54,15 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
 from tigris_ir.backend.c import arm_m
-from tigris_ir.backend.c.band import CLoweringError, CTensor, CUnit, c_type, register
+from tigris_ir.backend.c.band import (
+    CLoweringError,
+    CTensor,
+    CUnit,
+    c_type,
+    fixed_helpers,
+    pack_fixed,
+    register,
+)
 from tigris_ir.dialects import nn
 from tigris_ir.dialects.rtile import (
     GEOM,
@@ -236,8 +244,13 @@ typedef float tg_v{lanes}u __attribute__((vector_size({unit_.bytes}), aligned(4)
     return guard
 
 
-def _i8_prelude(unit: CUnit) -> None:
-    """AVX2 helpers of the int8 kernels, defined (with TG_AVX2) where they exist."""
+def _i8_prelude(unit: CUnit, fixed: bool = False) -> None:
+    """AVX2 helpers of the int8 kernels, defined (with TG_AVX2) where they
+    exist; under fixed-point requantization none (the kernels run their
+    plain loops, whose requantization is `tigris_requant_fx`)."""
+    if fixed:
+        fixed_helpers(unit)
+        return
     code = """#if defined(TIGRIS_VECTOR) && defined(__AVX2__)
 #define TG_AVX2 1
 #include <immintrin.h>
@@ -292,11 +305,13 @@ static inline __attribute__((unused)) __m256i tg_ldi(const int32_t *p) {
     unit.helper("c_conv.i8", code)
 
 
-def _i8_512_prelude(unit: CUnit) -> None:
+def _i8_512_prelude(unit: CUnit, fixed: bool = False) -> None:
     """AVX-512 (F, BW, VL) helpers of the int8 depthwise kernel, defined (with
     TG_AVX512I) where they exist: int16 pair products (`vpdpwssd` with
     VNNI, `vpmaddwd` + add without) and `tigris_requant` on sixteen lanes."""
-    _i8_prelude(unit)
+    _i8_prelude(unit, fixed)
+    if fixed:
+        return
     code = """#if defined(TG_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__) && \\
     defined(__AVX512VL__)
 #define TG_AVX512I 1
@@ -318,11 +333,13 @@ static inline __attribute__((unused)) __m512i tg_rq16(
     unit.helper("c_conv.i8_512", code)
 
 
-def _vnni_prelude(unit: CUnit) -> None:
+def _vnni_prelude(unit: CUnit, fixed: bool = False) -> None:
     """AVX512-VNNI helpers of the int8 GEBP kernels, defined (with TG_VNNI)
     where the compiler targets VNNI: u8 x s8 groups of four k steps
     (`vpdpbusd`) into sixteen int32 lanes, and their requantized stores."""
-    _i8_512_prelude(unit)
+    _i8_512_prelude(unit, fixed)
+    if fixed:
+        return
     code = """#if defined(TG_AVX512I) && defined(__AVX512VNNI__)
 #define TG_VNNI 1
 static inline __attribute__((unused)) int32_t tg_ld32b(const uint8_t *p) {
@@ -431,6 +448,15 @@ class _Q:
     hi: int
     sx: np.float32
     sy: np.float32
+    fixed: bool = False
+    """`nn.requant = "fixed"`: packed Q31 multipliers (`band.pack_fixed`) and
+    `tigris_requant_fx`, the int8 vector kernels (float32 requantization in
+    lanes) left out."""
+
+    @property
+    def mt(self) -> str:
+        """The C type of the multipliers."""
+        return "int64_t" if self.fixed else "float"
 
 
 def _qkey(q: _Q | None, scales: bool = False) -> str:
@@ -439,7 +465,7 @@ def _qkey(q: _Q | None, scales: bool = False) -> str:
     if q is None:
         return "f32"
     tail = f".{float(q.sx).hex()}.{float(q.sy).hex()}" if scales else ""
-    return f"{q.xt}.{q.xzp}.{q.yt}.{q.yzp}{tail}"
+    return f"{q.xt}.{q.xzp}.{q.yt}.{q.yzp}{tail}" + (".fx" if q.fixed else "")
 
 
 def _quant(op: nn.NNOp, x: SSAValue, y: SSAValue) -> _Q | None:
@@ -462,6 +488,7 @@ def _quant(op: nn.NNOp, x: SSAValue, y: SSAValue) -> _Q | None:
         hi=int(info.max),
         sx=np.float32(qx.scale_value),
         sy=np.float32(qy.scale_value),
+        fixed=nn.requant_fixed(op),
     )
 
 
@@ -469,13 +496,18 @@ def _multipliers(q: _Q, ws: np.ndarray, n: int) -> np.ndarray:
     """`requantize_acc`'s float32(s_x * s_w) / s_y, per output channel."""
     m = (q.sx * np.asarray(ws, np.float32).reshape(-1)) / q.sy
     m = np.asarray(m, np.float32)
-    return np.ascontiguousarray(np.broadcast_to(m, (n,)) if m.size == 1 else m)
+    m = np.ascontiguousarray(np.broadcast_to(m, (n,)) if m.size == 1 else m)
+    return pack_fixed(m) if q.fixed else m
 
 
 def _mult_expr(q: _Q, ws: CTensor | None, idx: str) -> str:
     """C for the multiplier of channel `idx` read from the runtime scales `ws`."""
     if ws is None:
         raise CLoweringError("no weight scales")
+    if q.fixed:
+        raise CLoweringError(
+            "fixed-point requantization needs constant weight scales (run-time scales given)"
+        )
     i = idx if math.prod(ws.shape) > 1 else "0"
     return f"((({_flt(q.sx)}) * ws[{i}]) / ({_flt(q.sy)}))"
 
@@ -483,6 +515,8 @@ def _mult_expr(q: _Q, ws: CTensor | None, idx: str) -> str:
 def _store(q: _Q | None, acc: str, mult: str) -> str:
     if q is None:
         return acc
+    if q.fixed:
+        return f"({q.yt})tigris_requant_fx({acc}, {mult}, {q.yzp}, {q.lo}, {q.hi})"
     return f"({q.yt})tigris_requant({acc}, {mult}, {q.yzp}, {q.lo}, {q.hi})"
 
 
@@ -1042,7 +1076,7 @@ def _vnni_block(unit: CUnit, p: _Panels, q: _Q) -> str:
     """The int8 panel sweep over m packed rows of unsigned bytes (AVX512-VNNI
     only); the bias it starts from is `bias_cols`'s, which corrects the packed
     rows' offset, so that the sums are exactly those of (x - zp) * w."""
-    _vnni_prelude(unit)
+    _vnni_prelude(unit, q.fixed)
     x = _VNNI[p.lanes]
 
     def build(name: str) -> str:
@@ -1267,7 +1301,9 @@ def _matrix_rows(unit: CUnit, p: _Panels, q: _Q | None, at: str) -> str:
         return _helper(unit, f"fmat.{p.key()}", f"tg_fmat_{p.k}x{p.n}", build)
 
     if p.plan.dot not in arm_m.ARM_DOTS:
-        _i8_prelude(unit)
+        _i8_prelude(unit, q.fixed)
+    elif q.fixed:
+        fixed_helpers(unit)
     unit.scratch(p.plan.scratch)
 
     def build_i(name: str) -> str:
@@ -1290,7 +1326,7 @@ def _matrix_rows(unit: CUnit, p: _Panels, q: _Q | None, at: str) -> str:
         out = [
             f"static void {name}(const {at} *restrict a, long lda, int m,",
             "    const int8_t *restrict bp, const int32_t *restrict bias,",
-            "    const float *restrict mult,",
+            f"    const {q.mt} *restrict mult,",
             f"    {q.yt} *restrict y, long ldy)",
             "{",
             f"#ifdef {guard}",
@@ -1323,7 +1359,7 @@ def _matrix_rows(unit: CUnit, p: _Panels, q: _Q | None, at: str) -> str:
         ]
         return "\n".join(out)
 
-    key = f"imat.{p.key()}.{at}.{q.xzp}.{q.yt}.{q.yzp}"
+    key = f"imat.{p.key()}.{at}.{q.xzp}.{q.yt}.{q.yzp}" + (".fx" if q.fixed else "")
     return _helper(unit, key, f"tg_imat_{p.k}x{p.n}", build_i)
 
 # ---------------------------------------------------------------------------
@@ -1393,7 +1429,13 @@ def _conv_params(xt: str, yt: str, mid: Sequence[str]) -> list[str]:
 
 
 def _direct_head(
-    name: str, xv: _View, yv: _View, types: tuple[str, str, str, str], acc: str, co: int
+    name: str,
+    xv: _View,
+    yv: _View,
+    types: tuple[str, str, str, str],
+    acc: str,
+    co: int,
+    mt: str = "float",
 ) -> list[str]:
     """The head of a plain-C direct convolution: its signature, the band
     bounds, the batch loop and the loop over output pixels, opened with the
@@ -1403,7 +1445,7 @@ def _direct_head(
     params = _conv_params(
         xt,
         yt,
-        [f"const {wt} *restrict w", f"const {bt} *restrict bias", "const float *restrict ws"],
+        [f"const {wt} *restrict w", f"const {bt} *restrict bias", f"const {mt} *restrict ws"],
     )
     out = _header(name, params)
     out.append(_voids("x", "xb", "w", "bias", "ws", "y", "yb"))
@@ -1510,7 +1552,9 @@ def _emit_generic_conv(
     key += f".{w.ctype}"
 
     def build(name: str) -> str:
-        out = _direct_head(name, xv, yv, (xt, yt, w.ctype, b.ctype), acc, g.co)
+        out = _direct_head(
+            name, xv, yv, (xt, yt, w.ctype, b.ctype), acc, g.co, q.mt if q else "float"
+        )
         out += [
             "      for (int co = yl3; co < yl3 + yn3; ++co) acc[co - yl3] = bias[co];",
             *_tap_loops(g, xv, xt),
@@ -1571,6 +1615,8 @@ def _conv(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CU
     conv = cast(nn.ConvOp, op)
     g = _conv_geometry(conv)
     q = _quant(conv, conv.input, conv.output)
+    if q is not None and q.fixed:
+        fixed_helpers(unit)
     x, y = ins[0], outs[0]
     if q is None and (x.ctype != "float" or y.ctype != "float"):
         raise CLoweringError(f"{op.name}: a float conv on {x.ctype} -> {y.ctype}")
@@ -1582,7 +1628,7 @@ def _conv(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CU
     if g.groups == g.c == g.co and g.cg == 1:
         label = conv.attributes.get(TARGET)
         isa = arm_m.depthwise_isa(label.data if isinstance(label, StringAttr) else None)
-        if q is not None and isa is not None:
+        if q is not None and isa is not None and not q.fixed:  # its requantization is float32
             return arm_m.emit_depthwise(unit, isa, g, q, ins, y, xv, yv)
         return _emit_depthwise(unit, g, q, ins, y, xv, yv)
     if not _tiled(conv):  # no register tile fits the site
@@ -1635,7 +1681,7 @@ def _emit_pointwise(
     mid = [f"const {bt} *restrict bp", f"const {it} *restrict bias"]
     extra = "" if q is None else " mult,"
     if q is not None:
-        mid.append("const float *restrict mult")
+        mid.append(f"const {q.mt} *restrict mult")
     key = f"pw.{g.key()}.{xv.strides}.{yv.strides}.{merge}.{mat}"
 
     def build(name: str) -> str:
@@ -1691,15 +1737,15 @@ def _emit_im2col(
         guard, bt, it = arm_m.GUARD[p.plan.dot], "int8_t", "int32_t"
         buft = arm_m.PACKED_TYPE[p.plan.dot]
     elif p.vnni:
-        _vnni_prelude(unit)
+        _vnni_prelude(unit, q.fixed)
         guard, bt, it, buft = "TG_VNNI", "int8_t", "int32_t", "uint8_t"
     else:
-        _i8_prelude(unit)
+        _i8_prelude(unit, q.fixed)
         guard, bt, it, buft = "TG_AVX2", "int8_t", "int32_t", "int16_t"
     unit.scratch(p.plan.scratch)
     mid = [f"const {bt} *restrict bp", f"const {it} *restrict bias"]
     if q is not None:
-        mid.append("const float *restrict mult")
+        mid.append(f"const {q.mt} *restrict mult")
     acc = "float" if q is None else "int32_t"
     key = f"im2col.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q)}.{p.key()}"
     # what a tap outside the image holds: zero, or the zero point's byte
@@ -1861,12 +1907,12 @@ def _emit_depthwise(
         _vec_prelude(unit)
         guard = "TG_VECTOR"
     else:
-        _i8_512_prelude(unit)
+        _i8_512_prelude(unit, q.fixed)
         guard = "TG_AVX2"
     wt, it = ("float", "float") if q is None else ("int32_t", "int32_t")
     mid = [f"const {wt} *restrict w", f"const {it} *restrict bias"]
     if q is not None:
-        mid.append("const float *restrict mult")
+        mid.append(f"const {q.mt} *restrict mult")
         mid += [
             "const int16_t *restrict we",
             "const int16_t *restrict wo",
@@ -2116,7 +2162,12 @@ def _emit_depthwise(
     bias = np.zeros(cp, np.float32 if q is None else np.int32)
     bias[: g.c] = np.asarray(ins[2].value)
     args = [unit.const("dw", wpack), unit.const("db", bias)]
-    if q is not None:
+    if q is not None and q.fixed:  # the AVX-512 constants are never read: no vector kernel
+        m = np.zeros(cp, np.int64)
+        m[: g.c] = _multipliers(q, np.asarray(ins[3].value), g.c)
+        args.append(unit.const("dm", m))
+        args += ["(const int16_t *)0"] * 2 + ["(const int32_t *)0"] * 2 + ["(const float *)0"] * 2
+    elif q is not None:
         m = np.zeros(cp, np.float32)
         m[: g.c] = _multipliers(q, np.asarray(ins[3].value), g.c)
         args.append(unit.const("dm", m))
@@ -2172,6 +2223,8 @@ def _conv_transpose(
     ct = cast(nn.ConvTransposeOp, op)
     g = _conv_geometry(ct)
     q = _quant(ct, ct.input, ct.output)
+    if q is not None and q.fixed:
+        fixed_helpers(unit)
     x, w, b = ins[0], ins[1], ins[2]
     ws = ins[3] if len(ins) > 3 else None
     y = outs[0]
@@ -2207,7 +2260,9 @@ def _conv_transpose(
         ]
 
     def build(name: str) -> str:
-        out = _direct_head(name, xv, yv, (xt, yt, w.ctype, b.ctype), acc, g.co)
+        out = _direct_head(
+            name, xv, yv, (xt, yt, w.ctype, b.ctype), acc, g.co, q.mt if q else "float"
+        )
         out += [
             f"      for (int co = 0; co < {g.co}; ++co) acc[co] = bias[co];",
         ]
@@ -2389,7 +2444,8 @@ def _emit_generic_mat(
         ]
         if c is not None:
             params += [f"const {c.ctype} *restrict c", "const int *restrict cb"]
-        params += ["const float *restrict ws", f"{y.ctype} *restrict y", "const int *restrict yb"]
+        mt = q.mt if q is not None else "float"
+        params += [f"const {mt} *restrict ws", f"{y.ctype} *restrict y", "const int *restrict yb"]
         out = _header(name, params)
         out.append(
             _voids("a", "ab", "b", "bb", "ws", "y", "yb") + (" (void)c; (void)cb;" if c else "")
@@ -2480,7 +2536,7 @@ def _emit_fast_mat(
         params = [f"const {a.ctype} *restrict a", "const int *restrict ab"]
         params += [f"const {bt} *restrict bp", f"const {it} *restrict bias"]
         if q is not None:
-            params.append("const float *restrict mult")
+            params.append(f"const {q.mt} *restrict mult")
         params += [f"{y.ctype} *restrict y", "const int *restrict yb"]
         out = _header(name, params)
         out += _unpack("ab", "a", r) + _unpack("yb", "y", r)
@@ -2552,6 +2608,8 @@ def _matmul(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: 
     tiled = _tiled(op)  # the site runs its rtile.kernel
     if isinstance(op, nn.GemmOp):
         q = _quant(op, op.a, op.y)
+        if q is not None and q.fixed:
+            fixed_helpers(unit)
         a, b, c = ins[0], ins[1], ins[2]
         ws = ins[3] if len(ins) > 3 else None
         ta, tb = bool(op.int_("trans_a")), bool(op.int_("trans_b"))
@@ -2580,6 +2638,8 @@ def _matmul(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: 
         )
     mm = cast(nn.MatMulOp, op)
     q = _quant(mm, mm.a, mm.y)
+    if q is not None and q.fixed:
+        fixed_helpers(unit)
     a, b = ins[0], ins[1]
     qb = nn.quant_of(mm.b)
     ws = ins[2] if len(ins) > 2 else None

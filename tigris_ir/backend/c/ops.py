@@ -43,7 +43,16 @@ from dataclasses import dataclass, replace
 import numpy as np
 from xdsl.ir import Attribute
 
-from tigris_ir.backend.c.band import CLoweringError, CTensor, CUnit, c_type, register
+from tigris_ir.backend.c.band import (
+    CLoweringError,
+    CTensor,
+    CUnit,
+    c_type,
+    fixed_helpers,
+    fixed_literal,
+    pack_fixed,
+    register,
+)
 from tigris_ir.dialects import nn
 from tigris_ir.reference import kernels as K
 
@@ -274,14 +283,61 @@ def _elem(t: Attribute) -> _Elem:
 
 
 def _path(op: nn.NNOp) -> str:
-    """How `NNOp.reference` runs the op: "real", "integer", "exact", "dequantize"."""
+    """How `NNOp.reference` runs the op: "real", "integer", "exact", "fixed"
+    (an integer-only definition under `nn.requant = "fixed"`), "dequantize"."""
     if not op.is_quantized():
         return "real"
     if op.quant_kind() is nn.QuantKind.INTEGER:
         return "integer"
     if op.quant_kind() is nn.QuantKind.EXACT and op._same_quantization():
         return "exact"
+    if op.FIXED and nn.requant_fixed(op):
+        return "fixed"
     return "dequantize"
+
+
+def _zp(e: _Elem) -> int:
+    assert e.quant is not None
+    return int(e.quant.zp_value)
+
+
+def _scale(e: _Elem) -> float:
+    assert e.quant is not None
+    return float(e.quant.scale_value)
+
+
+def _fixed_binary(
+    unit: CUnit, op: nn.NNOp, ea: _Elem, eb: _Elem, ey: _Elem
+) -> Callable[[list[str]], tuple[list[str], list[str]]]:
+    """The integer-only Add, Sub (`kernels.add_fixed`) or Mul
+    (`kernels.mul_fixed`) of stored int8 elements."""
+    fixed_helpers(unit)
+    za, zb, zy = _zp(ea), _zp(eb), _zp(ey)
+    sa, sb, sy = _scale(ea), _scale(eb), _scale(ey)
+    tail = f"{zy}, {ey.lo}, {ey.hi}"
+    if isinstance(op, nn.MulOp):
+        pm = fixed_literal(K.mul_fixed_real(sa, sb, sy))
+
+        def mul(a: list[str]) -> tuple[list[str], list[str]]:
+            acc = f"((int32_t){_par(a[0])} - {za}) * ((int32_t){_par(a[1])} - {zb})"
+            return [], [f"({ey.ctype})tigris_requant_fx({acc}, {pm}, {tail})"]
+
+        return mul
+    if not isinstance(op, nn.AddOp | nn.SubOp):
+        raise CLoweringError(f"{op.name}: no integer-only C lowering")
+    r = K.add_fixed_params(sa, sb, sy)
+    pa, pb, py = (fixed_literal(r[k]) for k in ("a", "b", "y"))
+    sign = "+" if isinstance(op, nn.AddOp) else "-"
+    shift = 1 << K.FIXED_ADD_SHIFT
+
+    def add(a: list[str]) -> tuple[list[str], list[str]]:
+        stmts = [
+            f"const int32_t A_ = tigris_mul_fx(((int32_t){_par(a[0])} - {za}) * {shift}, {pa});",
+            f"const int32_t B_ = tigris_mul_fx(((int32_t){_par(a[1])} - {zb}) * {shift}, {pb});",
+        ]
+        return stmts, [f"({ey.ctype})tigris_requant_fx(A_ {sign} B_, {py}, {tail})"]
+
+    return add
 
 
 def _deq(e: _Elem, x: str) -> str:
@@ -673,10 +729,13 @@ def emit_binary(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], un
     ey = _elem(op.results[0].type)
     path = _path(op)
     raw = isinstance(op, nn.BinaryOp) and op.integer_data()
+    fixed = _fixed_binary(unit, op, ea, eb, ey) if path == "fixed" else None
 
     def body(a: list[str]) -> tuple[list[str], list[str]]:
         if raw:  # integer data: numpy's wrap-around, through unsigned arithmetic
             return [], [_int_binary(op, ey.ctype, a[0], a[1])]
+        if fixed is not None:
+            return fixed(a)
         if path == "exact":  # Max / Min on the stored integers
             return [], [
                 _max_expr(ey.ctype, a[0], a[1])
@@ -1069,9 +1128,10 @@ def emit_pool(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit
     pix = " + ".join(f"j{ax.axis} * {y.strides[ax.axis]}" for ax in sp)
     w(f"{y.ctype} *yo = yb + {pix};")
     c0, cb, size_arr = _open_blocks(w, cn, cstatic)
-    acc_t = x.ctype if is_max else "double"
+    fixed = not is_max and _path(op) == "fixed"
+    acc_t = x.ctype if is_max else "int32_t" if fixed else "double"
     w(f"{acc_t} acc[{size_arr}];")
-    init = _low(x.ctype) if is_max else "0.0"
+    init = _low(x.ctype) if is_max else "0" if fixed else "0.0"
     w(f"for (int c = 0; c < {cb}; c++) acc[c] = {init};")
     for i, ax in enumerate(sp):
         a = ax.axis
@@ -1084,12 +1144,23 @@ def emit_pool(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit
     el = f"xp[{_cidx('c', cst)}]"
     if is_max:
         stmt = f"acc[c] = {_max_expr(x.ctype, 'acc[c]', el)};"
+    elif fixed:
+        stmt = f"acc[c] += (int32_t){el} - {_zp(ex)};"
     else:
         stmt = f"acc[c] += (double){_deq(ex, el)};"
     w(f"for (int c = 0; c < {cb}; c++) {stmt}")
     w.close(len(sp))
     if is_max:
         res = _move(unit, ex, ey, "acc[c]")
+    elif fixed:  # kernels.mean_fixed, the multiplier of each count from a table
+        fixed_helpers(unit)
+        cnt = " * ".join(f"cnt{ax.axis}" for ax in sp)
+        counts = np.arange(1, math.prod(k) + 1)
+        mults = np.concatenate([[0], pack_fixed(K.mean_fixed_real(_scale(ex), _scale(ey), counts))])
+        tbl = unit.const("avgm", mults.astype(np.int64))
+        res = (
+            f"({ey.ctype})tigris_requant_fx(acc[c], {tbl}[{cnt}], {_zp(ey)}, {ey.lo}, {ey.hi})"
+        )
     else:
         cnt = " * ".join(f"cnt{ax.axis}" for ax in sp)
         res = _quant(unit, ey, f"(float)(acc[c] / (double)({cnt}))")
@@ -1103,18 +1174,21 @@ def emit_pool(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit
 # global average pool: whole, accumulated, finished
 
 
-def _sum_positions(fn: _Fn, x: CTensor, y: CTensor, ex: _Elem, what: str) -> tuple[str, str]:
+def _sum_positions(
+    fn: _Fn, x: CTensor, y: CTensor, ex: _Elem, what: str, fixed: bool = False
+) -> tuple[str, str]:
     """Open batch and channel-block loops and sum every position of the band
-    `x` into `double part[]` (in any order: exact for dequantized int8);
-    returns (first channel, channels) of the block, loops left open."""
+    `x` into `double part[]` (in any order: exact for dequantized int8), or
+    `fixed`, the integers q - zp into `int32_t part[]`; returns (first
+    channel, channels) of the block, loops left open."""
     xs = fn.ptr(x.ctype, x.name)
     ob, oc, cn, cstatic = _channel_blocks(fn, x, y, what)
     w = fn.code
     w.open(f"for (int b = 0; b < {fn.int_(y.extent[0])}; b++)")
     w(f"const {x.ctype} *xb = {xs} + (b + {ob}) * {x.strides[0]};")
     c0, cb, size_arr = _open_blocks(w, cn, cstatic)
-    w(f"double part[{size_arr}];")
-    w(f"for (int c = 0; c < {cb}; c++) part[c] = 0.0;")
+    w(f"{'int32_t' if fixed else 'double'} part[{size_arr}];")
+    w(f"for (int c = 0; c < {cb}; c++) part[c] = {'0' if fixed else '0.0'};")
     axes = list(range(1, x.rank - 1))
     for a in axes:
         w.open(f"for (int j{a} = 0; j{a} < {fn.int_(x.extent[a])}; j{a}++)")
@@ -1122,9 +1196,20 @@ def _sum_positions(fn: _Fn, x: CTensor, y: CTensor, ex: _Elem, what: str) -> tup
     pix = " + ".join(f"j{a} * {x.strides[a]}" for a in axes)
     w(f"const {x.ctype} *xp = xb + {pix} + {_cidx(_add(oc, c0), cst)};")
     el = f"xp[{_cidx('c', cst)}]"
-    w(f"for (int c = 0; c < {cb}; c++) part[c] += (double){_deq(ex, el)};")
+    term = f"(int32_t){el} - {_zp(ex)}" if fixed else f"(double){_deq(ex, el)}"
+    w(f"for (int c = 0; c < {cb}; c++) part[c] += {term};")
     w.close(len(axes))
     return c0, cb
+
+
+def _gap_fixed(unit: CUnit, op: nn.NNOp, ex: _Elem, ey: _Elem, acc: str) -> str:
+    """`GlobalAveragePoolOp.finish_fixed` of the int32 sum `acc`, as C."""
+    fixed_helpers(unit)
+    count = math.prod(nn.shape_of(op.operands[0])[1:-1])
+    if count * 256 >= 2**31:
+        raise CLoweringError(f"{op.name}: {count} int8 terms may leave the int32 sum")
+    pm = fixed_literal(float(K.mean_fixed_real(_scale(ex), _scale(ey), count)))
+    return f"({ey.ctype})tigris_requant_fx((int32_t){_par(acc)}, {pm}, {_zp(ey)}, {ey.lo}, {ey.hi})"
 
 
 def _check_exact_sum(op: nn.NNOp, ex: _Elem, ey: _Elem | None, terms: int) -> None:
@@ -1151,8 +1236,12 @@ def emit_gap(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit:
     _check_exact_sum(op, ex, ey, count)
     fn = _Fn("tigris_gap")
     ys = fn.ptr(y.ctype, y.name, out=True)
-    c0, cb = _sum_positions(fn, x, y, ex, op.name)
-    res = _quant(unit, ey, f"(float)(part[c] / {count}.0)")
+    fixed = _path(op) == "fixed"
+    c0, cb = _sum_positions(fn, x, y, ex, op.name, fixed)
+    if fixed:
+        res = _gap_fixed(unit, op, ex, ey, "part[c]")
+    else:
+        res = _quant(unit, ey, f"(float)(part[c] / {count}.0)")
     at = f"b * {y.strides[0]} + {_cidx(_add(c0, 'c'), y.strides[-1])}"
     fn.code(f"for (int c = 0; c < {cb}; c++) {ys}[{at}] = {res};")
     fn.code.close(2)
@@ -1168,13 +1257,17 @@ def emit_gap_accumulate(
     x, acc = ins[0], outs[0]
     ex = _elem(op.operands[0].type)
     _check_exact_sum(op, ex, None, math.prod(x.shape[1:-1]))
-    if acc.ctype not in ("float", "double"):
-        raise CLoweringError(f"{op.name}: a {acc.ctype} accumulator; float or double expected")
+    fixed = _path(op) == "fixed"
+    want = ("int64_t",) if fixed else ("float", "double")
+    if acc.ctype not in want:
+        raise CLoweringError(
+            f"{op.name}: a {acc.ctype} accumulator; {' or '.join(want)} expected"
+        )
     fn = _Fn("tigris_gap_acc")
     ys = fn.ptr(acc.ctype, acc.name, out=True)
-    c0, cb = _sum_positions(fn, x, acc, ex, op.name)
+    c0, cb = _sum_positions(fn, x, acc, ex, op.name, fixed)
     at = f"b * {acc.strides[0]} + {_cidx(_add(c0, 'c'), acc.strides[-1])}"
-    new = f"({acc.ctype})((double){ys}[{at}] + part[c])"
+    new = f"{ys}[{at}] + part[c]" if fixed else f"({acc.ctype})((double){ys}[{at}] + part[c])"
     fn.code(f"for (int c = 0; c < {cb}; c++) {ys}[{at}] = {new};")
     fn.code.close(2)
     return fn.call(unit)
@@ -1185,10 +1278,13 @@ def emit_gap_finish(
     op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
 ) -> str:
     """`band_exec.finish`: the mean of the sums rounded once, then quantized."""
-    ey = _elem(op.results[0].type)
+    ex, ey = _elem(op.operands[0].type), _elem(op.results[0].type)
     count = math.prod(nn.shape_of(op.operands[0])[1:-1])
+    fixed = _path(op) == "fixed"
 
     def body(a: list[str]) -> tuple[list[str], list[str]]:
+        if fixed:
+            return [], [_gap_fixed(unit, op, ex, ey, a[0])]
         return [], [_quant(unit, ey, f"(float)((double){a[0]} / {count}.0)")]
 
     reads = [_Read(ins[0], tuple(range(ins[0].rank)))]

@@ -57,6 +57,21 @@ def set_requant(module: ModuleOp, mode: str) -> None:
     module.attributes[nn.REQUANT_ATTR] = StringAttr(mode)
 
 
+def default_requant(target: str = "") -> str:
+    """The mode a target selects when none is given: "fixed" for the
+    integer-only targets (`Target.integer_only`: the Cortex-M CPUs), else
+    "float". An unknown target name raises PassFailedException listing the known."""
+    if not target or target == "host":
+        return "float"
+    from tigris_ir.rtile import targets as tg
+
+    try:
+        t = tg.get_target(target)
+    except (KeyError, ValueError) as e:
+        raise PassFailedException(f"requant: {e}") from None
+    return "fixed" if t.integer_only else "float"
+
+
 def module_requant(module: ModuleOp) -> str:
     """The module's recorded mode ("float" when no pass recorded one)."""
     a = module.attributes.get(nn.REQUANT_ATTR)
@@ -70,9 +85,13 @@ class RequantPass(ModulePass):
 
     name = "requant"
 
-    mode: str = "float"
+    mode: str = ""
     """"float": float32 multipliers (bit-exact with onnxruntime's MLAS rule);
-    "fixed": Q31 multipliers and shifts, no floating point in the int8 body."""
+    "fixed": Q31 multipliers and shifts, no floating point in the int8 body;
+    empty: the target's default (`default_requant`)."""
+    target: str = ""
+    """The target whose default an empty mode takes (a gebp-tile target name:
+    cortex-m4, cortex-m7, cortex-m55 select fixed; host and x86 float)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        set_requant(op, self.mode)
+        set_requant(op, self.mode or default_requant(self.target))

@@ -143,6 +143,9 @@ class Mcu:
     fp_registers: int
     """Single-precision FPU registers (s0-s31), 0 without an FPU."""
     board: Board
+    integer_only: bool = True
+    """int8 plans for this CPU requantize in fixed point by default (the
+    `requant` pass's mode=fixed: no floating point in the int8 body)."""
 
     def cflags(self) -> tuple[str, ...]:
         """The gcc flags that target exactly this CPU (hard-float ABI with an FPU)."""
@@ -238,6 +241,13 @@ class Target:
             if u.bytes == lanes * elt_bytes:
                 return u
         return None
+
+    @property
+    def integer_only(self) -> bool:
+        """Whether int8 plans for this target default to fixed-point
+        requantization (the Cortex-M CPUs whose `Mcu` says so; x86 and the
+        host keep float32 multipliers, bit-exact with onnxruntime)."""
+        return self.mcu is not None and self.mcu.integer_only
 
     @property
     def int8_dot(self) -> Int8Dot:

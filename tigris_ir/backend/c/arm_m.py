@@ -168,6 +168,32 @@ def whole_words(r: int, nc: int) -> bool:
     return r * nc + 2 * nc <= 8
 
 
+def _mve_epilogue(r: int, nc: int, valid: int, q: _Q) -> list[str]:
+    """Requantize per column in lanes: the r rows' accumulators of column j
+    moved into one vector (a row per lane), VCVT, VMUL by the column's
+    multiplier, VCVTN (round to nearest even, saturating), VQADD of the zero
+    point, the clamp, and one scatter store of r bytes down the column (lanes
+    past r predicated off)."""
+    out = [
+        "  const uint32x4_t rows = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)ldy);",
+        f"  const int32x4_t lo = vdupq_n_s32({q.lo}), hi = vdupq_n_s32({q.hi});",
+    ]
+    pred = "" if r == 4 else "_p"
+    tail = "" if r == 4 else f", vctp32q({r})"
+    for j in range(min(nc, valid)):
+        lanes = [f"c{i}_{j}" if i < r else "0" for i in range(4)]
+        out += [
+            "  { int32x4_t v_ = vdupq_n_s32(0);",
+            *(f"    v_ = vsetq_lane_s32({lane}, v_, {i});" for i, lane in enumerate(lanes)
+              if i < r),
+            f"    const float32x4_t f_ = vmulq_n_f32(vcvtq_f32_s32(v_), mult[{j}]);",
+            f"    v_ = vqaddq_n_s32(vcvtnq_s32_f32(f_), {q.yzp});",
+            "    v_ = vminq_s32(vmaxq_s32(v_, lo), hi);",
+            f"    vstrbq_scatter_offset{pred}_s32((int8_t *)(void *)(y + {j}), rows, v_{tail}); }}",
+        ]
+    return out
+
+
 def _dsp_tile(unit: CUnit, p: _Panels, r: int, s: _Sweep, q: _Q) -> str:
     """One `smlad` micro-tile: r rows by the sweep's columns of accumulators."""
     from tigris_ir.backend.c.conv import _helper
@@ -246,7 +272,7 @@ def _mve_tile(unit: CUnit, p: _Panels, r: int, s: _Sweep, q: _Q) -> str:
             out.append(f"    const int8x16_t a{i} = vldrbq_s8(a + {i * kp});")
             out += [f"    c{i}_{j} = vmladavaq_s8(c{i}_{j}, a{i}, b{j});" for j in range(nc)]
         out += [f"    b += {16 * nc};", "    a += 16;", "  } while (b < be);"]
-        out += _epilogue(r, nc, valid, q)
+        out += _mve_epilogue(r, nc, valid, q)
         out += ["}", "#endif"]
         return "\n".join(out)
 

@@ -47,7 +47,7 @@ def site_kernel(op: Operation, site: Site) -> None:
         target = decide.site_target(op)
     except ValueError as e:
         raise PassFailedException(f"lower-gebp: {describe(op)}: {TARGET}: {e}") from None
-    plan = rk.plan(target, g, site.k, site.dtype == "int8", site.packing)
+    plan = rk.plan(target, g, site.k, site.dtype == "int8", site.packing, site.m)
     groups = op.groups() if isinstance(op, nn.ConvOp) else 1
     new = kernel(op.results[0], g, plan, site.k, site.n, site.packing, groups)
     Rewriter.insert_op(new, InsertPoint.after(op))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -390,11 +391,13 @@ def test_the_kernel_ops_are_the_cover(m: int, n: int, k: int, g: G, int8: bool):
     cv = rt.cover(g, m, n)
     sweeps = kern.walk_of(PanelsOp)
     assert (sweeps[0].lo.value.data, sweeps[0].hi.value.data) == (0, cv.n_full)
-    assert sweeps[0].micro.geom.geometry == g
-    assert sweeps[0].micro.edge_rows == tuple(range(1, g.rm))
+    rows = plan.rows
+    assert rows == (g.rm if int8 else rk.micro_rows(tg.avx2, g))
+    assert sweeps[0].micro.geom.geometry == G(rows, g.rn, g.lanes)
+    assert sweeps[0].micro.edge_rows == tuple(range(1, rows))
     if cv.tail_widths:
         tail = sweeps[1].micro
-        assert tail.geom.geometry == G(g.rm, len(cv.tail_widths), g.lanes)
+        assert tail.geom.geometry == G(rows, len(cv.tail_widths), g.lanes)
         assert tail.last.value.data == cv.tail_widths[-1]
         assert sweeps[1].hi.value.data == n
     assert len(sweeps) == 1 + bool(cv.tail_widths)
@@ -407,6 +410,26 @@ def test_the_kernel_ops_are_the_cover(m: int, n: int, k: int, g: G, int8: bool):
     p = c_conv.panels_of(kern, tg.avx2)
     packed = c_conv.pack_b(p, np.arange(k * n, dtype=np.float32).reshape(k, n))
     assert packed.size == p.kp * (cv.n_full + len(cv.tail_widths) * g.lanes)
+
+
+@pytest.mark.parametrize(
+    ("target", "g", "m", "rows"),
+    [
+        (tg.avx512, G(4, 1, 16), None, 8),  # 4 accumulators of 8 in flight: two passes
+        (tg.avx512, G(4, 2, 16), None, 4),  # 8: the pipeline is full
+        (tg.avx512, G(4, 1, 16), 6, 4),  # the site has no 8 rows
+        (tg.avx512, G(2, 1, 16), None, 2),  # rows asked for are kept
+        (tg.avx2, G(4, 1, 8), None, 8),  # resident floor 10 of 16 registers
+        (replace(tg.avx2, vector_registers=9), G(4, 1, 8), None, 4),  # 10 > 9
+        (replace(tg.avx512, fma_chains=1), G(4, 1, 16), None, 4),
+        (replace(tg.avx512, fma_chains=12), G(4, 1, 16), None, 12),
+    ],
+)
+def test_micro_rows_fill_the_fma_pipeline(target: tg.Target, g: G, m: int | None, rows: int):
+    assert rk.micro_rows(target, g, m) == rows
+    plan = rk.plan(target, g, 64, False, "im2col", m)
+    assert plan.rows == rows and plan.mc % rows == 0
+    assert rk.plan(target, g, 64, True, "rows", m).rows == g.rm  # int8: the geometry's rows
 
 
 def plan_module(text: str, target: str) -> ModuleOp:

@@ -3,8 +3,10 @@
 `gebp-tile` gives a site its geometry; `lower-gebp` then fixes, with `plan`,
 everything else its C kernel depends on: the multiply-accumulate instruction,
 the packed contraction length (K rounded up to that instruction's group of k
-steps), the K block the float kernel sweeps its panels in, and the rows of A
-one call packs (int8) or gathers (im2col) into its stack buffer; and states
+steps), the K block the float kernel sweeps its panels in, the rows of A one
+call packs (int8) or gathers (im2col) into its stack buffer, and the rows one
+micro-tile runs (`micro_rows`: a float tile whose accumulator grid is smaller
+than the target's FMA pipeline runs several of its row passes at once); and states
 them as the ops of an `rtile.kernel` (`tigris_ir.rtile.lower`). The C printer
 reads those ops and decides nothing. The weights' panel layout follows from the
 geometry and its cover: full panels of rn * lanes columns, then one panel of
@@ -55,6 +57,8 @@ class KernelPlan:
     """Rows of A per call of the panel sweep (packed or gathered in a stack buffer)."""
     scratch: int
     """Bytes of the stack buffer those rows take (0: A is read in place)."""
+    rows: int = 0
+    """Rows of one full micro-tile (`micro_rows`; 0: the geometry's rm)."""
 
 
 def dot_group(dot: Dot) -> int:
@@ -75,17 +79,45 @@ def _block_rows(rm: int, row_bytes: int, scratch_bytes: int) -> int:
     return max(rm, min(ROW_BLOCK, scratch_bytes // row_bytes) // rm * rm)
 
 
-def plan(target: Target, g: rt.Geometry, k: int, int8: bool, packing: Packing) -> KernelPlan:
-    """The kernel decisions for a k-long contraction tiled by `g` on `target`."""
+def micro_rows(target: Target, g: rt.Geometry, m: int | None = None) -> int:
+    """The rows one float micro-tile of `g` runs: rm, or where the model's
+    rm_cap-row grid holds fewer accumulators (rm * rn) than the target's FMA
+    pipeline keeps in flight (`Target.fma_chains`), as many of its row passes
+    at once as make up the difference -- while the register file holds them
+    all resident (resident_floor), the site has the rows (m) and a row block
+    holds them (ROW_BLOCK). A geometry of fewer rows (a request, a twin) is
+    run as it is: its rows were asked for."""
+    if g.rm != rt.rm_cap or g.rn < 1:
+        return g.rm
+    passes = 1
+    while g.rm * g.rn * passes < target.fma_chains:
+        rows = g.rm * (passes + 1)
+        wider = rt.Geometry(rows, g.rn, g.lanes)
+        if (
+            rt.resident_floor(wider) > target.vector_registers
+            or (m is not None and rows > m)
+            or rows > ROW_BLOCK
+        ):
+            break
+        passes += 1
+    return g.rm * passes
+
+
+def plan(
+    target: Target, g: rt.Geometry, k: int, int8: bool, packing: Packing, m: int | None = None
+) -> KernelPlan:
+    """The kernel decisions for a k-long contraction of (up to) m rows tiled by
+    `g` on `target`."""
     if not int8:
         kc = _k_block(g, k)
+        rows = micro_rows(target, g, m)
         if packing == "rows":
-            return KernelPlan("fma", k, kc, ROW_BLOCK, 0)
-        mc = _block_rows(g.rm, 4 * k, target.scratch_bytes)
-        return KernelPlan("fma", k, kc, mc, mc * k * 4)
+            return KernelPlan("fma", k, kc, ROW_BLOCK // rows * rows, 0, rows)
+        mc = _block_rows(rows, 4 * k, target.scratch_bytes)
+        return KernelPlan("fma", k, kc, mc, mc * k * 4, rows)
     dot: Int8Dot = target.int8_dot
     group = INT8_DOT_GROUP[dot]
     kp = -(-k // group) * group
     elt = PACKED_BYTES[dot]
     mc = _block_rows(g.rm, elt * kp, target.scratch_bytes)
-    return KernelPlan(dot, kp, kp, mc, mc * kp * elt)
+    return KernelPlan(dot, kp, kp, mc, mc * kp * elt, g.rm)

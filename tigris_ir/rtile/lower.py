@@ -6,10 +6,11 @@
 (im2col) into a stack buffer of `plan.scratch` bytes, the K blocks of `plan.kc`
 (float32; int8 sweeps the whole packed contraction), the sweeps over the full
 weight panels and over the one panel of the column tail (the geometry's
-cover), each with its micro-tile and the row edge tiles of the leftover rows,
-and the epilogue. `lower-gebp` places it in the band beside its site; the
-standalone GEBP of the benchmark and the autotuner (`backend/c/gebp.py`) builds
-the same op, so both print through one generator.
+cover), each with its micro-tile of `plan.rows` rows (the geometry's rm, or
+several of its row passes at once: `rtile.kernel.micro_rows`) and the row edge
+tiles of the leftover rows, and the epilogue. `lower-gebp` places it in the
+band beside its site; the standalone GEBP of the benchmark and the autotuner
+(`backend/c/gebp.py`) builds the same op, so both print through one generator.
 """
 
 from __future__ import annotations
@@ -57,15 +58,17 @@ def kernel(
     """The `rtile.kernel` of C[m, n] = A[m, k] B[k, n] (per group) tiled by `g`."""
     int8 = plan.dot != "fma"
     cv = rt.cover(g, g.rm, n)
-    edges = list(range(1, g.rm))
+    rows = plan.rows or g.rm
+    edges = list(range(1, rows))
     # the Cortex-M kernels' k loops run as written (a do-while of one group)
     unroll = UNROLL if g.rm == rt.rm_cap and plan.dot not in ("smlad", "vmladava") else 1
+    full = rt.Geometry(rows, g.rn, g.lanes)
     sweeps: list[Operation] = []
     if cv.n_full:
-        sweeps.append(PanelsOp(0, cv.n_full, rt.columns(g), MicroOp(g, g.lanes, edges, unroll)))
+        sweeps.append(PanelsOp(0, cv.n_full, rt.columns(g), MicroOp(full, g.lanes, edges, unroll)))
     if cv.tail_widths:
         tv = len(cv.tail_widths)
-        tail = rt.Geometry(g.rm, tv, g.lanes)
+        tail = rt.Geometry(rows, tv, g.lanes)
         micro = MicroOp(tail, cv.tail_widths[-1], edges, unroll)
         sweeps.append(PanelsOp(cv.n_full, n, rt.columns(tail), micro))
     body: list[Operation] = []

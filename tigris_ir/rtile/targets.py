@@ -216,6 +216,12 @@ class Target:
     """Whether AVX512-VNNI's u8 x s8 dot products (vpdpbusd) exist."""
     scratch_bytes: int = 16384
     """What one kernel's gathered block of pixel rows may take on the stack."""
+    fma_chains: int = 1
+    """Independent float accumulators the multiply-accumulate pipeline needs to
+    issue one per cycle on every port (its latency times its ports: 4 x 2 on
+    the x86 and NEON cores seen so far); a register tile of fewer runs that
+    much below the unit's rate, and `lower-gebp` interleaves its row passes
+    (`rtile.kernel.micro_rows`). 1: no such constraint is known."""
     mcu: Mcu | None = None
     """The M-profile CPU and its board, for the Cortex-M targets (None: an
     application processor whose code may run on this machine)."""
@@ -298,13 +304,13 @@ class Target:
         return ()
 
 
-avx512 = Target("avx512", vector_bytes=64, vector_registers=32, isa="avx512")
+avx512 = Target("avx512", vector_bytes=64, vector_registers=32, isa="avx512", fma_chains=8)
 avx512_vnni = Target(
-    "avx512-vnni", vector_bytes=64, vector_registers=32, isa="avx512", vnni=True
+    "avx512-vnni", vector_bytes=64, vector_registers=32, isa="avx512", vnni=True, fma_chains=8
 )
-avx2 = Target("avx2", vector_bytes=32, vector_registers=16, isa="avx2")
-sse = Target("sse", vector_bytes=16, vector_registers=16, isa="sse", fma=False)
-neon = Target("neon", vector_bytes=16, vector_registers=32, isa="neon")
+avx2 = Target("avx2", vector_bytes=32, vector_registers=16, isa="avx2", fma_chains=8)
+sse = Target("sse", vector_bytes=16, vector_registers=16, isa="sse", fma=False, fma_chains=8)
+neon = Target("neon", vector_bytes=16, vector_registers=32, isa="neon", fma_chains=8)
 
 # The Cortex-M files the register-tile model sees: with the DSP extension a
 # "vector" is one 32-bit general register (four int8 or two int16 lanes) and

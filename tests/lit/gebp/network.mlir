@@ -17,8 +17,9 @@
 // is printed from those ops. The first convolution (10x4, stride 2, one input
 // channel: an im2col GEBP of k = 40) and the pointwise ones (k = 16) have
 // n = 16 output channels: on AVX2 a 4 x 2 tile of 8 lanes, on AVX-512 a 4 x 1
-// tile of 16 lanes. The final Gemm (1 x 12) is one row of an 8-lane panel and
-// a column tail of 4 lanes.
+// tile of 16 lanes, whose four accumulators are half the eight FMAs AVX-512
+// keeps in flight: its micro-tile runs two row passes at once (8 rows). The
+// final Gemm (1 x 12) is one row of an 8-lane panel and a column tail of 4 lanes.
 
 // IR2:      loop.band
 // IR2:        %[[C0:.*]] = nn.conv {{.*}}rtile.geom = #rtile.geom<rm4 rn2 lanes8>, {{.*}}rtile.target = "avx2", kernel = array<i64: 10, 4>
@@ -50,7 +51,7 @@
 // IR512:      nn.conv {{.*}}rtile.geom = #rtile.geom<rm4 rn1 lanes16>, {{.*}}rtile.target = "avx512", kernel = array<i64: 10, 4>
 // IR512-NEXT: rtile.kernel %{{.*}} dot "fma" k 40 n 16 groups 1
 // IR512:          rtile.panels cols 0 to 16 width 16 {
-// IR512-NEXT:       rtile.micro <rm4 rn1 lanes16> last 16 edges [1, 2, 3] unroll 4
+// IR512-NEXT:       rtile.micro <rm8 rn1 lanes16> last 16 edges [1, 2, 3, 4, 5, 6, 7] unroll 4
 // IR512-NOT:  lanes8> last 8 edges [1, 2, 3]
 
 // The C: vector types of the tile's width, guarded by the unit's ISA macro,
@@ -70,10 +71,11 @@
 
 // C512:     #if defined(TIGRIS_VECTOR) && (defined(__AVX512F__))
 // C512-NEXT: #define TG_V16 1
-// C512:     void tg_fmk16_4x1_16(
-// C512:       tg_v16 c0_0, c1_0, c2_0, c3_0;
+// C512:     void tg_fmk16_8x1_16(
+// C512:       tg_v16 c0_0, c1_0, c2_0, c3_0, c4_0, c5_0, c6_0, c7_0;
 // C512:     static void tg_fgebp_40x16(
-// C512:           tg_fmk16_4x1_16(a + (long)i * lda + k0,
+// C512:           for (; i + 8 <= m; i += 8)
+// C512-NEXT:        tg_fmk16_8x1_16(a + (long)i * lda + k0,
 
 // A geometry asked of gebp-tile (geometry=rm2-rn2-lanes8) is every site's
 // tile where the spec's check accepts it, and declined with the rule where

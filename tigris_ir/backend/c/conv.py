@@ -745,7 +745,7 @@ def panels_of(kern: KernelOp, target: tg.Target) -> _Panels:
     if kblocks is not None and kblocks.k.value.data != k:
         raise CLoweringError(f"{kern.name}: rtile.k_blocks spans {kblocks.k.value.data}, not {k}")
     scratch = pack.scratch.value.data if pack is not None else 0
-    plan = rk.KernelPlan(cast(rk.Dot, dot), kp, kc, blocks.rows.value.data, scratch)
+    plan = rk.KernelPlan(cast(rk.Dot, dot), kp, kc, blocks.rows.value.data, scratch, first.rows)
     if plan.kp < k or plan.kp % rk.dot_group(plan.dot):
         raise CLoweringError(f"{kern.name}: kp {plan.kp} does not pack a contraction of {k}")
     if int8 and lanes not in INT8_LANES.get(dot, ()):

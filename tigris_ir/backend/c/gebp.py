@@ -132,7 +132,7 @@ class Kernel:
 def kernel_op(g: rt.Geometry, p: Problem, target: Target) -> KernelOp:
     """The `rtile.kernel` lower-gebp gives a band of rows of this problem."""
     int8 = p.dtype == "int8"
-    plan = rk.plan(target, g, p.k, int8, "rows")
+    plan = rk.plan(target, g, p.k, int8, "rows", p.m)
     site = Block(arg_types=[TensorType(i32 if int8 else f32, [p.m, p.n])]).args[0]
     return kernel(site, g, plan, p.k, p.n, "rows")
 

@@ -173,7 +173,9 @@ def _mve_epilogue(r: int, nc: int, valid: int, q: _Q) -> list[str]:
     moved into one vector (a row per lane), VCVT, VMUL by the column's
     multiplier, VCVTN (round to nearest even, saturating), VQADD of the zero
     point, the clamp, and one scatter store of r bytes down the column (lanes
-    past r predicated off)."""
+    past r predicated off). The fixed-point rule requantizes per output."""
+    if q.fixed:
+        return _epilogue(r, nc, valid, q)
     out = [
         "  const uint32x4_t rows = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)ldy);",
         f"  const int32x4_t lo = vdupq_n_s32({q.lo}), hi = vdupq_n_s32({q.hi});",

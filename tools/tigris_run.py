@@ -557,7 +557,7 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
         )
     if args.stats:
         assert stats is not None
-        for line in stats.lines():
+        for line in [*stats.lines(), *getattr(args, "target_lines", [])]:
             print(line)
     if args.check:
         ref_fn = untiled_func(module)
@@ -624,10 +624,7 @@ def _run_c(args: argparse.Namespace, module, weights, inputs: list[np.ndarray]):
     source = print_network(module, weights=weights, verify=False)
     target = mcpu_target(args.mcpu or "host")
     if target.mcu is not None:
-        raise RunError(
-            f"--backend c --mcpu {args.mcpu}: building and running on the Cortex-M "
-            "board under QEMU is not implemented yet"
-        )
+        return _run_on_target(args, source, target, inputs, t0)
     flags = c_flags(args)
     try:
         exe = build(source, flags=flags, cc=args.cc)
@@ -648,6 +645,25 @@ def _run_c(args: argparse.Namespace, module, weights, inputs: list[np.ndarray]):
     except OSError as e:
         raise RunError(f"--backend c: cannot run the compiled network: {e}") from None
     return outputs, stats, t_run, t_build
+
+
+def _run_on_target(args: argparse.Namespace, source, target, inputs, t0: float):
+    """The plan's C cross-compiled for a Cortex-M and run under QEMU on its board."""
+    import shlex
+
+    from tigris_ir.backend.c import cortex
+    from tigris_ir.backend.c.build import CBuildError, CRunError
+
+    opt = shlex.split(args.cflags) if args.cflags is not None else list(cortex.OPT_FLAGS)
+    try:
+        done = cortex.run_on_target(
+            source, target, inputs, stats=args.stats, cc=args.cc or cortex.CC, opt=opt
+        )
+    except (CBuildError, CRunError) as e:
+        raise RunError(f"--backend c --mcpu {target.name}: {e}") from None
+    t_all = time.perf_counter() - t0
+    args.target_lines = done.lines(source, target) if args.stats else []
+    return done.outputs, done.stats, t_all, None
 
 
 def _names(fn, key: str, n: int) -> list[str]:

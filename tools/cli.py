@@ -49,7 +49,12 @@ def parse_error_line(e) -> str:
         where = f"{loc.file}:{loc.line}:{loc.col}"
     except Exception:  # a span without a source: the message alone
         where = "<input>"
-    return f"{where}: error: {' '.join(str(e.msg).split())}"
+    message = " ".join(str(e.msg).split())
+    if message.startswith("Unexpected character:"):  # name it: it may not print
+        ch = e.span.text[:1] if getattr(e, "span", None) is not None else ""
+        if ch:
+            message = f"unexpected character {ch!r} (U+{ord(ch):04X})"
+    return f"{where}: error: {message}"
 
 
 def os_error_text(e: OSError) -> str:
@@ -116,7 +121,10 @@ def parse_module(ctx, text: str, origin: str, verify: bool = True):
         raise Diagnostic(
             f"{origin}:{bad[0]}:{bad[1]}", "the line ends before the string literal is closed"
         )
-    parser = _locating_parser(Parser)(ctx, text, origin)
+    try:
+        parser = _locating_parser(Parser)(ctx, text, origin)  # lexes the first token
+    except ParseError as e:
+        raise Diagnostic(*parse_error_line(e).split(": error: ", 1)) from None
     try:
         module = parser.parse_module()
     except ParseError as e:

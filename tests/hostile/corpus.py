@@ -589,6 +589,13 @@ def _semantic(d: Path, rng: np.random.Generator) -> Iterator[Case]:
         p = d / f"{name}.onnx"
         p.write_bytes(data[:i] + b"\xff\xfe" + data[i + 2 :])
         yield Case("semantic", p.name, "opt", (str(p),), "refuse", (p.name, "UTF-8"))
+    for name, cut in (("init_data_long", 4), ("init_data_short", -4)):
+        m = base_conv(rng)
+        b = next(t for t in m.graph.initializer if t.name == "b")
+        raw = numpy_helper.to_array(b).tobytes()
+        b.ClearField("float_data")
+        b.raw_data = raw + bytes(cut) if cut > 0 else raw[:cut]
+        yield refuse(name, m, "'b'", "stored data")
     m = base_conv(rng)
     m.graph.name = "GRAPHNAME"
     data = m.SerializeToString()
@@ -643,6 +650,7 @@ def _ir(d: Path, rnd: random.Random, texts: dict[str, str]) -> Iterator[Case]:
         "refuse",
         tool="run",
     )
+    yield case("nul_first", "\0" * 40 + base, "refuse", "U+0000", tool="opt")
     yield case("deep_modules", "builtin.module {" * 3000 + "}" * 3000, "either", tool="opt")
     yield case("deep_parens", "builtin.module {" + "(" * 50000, "refuse", tool="opt")
     yield case(

@@ -91,12 +91,55 @@ def check_model(data: bytes, model: onnx.ModelProto, origin: str) -> None:
         raise ModelInvalid(origin, "the graph has no outputs; a model must declare at least one")
     for vi in [*g.input, *g.output, *g.value_info]:
         _check_declared(vi, origin)
+    _check_stored_data(g, origin)
     try:
         onnx.checker.check_model(data, full_check=True)
     except Exception as e:  # the checker raises ValidationError, InferenceError, ...
         raise _checker_diagnostic(e, model, origin) from None
     inferred = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
     _NodeRules(inferred, origin).check()
+
+
+def _check_stored_data(g: onnx.GraphProto, origin: str) -> None:
+    """Every initializer (of the graph and its bodies) holds as many elements
+    as its dimensions say: onnx's checker leaves that to the runtime."""
+
+    def check(t: onnx.TensorProto, what: str) -> None:
+        dims = list(t.dims)
+        bad = [d for d in dims if d < 0]
+        if bad:
+            raise ModelInvalid(f"{origin}: {what} '{t.name}'", f"dimension {bad[0]} is negative")
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            return  # read beside the model first, then checked again
+        try:
+            numpy_helper.to_array(t)
+        except Exception as e:  # numpy's reshape error, an unknown data type, ...
+            shape = f"a tensor of shape {'x'.join(map(str, dims))}" if dims else "a scalar"
+            reason = (str(e).strip().splitlines() or [""])[0]
+            if t.HasField("raw_data"):
+                try:
+                    size = onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+                    reason = (
+                        f"{len(t.raw_data)} bytes of raw data, {math.prod(dims) * size} "
+                        "needed"
+                    )
+                except Exception:  # an unknown data type: numpy's reason stands
+                    pass
+            raise ModelInvalid(
+                f"{origin}: {what} '{t.name}'",
+                f"its stored data does not hold {shape} ({reason})",
+            ) from None
+
+    for t in g.initializer:
+        check(t, "initializer")
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.TENSOR:
+                check(a.t, f"the '{a.name}' tensor of node '{n.name}' ({n.op_type})")
+            if a.type == onnx.AttributeProto.GRAPH:
+                _check_stored_data(a.g, origin)
+            for sub in a.graphs:
+                _check_stored_data(sub, origin)
 
 
 def _check_text(g: onnx.GraphProto, origin: str) -> None:

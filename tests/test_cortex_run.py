@@ -77,11 +77,17 @@ def case(name: str, int8: bool, cpu: str, budget: int = 8192) -> Case:
 # -- on the boards -------------------------------------------------------------
 
 
+MODELS = [("ds_cnn", False), ("ds_cnn", True), ("audio_1d", True)]
+"""2D and 1D, float32 and int8: a few KiB of weights each, small inputs."""
+
+
 @needs_tools
 @pytest.mark.parametrize("cpu", CPUS)
-@pytest.mark.parametrize("int8", [False, True], ids=["float32", "int8"])
-def test_zoo_model_on_the_board_equals_the_untiled_reference(cpu: str, int8: bool):
-    c = case("ds_cnn", int8, cpu)
+@pytest.mark.parametrize(
+    ("name", "int8"), MODELS, ids=[f"{n}-{'int8' if q else 'float32'}" for n, q in MODELS]
+)
+def test_zoo_model_on_the_board_equals_the_untiled_reference(cpu: str, name: str, int8: bool):
+    c = case(name, int8, cpu)
     run = cortex.run_on_target(c.source, tg.get_target(cpu), c.inputs)
     for y, r in zip(run.outputs, c.reference):
         assert y.dtype == r.dtype and y.shape == r.shape

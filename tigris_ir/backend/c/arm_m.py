@@ -124,6 +124,36 @@ static inline __attribute__((always_inline, unused)) int32_t tg_rqf(int32_t acc,
 }
 #endif
 #endif
+#if defined(TG_DSP) || defined(TG_MVE)
+/* kernels.multiply_fixed of one int32 for a multiplier split into its Q31
+   mantissa m, left shift l and right shift k (tg_fx_* of the packed value):
+   the saturated left shift, the rounding doubling high multiply ((x m +
+   2^30) >> 31 is its ties-toward-infinity rounding), then the right shift
+   rounding half away from zero (the sum taken unsigned where it may pass
+   INT32_MAX: exact). */
+static inline __attribute__((always_inline, unused)) int32_t tg_mulx(int32_t x, int32_t m,
+                                                                    int l, int k) {
+  if (l) {
+    const int64_t v = (int64_t)x * ((int64_t)1 << l);
+    x = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+  }
+  int32_t h = (int32_t)(((int64_t)x * m + ((int64_t)1 << 30)) >> 31);
+  if (k) {
+    const uint32_t u = (uint32_t)h + (uint32_t)((1 << (k - 1)) + (h >> 31));
+    h = h >= 0 ? (int32_t)(u >> k) : (int32_t)u >> k;
+  }
+  return h;
+}
+#define TG_FX_M(p) ((int32_t)((p) >> 6))
+#define TG_FX_L(p) ((int)((p) & 63) - 32 > 0 ? (int)((p) & 63) - 32 : 0)
+#define TG_FX_K(p) ((int)((p) & 63) - 32 < 0 ? 32 - (int)((p) & 63) : 0)
+/* saturate(tg_mulx + zp) to int8 / uint8 */
+static inline __attribute__((always_inline, unused)) int32_t tg_rqx(int32_t acc, int32_t m,
+                                                                   int l, int k, int32_t zp) {
+  const int64_t v = (int64_t)tg_mulx(acc, m, l, k) + zp;
+  return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+}
+#endif
 #ifdef TG_DSP
 /* a compiler barrier: the odd pairs' words of B are loaded again, not kept */
 #define TG_MEMBAR() __asm__ volatile("" ::: "memory")
@@ -149,11 +179,18 @@ def _saturate(yt: str, v: str) -> str:
 def _epilogue(r: int, nc: int, valid: int, q: _Q) -> list[str]:
     """Requantize and store the r x valid accumulators (the padded columns
     past `valid` are computed, never stored)."""
-    out = [f"  const {q.mt} m{j} = mult[{j}];" for j in range(min(nc, valid))]
+    cols = range(min(nc, valid))
+    if q.fixed:  # integer-only: kernels.requantize_fixed, the column's multiplier split once
+        out = [f"  const int64_t p{j} = mult[{j}];" for j in cols]
+        out += [f"  const int32_t m{j} = TG_FX_M(p{j}); const int l{j} = TG_FX_L(p{j}),"
+                f" k{j} = TG_FX_K(p{j});" for j in cols]
+    else:
+        out = [f"  const float m{j} = mult[{j}];" for j in cols]
     for i in range(r):
-        for j in range(min(nc, valid)):
-            if q.fixed:  # integer-only: kernels.requantize_fixed
-                st = f"({q.yt})tigris_requant_fx(c{i}_{j}, m{j}, {q.yzp}, {q.lo}, {q.hi})"
+        for j in cols:
+            if q.fixed:
+                rq = f"tg_rqx(c{i}_{j}, m{j}, l{j}, k{j}, {q.yzp})"
+                st = _saturate(q.yt, rq)
             else:
                 st = _saturate(q.yt, f"tg_rqf(c{i}_{j}, m{j}, {q.yzp})")
             out.append(f"  y[{i} * ldy + {j}] = {st};")
@@ -173,9 +210,10 @@ def _mve_epilogue(r: int, nc: int, valid: int, q: _Q) -> list[str]:
     moved into one vector (a row per lane), VCVT, VMUL by the column's
     multiplier, VCVTN (round to nearest even, saturating), VQADD of the zero
     point, the clamp, and one scatter store of r bytes down the column (lanes
-    past r predicated off). The fixed-point rule requantizes per output."""
-    if q.fixed:
-        return _epilogue(r, nc, valid, q)
+    past r predicated off). The fixed-point rule in lanes: VQSHL by the left
+    shift, VQRDMULH by the Q31 mantissa (its rounding is kernels.multiply_fixed's),
+    then VRSHL by minus the right shift after subtracting one from the
+    negative lanes (VRSHL rounds ties up; the rule rounds them away from zero)."""
     out = [
         "  const uint32x4_t rows = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)ldy);",
         f"  const int32x4_t lo = vdupq_n_s32({q.lo}), hi = vdupq_n_s32({q.hi});",
@@ -188,8 +226,22 @@ def _mve_epilogue(r: int, nc: int, valid: int, q: _Q) -> list[str]:
             "  { int32x4_t v_ = vdupq_n_s32(0);",
             *(f"    v_ = vsetq_lane_s32({lane}, v_, {i});" for i, lane in enumerate(lanes)
               if i < r),
-            f"    const float32x4_t f_ = vmulq_n_f32(vcvtq_f32_s32(v_), mult[{j}]);",
-            f"    v_ = vqaddq_n_s32(vcvtnq_s32_f32(f_), {q.yzp});",
+            *(
+                [
+                    f"    const int64_t p_ = mult[{j}]; const int l_ = TG_FX_L(p_),"
+                    " k_ = TG_FX_K(p_);",
+                    "    if (l_) v_ = vqshlq_s32(v_, vdupq_n_s32(l_));",
+                    "    v_ = vqrdmulhq_n_s32(v_, TG_FX_M(p_));",
+                    "    if (k_) v_ = vrshlq_s32(vqaddq_s32(v_, vshrq_n_s32(v_, 31)),"
+                    " vdupq_n_s32(-k_));",
+                    f"    v_ = vqaddq_n_s32(v_, {q.yzp});",
+                ]
+                if q.fixed
+                else [
+                    f"    const float32x4_t f_ = vmulq_n_f32(vcvtq_f32_s32(v_), mult[{j}]);",
+                    f"    v_ = vqaddq_n_s32(vcvtnq_s32_f32(f_), {q.yzp});",
+                ]
+            ),
             "    v_ = vminq_s32(vmaxq_s32(v_, lo), hi);",
             f"    vstrbq_scatter_offset{pred}_s32((int8_t *)(void *)(y + {j}), rows, v_{tail}); }}",
         ]
@@ -389,14 +441,23 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
         "const int16_t *restrict w16",
         "const int32_t *restrict w32",
         "const int32_t *restrict bias",
-        "const float *restrict mult",
+        f"const {q.mt} *restrict mult",
+        "const int32_t *restrict fx",
         f"const {xt} *restrict pad",
     ]
+    if q.fixed:
+        cv.fixed_helpers(unit)
     key = f"adw.{isa}.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{cv._qkey(q)}"
     sat = "__usat" if yt == "uint8_t" else "__ssat"
     ext, extr = (
         ("__uxtb16", "tg_uxtb16r8") if xt == "uint8_t" else ("__sxtb16", "tg_sxtb16r8")
     )
+
+    def rq(j: int) -> str:
+        if q.fixed:
+            return (f"tg_rqx(a{j}, fx[c0 + {j}], fx[{cp} + c0 + {j}], fx[{2 * cp} + c0 + {j}],"
+                    f" {q.yzp})")
+        return f"tg_rqf(a{j}, mult[c0 + {j}], {q.yzp})"
 
     def dsp_channels() -> list[str]:
         out = [
@@ -414,7 +475,7 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
             "          }",
         ]
         out += [
-            f"          yp[c0 + {j}] = ({yt}){sat}(tg_rqf(a{j}, mult[c0 + {j}], {q.yzp}), 8);"
+            f"          yp[c0 + {j}] = ({yt}){sat}({rq(j)}, 8);"
             for j in range(4)
         ]
         return [*out, "        }"]
@@ -440,11 +501,23 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
             "            ao = vaddq_s32(ao, vmulltq_int_s16(x_, w_));",
             "          }",
         ]
-        for acc, off in (("ae", cp), ("ao", cp + half)):
+        for h, (acc, off) in enumerate((("ae", cp), ("ao", cp + half))):
+            if q.fixed:  # per lane: fx holds M, L, -K, the negative lanes' fix, even then odd
+                f_ = [f"vldrwq_s32(fx + {(2 * i + h) * half} + c0 / 2)" for i in range(4)]
+                out += [
+                    f"          {{ int32x4_t r_ = vqrdmulhq_s32(vqshlq_s32({acc}, {f_[1]}),"
+                    f" {f_[0]});",
+                    f"            r_ = vrshlq_s32(vqaddq_s32(r_, vandq_s32(vshrq_n_s32(r_, 31),"
+                    f" {f_[3]})), {f_[2]});",
+                    f"            r_ = vqaddq_n_s32(r_, {q.yzp});",
+                ]
+            else:
+                out += [
+                    f"          {{ float32x4_t v_ = vmulq_f32(vcvtq_f32_s32({acc}),"
+                    f" vldrwq_f32(mult + {off} + c0 / 2));",
+                    f"            int32x4_t r_ = vqaddq_n_s32(vcvtnq_s32_f32(v_), {q.yzp});",
+                ]
             out += [
-                f"          {{ float32x4_t v_ = vmulq_f32(vcvtq_f32_s32({acc}),"
-                f" vldrwq_f32(mult + {off} + c0 / 2));",
-                f"            int32x4_t r_ = vqaddq_n_s32(vcvtnq_s32_f32(v_), {q.yzp});",
                 f"            {acc} = vminq_s32(vmaxq_s32(r_, vdupq_n_s32({q.lo})),"
                 f" vdupq_n_s32({q.hi})); }}",
             ]
@@ -456,7 +529,7 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
 
     def build(name: str) -> str:
         out = cv._header(name, cv._conv_params(xt, yt, mid))
-        out.append("  (void)w16; (void)w32;")
+        out.append("  (void)w16; (void)w32; (void)fx;")
         out += cv._unpack("xb", "x", 4) + cv._unpack("yb", "y", 4)
         out += cv._batch_loop(xv, yv, xt, yt)
         out.append("    for (int oy = yl1; oy < yl1 + yn1; ++oy) {")
@@ -500,12 +573,30 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
     name = cv._helper(unit, key, f"tg_adw_{g.kh}x{g.kw}s{g.sh}x{g.sw}_{c}", build)
     w = np.asarray(ins[1].value).reshape(c, taps).T  # (taps, C)
     w16, w32, bias = depthwise_consts(w, np.asarray(ins[2].value), q.xzp, c, cp, isa)
-    m = np.zeros(cp, np.float32)
+    m = np.zeros(cp, np.int64 if q.fixed else np.float32)
     m[:c] = cv._multipliers(q, np.asarray(ins[3].value), c)
-    if isa == "mve":  # then the even and the odd lanes of every eight channels
-        bias = np.concatenate([bias, *(bias.reshape(-1, 8)[:, h::2].reshape(-1) for h in (0, 1))])
-        m = np.concatenate([m, *(m.reshape(-1, 8)[:, h::2].reshape(-1) for h in (0, 1))])
+
+    def halves(v: np.ndarray) -> list[np.ndarray]:
+        """The even and the odd lanes of every eight channels."""
+        return [v.reshape(-1, 8)[:, h::2].reshape(-1) for h in (0, 1)]
+
+    fx = np.zeros(1, np.int32)
+    if q.fixed:
+        packed = np.asarray(m, np.int64)
+        mm = (packed >> 6).astype(np.int32)
+        e = (packed & 63).astype(np.int32) - 32
+        left, right = np.maximum(e, 0), np.maximum(-e, 0)
+        if isa == "mve":
+            fix = np.where(right > 0, -1, 0).astype(np.int32)
+            fx = np.concatenate([*halves(mm), *halves(left), *halves(-right), *halves(fix)])
+        else:
+            fx = np.concatenate([mm, left, right]).astype(np.int32)
+    if isa == "mve":
+        bias = np.concatenate([bias, *halves(bias)])
+        if not q.fixed:
+            m = np.concatenate([m, *halves(m)])
     padv = np.full(cp, q.xzp, cv._NP[xt])
-    args = [unit.const(h, v) for h, v in
-            (("aw16", w16), ("aw32", w32), ("ab", bias), ("am", m), ("apad", padv))]
+    args = [unit.const(h, v) for h, v in (
+        ("aw16", w16), ("aw32", w32), ("ab", bias), ("am", m), ("afx", fx), ("apad", padv)
+    )]
     return f"  {name}({x.name}, {xv.bounds()}, {', '.join(args)}, {y.name}, {yv.bounds()});"

@@ -1628,7 +1628,7 @@ def _conv(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CU
     if g.groups == g.c == g.co and g.cg == 1:
         label = conv.attributes.get(TARGET)
         isa = arm_m.depthwise_isa(label.data if isinstance(label, StringAttr) else None)
-        if q is not None and isa is not None and not q.fixed:  # its requantization is float32
+        if q is not None and isa is not None:
             return arm_m.emit_depthwise(unit, isa, g, q, ins, y, xv, yv)
         return _emit_depthwise(unit, g, q, ins, y, xv, yv)
     if not _tiled(conv):  # no register tile fits the site

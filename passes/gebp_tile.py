@@ -91,7 +91,8 @@ def _requested(op: Operation) -> GeomAttr | None:
 class GebpTilePass(ModulePass):
     """Attach register-tile geometries (#rtile.geom) to gemm, matmul and conv sites.
 
-    Options: `target` (a preset of `tigris_ir.rtile.targets` or "host"), `registers`
+    Options: `target` (a preset of `tigris_ir.rtile.targets`, a Cortex-M among
+    them, or "host"; tigris-opt's `--mcpu` gives it where the option is not), `registers`
     (override the target's vector register count), `autotune` (time the
     candidates on this machine and keep the fastest), `cache` (the autotune
     cache file), `rm_twin` (also time the two-row twin of a four-row default),

@@ -907,6 +907,13 @@ def _cli(d: Path, paths: dict[str, str]) -> Iterator[Case]:
     yield c("analyze", (str(d / "nosuch.onnx"),), "refuse", "nosuch.onnx")
     yield c("analyze", (str(txt),), "refuse", "not_npy.npy")
     yield c("opt", (str(d / "nosuch.onnx"),), "refuse", "nosuch.onnx")
+    yield c("opt", (conv, "--mcpu", "z80", "--gebp-tile"), "refuse", "--mcpu 'z80'", "cortex-m4")
+    yield c("opt", (conv, "--mcpu", "cortex-m4", "--mcpu", "cortex-m7"), "refuse", "--mcpu")
+    m7 = (conv, "-m", "64K", "--random-input", "0", "--mcpu", "m7")
+    yield c("run", m7, "refuse", "cortex-m7")
+    on_m4 = (two, "-m", "64K", "--random-input", "0", "--backend", "c", "--mcpu", "cortex-m4")
+    yield c("run", (*on_m4, "--cc=/nonexistent/cc"), "refuse", "gcc-arm-none-eabi")
+    yield c("run", (*on_m4, "--cflags=-O2 -mcpu=cortex-m3"), "refuse", "the target's own")
 
 
 def _budget(d: Path, paths: dict[str, str]) -> Iterator[Case]:

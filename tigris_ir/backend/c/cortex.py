@@ -535,8 +535,8 @@ def build_elf(
     sources and flags (cached like the host builds)."""
     mcu = mcu_of(target)
     check_fit(source, target)
-    check_tools(cc)
     flags = cflags(target, variant, opt)
+    check_tools(cc)
     files = {
         f"{source.name}.c": source.c,
         f"{source.name}.h": source.h,

@@ -4,6 +4,10 @@ On this machine: their portable branch (what a compiler targeting neither
 extension builds, over the same packed panels and corrected bias) against
 numpy, and the printed C of a network cross-compiled with arm-none-eabi-gcc at
 the target's flags, warnings as errors, the instruction present in the object.
+Under QEMU (when installed): a small MobileNetV2 (pointwise and im2col GEBP,
+depthwise of strides 1 and 2, the classifier) on each CPU, bit-exact against
+the untiled reference, requantized in fixed point (the Cortex-M default;
+test_cortex_run runs the float32 rule).
 """
 
 from __future__ import annotations
@@ -15,12 +19,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tigris_ir.backend.c import gebp
+from tigris_ir.backend.c import cortex, gebp
 from tigris_ir.rtile import autotune
 from tigris_ir.rtile import model as rt
 from tigris_ir.rtile.targets import get_target
 
 GCC = shutil.which("arm-none-eabi-gcc")
+MISSING = cortex.tools_available()
 CORTEX = ("cortex-m4", "cortex-m7", "cortex-m55")
 INSTRUCTION = {"smlad": "smlad", "vmladava": "vmladava.s8"}
 
@@ -46,24 +51,58 @@ def test_portable_branch_is_bit_exact(name: str, m: int, n: int, k: int):
     np.testing.assert_array_equal(y, want)
 
 
-def _network_c(name: str, model: str, tmp: Path) -> str:
+def _plan(name: str, model: str, tmp: Path, requant: str = "float"):
     from xdsl.context import Context
 
     from tests import zoo
-    from tigris_ir.backend.c.network import print_network
     from tigris_ir.frontend.onnx_import import import_file
     from tigris_ir.passes.lower_gebp import tile_and_lower
     from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
     from tigris_ir.passes.plan_arena import PlanArenaPass
+    from tigris_ir.passes.requant import set_requant
 
     path = tmp / f"{model}.onnx"
     zoo.write(model, path, int8=True)
     imp = import_file(path)
+    set_requant(imp.module, requant)
     budget = 64 * 1024
     LowerToLoopsPass(budget=budget).apply(Context(), imp.module)
     tile_and_lower(imp.module, name)
     PlanArenaPass(budget=budget).apply(Context(), imp.module)
+    return imp
+
+
+def _network_c(name: str, model: str, tmp: Path) -> str:
+    from tigris_ir.backend.c.network import print_network
+
+    imp = _plan(name, model, tmp)
     return print_network(imp.module, weights=imp.weights, verify=False).c
+
+
+@pytest.mark.skipif(MISSING is not None, reason=f"no Cortex-M cross tools here: {MISSING}")
+@pytest.mark.parametrize("requant", ["fixed"])  # float32 requantization: test_cortex_run
+@pytest.mark.parametrize("name", CORTEX)
+def test_mobilenet_on_the_board_is_bit_exact(name: str, requant: str, tmp_path: Path):
+    from tigris_ir.backend.c.network import print_network
+    from tigris_ir.interp.program import untiled_reference
+    from tigris_ir.passes.lower_to_loops import untiled_func
+    from tigris_ir.plan.ir import main_func
+    from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
+
+    imp = _plan(name, "mobilenet_v2_035", tmp_path, requant)
+    source = print_network(imp.module, weights=imp.weights, verify=False)
+    assert ("__smlad" if name != "cortex-m55" else "vmladavaq_s8") in source.c
+    assert "tg_adw_3x3s2x2" in source.c  # the CPU's depthwise kernel, stride 2
+    ins, outs = module_layouts(main_func(imp.module))
+    rng = np.random.default_rng(3)
+    x = [rng.standard_normal(p.shape).astype(p.dtype) for p in source.inputs]
+    ref_fn = untiled_func(imp.module)
+    assert ref_fn is not None
+    internal = [to_internal(a, lay) for a, lay in zip(x, ins)]
+    ref = untiled_reference(ref_fn, imp.weights, internal)
+    run = cortex.run_on_target(source, get_target(name), x)
+    for y, r, lay in zip(run.outputs, ref, outs):
+        assert y.tobytes() == to_boundary(r, lay).tobytes()
 
 
 @pytest.mark.skipif(GCC is None, reason="arm-none-eabi-gcc not installed (gcc-arm-none-eabi)")

@@ -661,9 +661,9 @@ def _run_on_target(args: argparse.Namespace, source, target, inputs, t0: float):
         )
     except (CBuildError, CRunError) as e:
         raise RunError(f"--backend c --mcpu {target.name}: {e}") from None
-    t_all = time.perf_counter() - t0
     args.target_lines = done.lines(source, target) if args.stats else []
-    return done.outputs, done.stats, t_all, None
+    t_print = time.perf_counter() - t0 - done.build_seconds - done.run_seconds
+    return done.outputs, done.stats, done.run_seconds, t_print + done.build_seconds
 
 
 def _names(fn, key: str, n: int) -> list[str]:

@@ -747,6 +747,10 @@ class TargetRun:
     stats build its figures under the same names as the host's."""
     sizes: ImageSizes
     stats: RunStats | None
+    build_seconds: float = 0.0
+    """Printing aside: compiling and linking (0 for cached images)."""
+    run_seconds: float = 0.0
+    """QEMU's runs, start to exit."""
 
     def lines(self, source: CSource, target: Target) -> list[str]:
         """The --stats lines of the board: instructions, stack, flash, RAM."""
@@ -778,19 +782,24 @@ def run_on_target(
 ) -> TargetRun:
     """Build and run `source` on `target`'s board; with `stats` also the
     -DTIGRIS_STATS build, whose outputs must be the same."""
+    import time
+
     from tigris_ir.backend.c.build import stats_of
 
+    t0 = time.perf_counter()
     elf = build_elf(source, target, cc=cc, opt=opt)
+    selem = build_elf(source, target, variant="stats", cc=cc, opt=opt) if stats else None
+    t1 = time.perf_counter()
     outputs, figures = run_elf(source, target, elf, inputs, timeout=timeout)
     run_stats = None
-    if stats:
-        selem = build_elf(source, target, variant="stats", cc=cc, opt=opt)
+    if selem is not None:
         souts, sfig = run_elf(source, target, selem, inputs, timeout=timeout)
         for a, b in zip(outputs, souts):
             if a.tobytes() != b.tobytes():
                 raise CRunError("the stats build computes other outputs than the build")
         run_stats = stats_of(source, sfig)
-    return TargetRun(outputs, figures, image_sizes(elf), run_stats)
+    t2 = time.perf_counter()
+    return TargetRun(outputs, figures, image_sizes(elf), run_stats, t1 - t0, t2 - t1)
 
 
 __all__ = [

@@ -1,0 +1,227 @@
+"""Instructions per MAC on Cortex-M4, M7 and M55 under QEMU, against CMSIS-NN.
+
+Each row is an int8 plan (budget `--budget`, the target's requantization:
+integer-only fixed point on the Cortex-M CPUs, or `--requant float`) whose
+kernels `gebp-tile` / `lower-gebp` chose for the CPU, printed as C,
+cross-compiled with arm-none-eabi-gcc at the target's flags and run once
+under `qemu-system-arm -icount shift=0` on the CPU's board
+(`tigris_ir.backend.c.cortex.run_on_target`): its executed instructions
+(SysTick; instructions, not cycles), checked bit-exact against the untiled
+reference. MACs are counted from the ONNX graph (Conv, Gemm, MatMul).
+
+Rows:
+
+* the five layer shapes of the Cortex-M issue's table, each a model of that
+  one layer with a float32 NCHW boundary: the count includes the boundary
+  (the input's transpose and quantization, the output's dequantization),
+  which CMSIS-NN's figures do not, so the ratio against them is an upper
+  bound of the kernel's;
+* whole networks: MobileNetV2 0.35 at 144x144, DS-CNN, MobileNetV1 0.25 at
+  96x96 (the zoo's full sizes), with flash (text + rodata + data) and RAM
+  (data + bss + stack) of the image.
+
+The anchor column holds CMSIS-NN's instructions per MAC on the same layer
+shapes (M4 / M7 / M55), as the issue states them; the networks' anchor is the
+issue's target (MobileNetV2 0.35/144: 2.5 on M7, 0.8 on M55).
+
+    python bench/cortex_m.py [--cpus cortex-m4,cortex-m7,cortex-m55]
+                             [--rows pw36,dw36,stem,pw9,fc,mobilenet_v2_035,ds_cnn,mobilenet_v1_025]
+                             [--budget 256K] [--requant fixed|float]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from rich.console import Console
+from rich.table import Table
+from xdsl.context import Context
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test support: the zoo
+import zoo  # noqa: E402
+
+from tigris_ir.backend.c import cortex  # noqa: E402
+from tigris_ir.backend.c.network import print_network  # noqa: E402
+from tigris_ir.frontend.onnx_import import import_model  # noqa: E402
+from tigris_ir.interp.program import untiled_reference  # noqa: E402
+from tigris_ir.passes.lower_gebp import tile_and_lower  # noqa: E402
+from tigris_ir.passes.lower_to_loops import LowerToLoopsPass, untiled_func  # noqa: E402
+from tigris_ir.passes.plan_arena import PlanArenaPass  # noqa: E402
+from tigris_ir.passes.requant import default_requant, set_requant  # noqa: E402
+from tigris_ir.plan.ir import main_func  # noqa: E402
+from tigris_ir.plan.memory import parse_budget  # noqa: E402
+from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal  # noqa: E402
+from tigris_ir.rtile.targets import get_target  # noqa: E402
+
+CPUS = ("cortex-m4", "cortex-m7", "cortex-m55")
+
+
+def _layer(build: Callable[[zoo._Graph], str], shape: tuple[int, ...], name: str):
+    def make() -> onnx.ModelProto:
+        g = zoo._Graph(0)
+        out = build(g)
+        return zoo.quantize(g.model(name, shape, out), seed=0)
+
+    return make
+
+
+def _fc(g: zoo._Graph) -> str:
+    w = g.const("fc_w", g.he((1000, 1280), 1280))
+    b = g.const("fc_b", g.small(1000))
+    return g.node("Gemm", ["input", w, b], "gemm", transB=1)
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    make: Callable[[], onnx.ModelProto]
+    anchor: tuple[float | None, float | None, float | None]
+    """Instructions per MAC to compare with, per CPU of CPUS."""
+
+
+ROWS: dict[str, Row] = {
+    "pw36": Row(
+        "pointwise 36x36x16 -> 48",
+        _layer(lambda g: g.conv("input", 16, 48, (1, 1)), (1, 16, 36, 36), "pw36"),
+        (3.96, 3.91, 1.06),
+    ),
+    "dw36": Row(
+        "depthwise 3x3 s1, 36x36x48",
+        _layer(lambda g: g.conv("input", 48, 48, (3, 3), group=48), (1, 48, 36, 36), "dw36"),
+        (8.82, 8.67, 2.43),
+    ),
+    "stem": Row(
+        "stem 3x3 s2, 144x144x3 -> 16",
+        _layer(lambda g: g.conv("input", 3, 16, (3, 3), stride=2), (1, 3, 144, 144), "stem"),
+        (4.82, 4.86, 1.36),
+    ),
+    "pw9": Row(
+        "pointwise 9x9x112 -> 336",
+        _layer(lambda g: g.conv("input", 112, 336, (1, 1)), (1, 112, 9, 9), "pw9"),
+        (1.83, 1.80, 0.30),
+    ),
+    "fc": Row("fully connected 1280 -> 1000", _layer(_fc, (1, 1280), "fc"), (1.92, 1.92, 0.48)),
+    "mobilenet_v2_035": Row(
+        "MobileNetV2 0.35/144",
+        lambda: zoo.build("mobilenet_v2_035", size="full", int8=True),
+        (None, 2.5, 0.8),
+    ),
+    "ds_cnn": Row(
+        "DS-CNN", lambda: zoo.build("ds_cnn", size="full", int8=True), (None, None, None)
+    ),
+    "mobilenet_v1_025": Row(
+        "MobileNetV1 0.25/96",
+        lambda: zoo.build("mobilenet_v1_025", size="full", int8=True),
+        (None, None, None),
+    ),
+}
+
+
+def macs(model: onnx.ModelProto) -> int:
+    """Multiply-accumulates of the graph's Conv, Gemm and MatMul nodes."""
+    inferred = onnx.shape_inference.infer_shapes(model)
+    g = inferred.graph
+    shapes = {
+        v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+        for v in (*g.value_info, *g.output, *g.input)
+    }
+    inits = {t.name: list(t.dims) for t in g.initializer}
+    producer = {o: n for n in g.node for o in n.output}
+
+    def weight(name: str) -> list[int]:
+        while name not in inits:  # through DequantizeLinear
+            name = producer[name].input[0]
+        return inits[name]
+
+    total = 0
+    for n in g.node:
+        if n.op_type == "Conv":
+            total += int(np.prod(shapes[n.output[0]][1:])) * int(np.prod(weight(n.input[1])[1:]))
+        elif n.op_type in ("Gemm", "MatMul"):
+            total += int(np.prod(weight(n.input[1])))
+    return total
+
+
+@dataclass(frozen=True)
+class Measure:
+    instructions: float
+    flash: int
+    ram: int
+    exact: bool
+
+
+def measure(model: onnx.ModelProto, cpu: str, budget: int, requant: str) -> Measure:
+    imported = import_model(model)
+    module = imported.module
+    set_requant(module, requant or default_requant(cpu))
+    LowerToLoopsPass(budget=budget).apply(Context(), module)
+    tile_and_lower(module, target=cpu)
+    PlanArenaPass(budget=budget).apply(Context(), module)
+    source = print_network(module, weights=imported.weights, verify=False)
+    ins, outs = module_layouts(main_func(module))
+    rng = np.random.default_rng(0)
+    x = [rng.standard_normal(p.shape).astype(p.dtype) for p in source.inputs]
+    run = cortex.run_on_target(source, get_target(cpu), x)
+    ref_fn = untiled_func(module)
+    assert ref_fn is not None
+    ref = untiled_reference(ref_fn, imported.weights, [to_internal(a, s) for a, s in zip(x, ins)])
+    exact = all(
+        y.tobytes() == to_boundary(r, lay).tobytes() for y, r, lay in zip(run.outputs, ref, outs)
+    )
+    return Measure(run.figures["instructions"], run.sizes.flash, run.sizes.ram, exact)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--cpus", default=",".join(CPUS))
+    ap.add_argument("--rows", default=",".join(ROWS))
+    ap.add_argument("--budget", default="256K")
+    ap.add_argument("--requant", default="", choices=["", "fixed", "float"])
+    args = ap.parse_args(argv)
+    missing = cortex.tools_available()
+    if missing:
+        print(f"bench/cortex_m.py: {missing}", file=sys.stderr)
+        return 1
+    cpus = [c for c in args.cpus.split(",") if c]
+    budget = parse_budget(args.budget)
+    table = Table(
+        title=f"int8 instructions per MAC under QEMU -icount (budget {args.budget}, "
+        f"requantization: {args.requant or 'the target default (fixed point)'})"
+    )
+    table.add_column("row")
+    table.add_column("MACs", justify="right")
+    for cpu in cpus:
+        table.add_column(f"{cpu}", justify="right")
+        table.add_column("anchor", justify="right")
+        table.add_column("ratio", justify="right")
+        table.add_column("flash / RAM KiB", justify="right")
+    console = Console(width=220)
+    for key in (r for r in args.rows.split(",") if r):
+        row = ROWS[key]
+        model = row.make()
+        n = macs(model)
+        cells = [row.label, f"{n / 1e6:.2f} M"]
+        for cpu in cpus:
+            m = measure(model, cpu, budget, args.requant)
+            per = m.instructions / n
+            anchor = row.anchor[CPUS.index(cpu)] if cpu in CPUS else None
+            cells += [
+                f"{per:.2f}" + ("" if m.exact else " (NOT bit-exact)"),
+                f"{anchor:.2f}" if anchor is not None else "-",
+                f"{per / anchor:.2f}" if anchor is not None else "-",
+                f"{m.flash / 1024:.0f} / {m.ram / 1024:.0f}",
+            ]
+        table.add_row(*cells)
+        console.print(f"{row.label}: " + "  ".join(cells[2:]))
+    console.print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

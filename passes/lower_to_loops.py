@@ -271,7 +271,13 @@ class _Lowering:
         self.add(func.ReturnOp(*outs))
         ftype = FunctionType.from_lists(arg_types, [v.type for v in outs])
         new = func.FuncOp(self.fn.sym_name.data, ftype, Region(self.block))
-        for key in ("nn.input_names", "nn.input_layouts", "nn.output_names", "nn.output_layouts"):
+        for key in (
+            "nn.input_names",
+            "nn.input_layouts",
+            "nn.output_names",
+            "nn.output_layouts",
+            "nn.boundary",
+        ):
             if key in self.fn.attributes:
                 new.attributes[key] = self.fn.attributes[key]
         p = prog.plan

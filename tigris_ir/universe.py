@@ -89,6 +89,12 @@ def _lower_to_loops() -> type[ModulePass]:
     return LowerToLoopsPass
 
 
+def _boundary() -> type[ModulePass]:
+    from tigris_ir.passes.boundary import BoundaryPass
+
+    return BoundaryPass
+
+
 def _requant() -> type[ModulePass]:
     from tigris_ir.passes.requant import RequantPass
 
@@ -102,6 +108,7 @@ def _plan_arena() -> type[ModulePass]:
 
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "boundary": _boundary,
     "requant": _requant,
     "form-stages": _form_stages,
     "tile-stages": _tile_stages,

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tigris_ir.tools.cli import Once, UserError, one_line_usage, run_main
+from tigris_ir.tools.cli import Diagnostic, Once, UserError, one_line_usage, run_main
 
 PROG = "tigris-analyze"
 
@@ -88,6 +88,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME:DxDxD",
         help="shape of an ONNX input with symbolic dimensions",
     )
+    p.add_argument(
+        "--boundary",
+        choices=("float", "int8"),
+        default="float",
+        help="plan with the model's float32 NCHW inputs and outputs (default) or int8: the "
+        "quantized input and output as they are (the boundary pass), one byte per element",
+    )
     one_line_usage(p)
     return p
 
@@ -101,6 +108,7 @@ def analyze(
     with_frontier: bool = False,
     stream_input: bool = False,
     stream_output: bool = False,
+    boundary: str = "float",
 ) -> dict[str, Any]:
     """Import (or parse), plan, and collect the figures of the report.
 
@@ -111,6 +119,7 @@ def analyze(
     largest body's to the enclosing graph's, an upper bound), and `bodies`
     lists each body's own plan, nested as the bodies are.
     """
+    from tigris_ir.passes.boundary import is_int8_boundary
     from tigris_ir.passes.plan_arena import is_lowered
     from tigris_ir.plan.ir import (
         first_failure,
@@ -131,6 +140,7 @@ def analyze(
             f"'{path}' is a placed loop-level plan (after --lower-to-loops): its figures are "
             "its loop.plan attribute; analyze the model or its nn / tile-level IR instead"
         )
+    _set_boundary(module, boundary, path)
     tree = plan_tree(
         fn,
         budget,
@@ -177,6 +187,13 @@ def analyze(
         "not_fitting_message": p.message if not p.fits else None,
         "stages": _stages(tree),
         "chains": _chains(tree),
+        "boundary": "int8" if is_int8_boundary(module) else "float",
+        "inputs": [
+            _port(g.tensors[n], a.type) for n, a in zip(g.inputs, fn.body.block.args)
+        ],
+        "outputs": [
+            _port(g.tensors[n], t) for n, t in zip(g.outputs, fn.function_type.outputs.data)
+        ],
     }
     if tree.bodies:
         out["bodies"] = [_body(b) for b in tree.bodies]
@@ -212,6 +229,28 @@ def analyze(
             )
         ]
     return out
+
+
+def _set_boundary(module: Any, boundary: str, path: Path) -> None:
+    """The boundary pass, as --boundary asks (a diagnostic when the model breaks its rule)."""
+    from xdsl.utils.exceptions import PassFailedException
+
+    from tigris_ir.passes.boundary import is_int8_boundary, set_int8_boundary
+
+    if boundary != "int8" or is_int8_boundary(module):
+        return
+    try:
+        set_int8_boundary(module)
+    except PassFailedException as e:
+        raise Diagnostic(str(path), str(e)) from None
+
+
+def _port(info: Any, t: Any) -> dict[str, Any]:
+    """A model input or output as the plan holds it: bytes, element type, shape."""
+    from tigris_ir.dialects import nn
+
+    dt = str(nn.element_dtype(t.element_type))
+    return {"name": info.name, "bytes": info.nbytes, "dtype": dt, "shape": list(info.shape)}
 
 
 def _failed_name(sc: Any) -> str:
@@ -350,6 +389,11 @@ def render(r: dict[str, Any], verbose: bool) -> None:
         ("tensors", str(r["tensors"])),
         ("layer-by-layer peak", _kib(r["naive_peak_bytes"])),
         ("largest tensor", f"{_kib(r['largest_tensor_bytes'])} ({r['largest_tensor']})"),
+        (
+            f"inputs ({r['boundary']} boundary)",
+            ", ".join(f"{_kib(x['bytes'])} {x['dtype']}" for x in r["inputs"]),
+        ),
+        ("outputs", ", ".join(f"{_kib(x['bytes'])} {x['dtype']}" for x in r["outputs"])),
         ("budget", _kib(r["budget_bytes"])),
         ("planned peak", _kib(r["peak_bytes"])),
         ("fits", "yes" if r["fits"] else "[red]no[/red]"),
@@ -514,6 +558,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         args.frontier,
         args.stream_input,
         args.stream_output,
+        args.boundary,
     )
     if args.plot:
         _plot(
@@ -547,6 +592,7 @@ def _plot(
     from tigris_ir.tools.tigris_run import load_module
 
     module, _ = load_module(path, shapes, need_weights=False)
+    _set_boundary(module, report.get("boundary", "float"), path)
     tree = plan_tree(
         main_func(module), budget, slow_budget=slow, stream_input=stream[0], stream_output=stream[1]
     )

@@ -152,6 +152,14 @@ def _parser() -> argparse.ArgumentParser:
         help="how int8 ops requantize (the requant pass): float32 multipliers (default) or "
         "fixed, integer-only Q31 multipliers and shifts, no floating point in the int8 body",
     )
+    p.add_argument(
+        "--boundary",
+        action=Once,
+        choices=("float", "int8"),
+        help="what the plan takes and gives (the boundary pass): the model's float32 NCHW "
+        "tensors (default) or int8, the quantized input and output as they are (int8 or "
+        "uint8, NHWC), the model's leading QuantizeLinear and trailing DequantizeLinear absorbed",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     one_line_usage(p)
     return p
@@ -284,6 +292,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     module, weights = load_module(path, shapes)
     check_host_memory(module, str(path))
+    _apply_boundary(args, module)
     _apply_requant(args, module)
     t_load = time.perf_counter() - t0
     if args.budget is not None or _is_plan(module):
@@ -302,16 +311,100 @@ def run(argv: Sequence[str] | None = None) -> int:
             f"the model has {len(outputs)} output(s) but {len(args.output)} --output given"
         )
     _save_outputs(args.output, outputs)
+    from tigris_ir.passes.boundary import is_int8_boundary
+
+    int8 = is_int8_boundary(module)
     if not args.quiet:
         for name, y in zip(out_names, outputs):
             print(f"output '{name}': {y.dtype} {'x'.join(map(str, y.shape))}")
+        for line in boundary_lines(fn) if int8 else []:
+            print(line)
         print(f"load: {t_load:.3f} s, run: {t_run:.3f} s")
     if args.check:
         from tigris_ir.passes.requant import module_requant
 
         fixed = module_requant(module) == "fixed"
+        if int8:  # onnxruntime runs the original model on the dequantized input
+            inputs, outputs = _float_view(fn, inputs, outputs)
         return _check(path, shapes, in_names, inputs, outputs, out_names, args.quiet, fixed)
     return 0
+
+
+def _apply_boundary(args: argparse.Namespace, module) -> None:
+    """Run the boundary pass when --boundary int8 is given (before planning)."""
+    if args.boundary != "int8":
+        return
+    from xdsl.utils.exceptions import PassFailedException
+
+    from tigris_ir.passes.boundary import is_int8_boundary, set_int8_boundary
+    from tigris_ir.passes.plan_arena import is_lowered
+    from tigris_ir.plan.ir import main_func
+
+    if is_int8_boundary(module):
+        return
+    if is_lowered(main_func(module)):
+        raise RunError(
+            f"--boundary int8: the plan '{args.model}' was lowered with a float boundary; "
+            "lower the model again with --boundary=kind=int8"
+        )
+    try:
+        set_int8_boundary(module)
+    except PassFailedException as e:
+        raise Diagnostic(args.model, str(e)) from None
+
+
+def boundary_lines(fn) -> list[str]:
+    """The quantized inputs and outputs of an int8-boundary function: type,
+    layout, scale and zero point (what a caller feeds and reads)."""
+    from tigris_ir.dialects import nn
+    from tigris_ir.reference.executor import module_layouts
+
+    in_lay, out_lay = module_layouts(fn)
+    args, outs = _io_types(fn)
+    lines = []
+    for what, key, types, lays in (
+        ("input", "nn.input_names", args, in_lay),
+        ("output", "nn.output_names", outs, out_lay),
+    ):
+        for name, t, lay in zip(_names(fn, key, len(types)), types, lays):
+            dt = nn.element_dtype(t.element_type)
+            q = nn.quant_of(t)
+            shape = "x".join(str(d) for d in t.get_shape())
+            tail = "" if q is None else f", scale {str(q.scale_value)}, zero point {q.zp_value}"
+            lines.append(f"{what} '{name}': {dt} {shape} {lay}{tail}")
+    return lines
+
+
+def _io_types(fn) -> tuple[list, list]:
+    """The tensor types (with their quantization) of a function's inputs and
+    outputs; a lowered plan's are those of the untiled function it keeps."""
+    from tigris_ir.passes.lower_to_loops import untiled_func
+
+    src = fn
+    if fn.parent is not None:
+        module = fn.parent_op()
+        ref = untiled_func(module) if module is not None else None
+        src = ref if ref is not None else fn
+    return [a.type for a in src.body.block.args], list(src.function_type.outputs.data)
+
+
+def _float_view(fn, inputs: list[np.ndarray], outputs: list[np.ndarray]):
+    """An int8-boundary run as the original model sees it: the inputs and
+    outputs dequantized and in the model's layout (NCHW for feature maps)."""
+    from tigris_ir.dialects import nn
+    from tigris_ir.reference.executor import module_layouts
+
+    in_lay, out_lay = module_layouts(fn)
+
+    def real(x: np.ndarray, t, lay: str) -> np.ndarray:
+        v = nn.dequantize_array(x, nn.quant_of(t)).astype(np.float32)
+        return np.ascontiguousarray(np.moveaxis(v, -1, 1)) if lay in ("nhwc", "nwc") else v
+
+    args, outs = _io_types(fn)
+    return (
+        [real(x, t, lay) for x, t, lay in zip(inputs, args, in_lay)],
+        [real(y, t, lay) for y, t, lay in zip(outputs, outs, out_lay)],
+    )
 
 
 def _apply_requant(args: argparse.Namespace, module) -> None:
@@ -555,10 +648,32 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
             f"load: {t_load:.3f} s, plan: {t_plan:.3f} s, {build}run: {t_run:.3f} s"
             + (f", {tiles} tiles" if tiles is not None else "")
         )
+    from tigris_ir.passes.boundary import is_int8_boundary
+
+    int8 = is_int8_boundary(module)
+    if int8 and not args.quiet:
+        for line in boundary_lines(fn):
+            print(line)
     if args.stats:
         assert stats is not None
         for line in [*stats.lines(), *getattr(args, "target_lines", [])]:
             print(line)
+    ort_status = 0
+    if args.check and int8 and Path(args.model).suffix == ".onnx":
+        from tigris_ir.passes.requant import module_requant
+
+        feeds, real_out = _float_view(fn, inputs, outputs)
+        shapes = parse_shape_specs_or_empty(args)
+        ort_status = _check(
+            Path(args.model),
+            shapes,
+            names,
+            feeds,
+            real_out,
+            out_names,
+            args.quiet,
+            module_requant(module) == "fixed",
+        )
     if args.check:
         ref_fn = untiled_func(module)
         if ref_fn is None:
@@ -570,8 +685,17 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
             to_boundary(y, lay)
             for y, lay in zip(untiled_reference(ref_fn, weights, internal), out_layouts)
         ]
-        return _check_plan(out_names, outputs, ref, args.quiet)
+        return max(_check_plan(out_names, outputs, ref, args.quiet), ort_status)
     return 0
+
+
+def parse_shape_specs_or_empty(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
+    from tigris_ir.frontend.onnx_import import parse_shape_specs
+
+    try:
+        return parse_shape_specs(args.input_shape)
+    except ValueError as e:
+        raise RunError(str(e)) from None
 
 
 def _plan_target(module, mcpu: str | None, origin: str) -> str | None:

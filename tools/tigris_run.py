@@ -149,8 +149,9 @@ def _parser() -> argparse.ArgumentParser:
         "--requant",
         action=Once,
         choices=("float", "fixed"),
-        help="how int8 ops requantize (the requant pass): float32 multipliers (default) or "
-        "fixed, integer-only Q31 multipliers and shifts, no floating point in the int8 body",
+        help="how int8 ops requantize (the requant pass): float32 multipliers (the default "
+        "on the host) or fixed, integer-only Q31 multipliers and shifts, no floating point in "
+        "the int8 body (the default with --mcpu cortex-m4/m7/m55)",
     )
     p.add_argument(
         "--boundary",
@@ -408,15 +409,26 @@ def _float_view(fn, inputs: list[np.ndarray], outputs: list[np.ndarray]):
 
 
 def _apply_requant(args: argparse.Namespace, module) -> None:
-    """Run the requant pass when --requant is given (a lowered plan keeps
-    the mode its IR records: its band bodies are copies of the ops)."""
-    if args.requant is None:
-        return
+    """Run the requant pass when --requant is given, or with the default of
+    --mcpu's target (fixed on the integer-only Cortex-M CPUs); a lowered plan
+    keeps the mode its IR records (its band bodies are copies of the ops)."""
     from xdsl.utils.exceptions import PassFailedException
 
+    from tigris_ir.dialects import nn
     from tigris_ir.passes.plan_arena import is_lowered
-    from tigris_ir.passes.requant import module_requant, set_requant
+    from tigris_ir.passes.requant import default_requant, module_requant, set_requant
     from tigris_ir.plan.ir import main_func
+
+    if args.requant is None and args.mcpu is not None:
+        if is_lowered(main_func(module)):
+            return
+        args.requant = default_requant(args.mcpu)
+        if args.requant == "fixed" and not any(
+            isinstance(op, nn.NNOp) and op.is_quantized() for op in module.walk()
+        ):
+            return
+    if args.requant is None:
+        return
 
     if is_lowered(main_func(module)) and module_requant(module) != args.requant:
         raise RunError(
@@ -426,7 +438,8 @@ def _apply_requant(args: argparse.Namespace, module) -> None:
     try:
         set_requant(module, args.requant)
     except PassFailedException as e:
-        raise Diagnostic(args.model, str(e)) from None
+        hint = " (or give --requant float)" if args.mcpu is not None else ""
+        raise Diagnostic(args.model, f"{e}{hint}") from None
 
 
 def _save_outputs(dests: list[str], outputs: list[np.ndarray]) -> None:

@@ -242,6 +242,19 @@ def test_a_plan_above_the_boards_ram_is_refused_with_the_figures():
     assert f"stack {cortex.stack_bytes(c.source)}" in msg and f"holds {need - 1} bytes" in msg
 
 
+@needs_tools
+def test_an_image_above_the_boards_flash_is_refused():
+    c = case("ds_cnn", True, "cortex-m4")
+    t = tg.get_target("cortex-m4")
+    assert t.mcu is not None
+    tiny = tg.Memory("SSRAM1", 0, 4 * tg.KiB)
+    board = dataclasses.replace(t.mcu.board, vectors=tiny, flash=tiny)
+    small = dataclasses.replace(t, mcu=dataclasses.replace(t.mcu, board=board))
+    lacks = r"needs \d+ bytes more than the board's SSRAM1 \(4096 bytes\)"
+    with pytest.raises(cortex.CortexFitError, match=lacks):
+        cortex.build_elf(c.source, small)
+
+
 def test_missing_tools_name_the_debian_packages():
     with pytest.raises(cortex.CortexToolsMissing) as e:
         cortex.check_tools(cc="no-such-arm-gcc", qemu="no-such-qemu")

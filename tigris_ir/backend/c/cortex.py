@@ -36,8 +36,9 @@ What `figures.txt` measures:
 `image_sizes` reads flash (text + rodata + the load image of data) and RAM
 (data + bss + stack) from the ELF's section headers. `check_fit` refuses a
 plan whose arenas, boundary buffers and stack exceed the board's RAM, with the
-figures; `check_tools` names the Debian packages of a missing cross-compiler,
-C library or QEMU.
+figures, before anything is built; an image the linker cannot fit in the
+board's flash is refused naming the bytes it lacks; `check_tools` names the
+Debian packages of a missing cross-compiler, C library or QEMU.
 """
 
 from __future__ import annotations
@@ -569,6 +570,16 @@ def build_elf(
             raise CBuildError(f"'{cc}' took more than {timeout:.0f} s") from None
         (tmp / "build.log").write_text(shlex.join(cmd) + "\n" + res.stdout + res.stderr)
         if res.returncode != 0:
+            over = re.search(r"region `(FLASH|RAM|VECTORS)' overflowed by (\d+) bytes", res.stderr)
+            if over is not None:
+                memory = {"FLASH": mcu.board.flash, "RAM": mcu.board.ram}.get(
+                    over.group(1), mcu.board.vectors
+                )
+                raise CortexFitError(
+                    f"the image for {target.name} ({mcu.board.machine}) does not fit: it "
+                    f"needs {over.group(2)} bytes more than the board's {memory.name} "
+                    f"({memory.length} bytes) holds"
+                )
             lines = (res.stderr or res.stdout).strip().splitlines()
             if len(lines) > 40:
                 lines = [*lines[:40], f"... ({len(lines) - 40} more lines)"]

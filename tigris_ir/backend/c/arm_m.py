@@ -132,14 +132,22 @@ static inline __attribute__((always_inline, unused)) int32_t tg_rqf(int32_t acc,
    rounding half away from zero (the sum taken unsigned where it may pass
    INT32_MAX: exact). */
 static inline __attribute__((always_inline, unused)) int32_t tg_mulx(int32_t x, int32_t m,
-                                                                    int l, int k) {
+                                                                    int l, int k, int32_t half) {
   if (l) {
-    const int64_t v = (int64_t)x * ((int64_t)1 << l);
-    x = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+    const int32_t y = (int32_t)((uint32_t)x << l);
+    x = (y >> l) != x ? (x < 0 ? INT32_MIN : INT32_MAX) : y;
   }
-  int32_t h = (int32_t)(((int64_t)x * m + ((int64_t)1 << 30)) >> 31);
+  int32_t h, t;
+  /* (x m + 2^30) >> 31 of the 64-bit product (gcc widens the operands to a
+     64 x 64 multiply where its value ranges merge) */
+  __asm__("smull %0, %1, %2, %3\\n\\t"
+          "adds %0, %0, #0x40000000\\n\\t"
+          "adc %1, %1, #0\\n\\t"
+          "lsrs %0, %0, #31\\n\\t"
+          "orr %0, %0, %1, lsl #1"
+          : "=&r"(h), "=&r"(t) : "r"(x), "r"(m) : "cc");
   if (k) {
-    const uint32_t u = (uint32_t)h + (uint32_t)((1 << (k - 1)) + (h >> 31));
+    const uint32_t u = (uint32_t)h + (uint32_t)(half + (h >> 31));
     h = h >= 0 ? (int32_t)(u >> k) : (int32_t)u >> k;
   }
   return h;
@@ -147,11 +155,17 @@ static inline __attribute__((always_inline, unused)) int32_t tg_mulx(int32_t x, 
 #define TG_FX_M(p) ((int32_t)((p) >> 6))
 #define TG_FX_L(p) ((int)((p) & 63) - 32 > 0 ? (int)((p) & 63) - 32 : 0)
 #define TG_FX_K(p) ((int)((p) & 63) - 32 < 0 ? 32 - (int)((p) & 63) : 0)
-/* saturate(tg_mulx + zp) to int8 / uint8 */
+#define TG_FX_HALF(k) ((k) ? (int32_t)1 << ((k) - 1) : 0)
+/* tg_mulx + zp, saturated to int32 (the clamp to int8 / uint8 follows) */
 static inline __attribute__((always_inline, unused)) int32_t tg_rqx(int32_t acc, int32_t m,
-                                                                   int l, int k, int32_t zp) {
-  const int64_t v = (int64_t)tg_mulx(acc, m, l, k) + zp;
+                                                                   int l, int k, int32_t half,
+                                                                   int32_t zp) {
+#ifdef __ARM_FEATURE_DSP
+  return __qadd(tg_mulx(acc, m, l, k, half), zp);
+#else
+  const int64_t v = (int64_t)tg_mulx(acc, m, l, k, half) + zp;
   return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+#endif
 }
 #endif
 #ifdef TG_DSP
@@ -183,13 +197,13 @@ def _epilogue(r: int, nc: int, valid: int, q: _Q) -> list[str]:
     if q.fixed:  # integer-only: kernels.requantize_fixed, the column's multiplier split once
         out = [f"  const int64_t p{j} = mult[{j}];" for j in cols]
         out += [f"  const int32_t m{j} = TG_FX_M(p{j}); const int l{j} = TG_FX_L(p{j}),"
-                f" k{j} = TG_FX_K(p{j});" for j in cols]
+                f" k{j} = TG_FX_K(p{j}); const int32_t h{j} = TG_FX_HALF(k{j});" for j in cols]
     else:
         out = [f"  const float m{j} = mult[{j}];" for j in cols]
     for i in range(r):
         for j in cols:
             if q.fixed:
-                rq = f"tg_rqx(c{i}_{j}, m{j}, l{j}, k{j}, {q.yzp})"
+                rq = f"tg_rqx(c{i}_{j}, m{j}, l{j}, k{j}, h{j}, {q.yzp})"
                 st = _saturate(q.yt, rq)
             else:
                 st = _saturate(q.yt, f"tg_rqf(c{i}_{j}, m{j}, {q.yzp})")
@@ -456,7 +470,7 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
     def rq(j: int) -> str:
         if q.fixed:
             return (f"tg_rqx(a{j}, fx[c0 + {j}], fx[{cp} + c0 + {j}], fx[{2 * cp} + c0 + {j}],"
-                    f" {q.yzp})")
+                    f" fx[{3 * cp} + c0 + {j}], {q.yzp})")
         return f"tg_rqf(a{j}, mult[c0 + {j}], {q.yzp})"
 
     def dsp_channels() -> list[str]:
@@ -590,7 +604,8 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
             fix = np.where(right > 0, -1, 0).astype(np.int32)
             fx = np.concatenate([*halves(mm), *halves(left), *halves(-right), *halves(fix)])
         else:
-            fx = np.concatenate([mm, left, right]).astype(np.int32)
+            half = np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0)
+            fx = np.concatenate([mm, left, right, half]).astype(np.int32)
     if isa == "mve":
         bias = np.concatenate([bias, *halves(bias)])
         if not q.fixed:

@@ -37,11 +37,13 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     Float32Type,
+    FloatAttr,
     IntAttr,
     IntegerAttr,
     IntegerType,
     StringAttr,
     TensorType,
+    f32,
     i64,
 )
 from xdsl.ir import (
@@ -59,6 +61,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -580,23 +583,54 @@ class MicroOp(IRDLOperation):
 @irdl_op_definition
 class EpilogueOp(IRDLOperation):
     """What the accumulators become: `bias` (float32: the bias starts the first
-    K block, C is stored as summed) or `bias_requant` (int8: int32 bias, then
-    one requantization by per-column multipliers to the output's zero point,
-    saturated)."""
+    K block, C is stored as summed), `bias_clamp` (float32: the same, then on
+    the last K block clamped below by `lo` and / or above by `hi` before the
+    store -- a Relu or Clip fused into the product, `x < lo ? lo : x` then
+    `x > hi ? hi : x` as the op computes it) or `bias_requant` (int8: int32
+    bias, then one requantization by per-column multipliers to the output's
+    zero point, saturated)."""
 
     name = "rtile.epilogue"
 
     kind = prop_def(StringAttr)
-    assembly_format = "$kind attr-dict"
+    lo = opt_prop_def(FloatAttr)
+    hi = opt_prop_def(FloatAttr)
+    assembly_format = "$kind (`lo` $lo^)? (`hi` $hi^)? attr-dict"
 
-    def __init__(self, kind: str):
-        super().__init__(properties={"kind": StringAttr(kind)})
+    def __init__(self, kind: str, lo: float | None = None, hi: float | None = None):
+        props: dict[str, Attribute] = {"kind": StringAttr(kind)}
+        if lo is not None:
+            props["lo"] = FloatAttr(lo, f32)
+        if hi is not None:
+            props["hi"] = FloatAttr(hi, f32)
+        super().__init__(properties=props)
+
+    @property
+    def clamp(self) -> tuple[float | None, float | None] | None:
+        """(lo, hi) of a fused activation (`bias_clamp`), else None."""
+        if self.kind.data != "bias_clamp":
+            return None
+        lo = self.lo.value.data if self.lo is not None else None
+        hi = self.hi.value.data if self.hi is not None else None
+        return lo, hi
 
     def verify_(self) -> None:
-        if self.kind.data not in ("bias", "bias_requant"):
+        if self.kind.data not in EPILOGUES:
             raise VerifyException(
-                f"{self.name}: kind is bias or bias_requant, got '{self.kind.data}'"
+                f"{self.name}: kind is one of {', '.join(EPILOGUES)}, got '{self.kind.data}'"
             )
+        bounds = self.lo is not None or self.hi is not None
+        if self.kind.data == "bias_clamp" and not bounds:
+            raise VerifyException(f"{self.name}: bias_clamp needs lo, hi or both")
+        if self.kind.data != "bias_clamp" and bounds:
+            raise VerifyException(f"{self.name}: only bias_clamp has lo and hi")
+        clamp = self.clamp
+        if clamp is not None and None not in clamp and clamp[0] > clamp[1]:  # type: ignore[operator]
+            raise VerifyException(f"{self.name}: lo {clamp[0]} exceeds hi {clamp[1]}")
+
+
+EPILOGUES = ("bias", "bias_clamp", "bias_requant")
+"""The kinds of `rtile.epilogue`."""
 
 
 def kernel_of(op: Operation) -> KernelOp | None:

@@ -29,7 +29,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
-from tigris_ir.dialects.rtile import COVER, GEOM, REQUEST, TARGET, GeomAttr
+from tigris_ir.dialects.rtile import COVER, GEOM, REQUEST, TARGET, GeomAttr, kernel_of
 from tigris_ir.rtile import autotune as tune
 from tigris_ir.rtile import decide
 from tigris_ir.rtile import model as rt
@@ -121,6 +121,18 @@ class GebpTilePass(ModulePass):
             cache = tune.TuneCache(Path(path))
         for site_op, site in list(decide.sites(op)):
             g = self._choose(site_op, site, decide.file_of(target, site), config, cache, asked)
+            old = kernel_of(site_op)
+            if old is not None and old.epilogue.clamp is not None:
+                same = decide.geometry_of(site_op) == g and site_op.attributes.get(
+                    TARGET
+                ) == StringAttr(label)
+                if same:  # its kernel, whose epilogue holds the activation, stays
+                    continue
+                raise PassFailedException(
+                    f"gebp-tile: {describe(site_op)}: its kernel holds a fused activation "
+                    "(lower-gebp removed the activation's band), so its tile cannot change; "
+                    "run gebp-tile before lower-gebp"
+                )
             decide.set_geometry(site_op, site, g, label)
         if target.mcu is not None:  # the Cortex-M depthwise kernels are the CPU's
             for dw in decide.depthwise_ops(op):

@@ -6,7 +6,13 @@ that op in the band body, its register-tiled GEBP as an `rtile.kernel` op
 (`tigris_ir.rtile.lower.kernel` of the decisions `tigris_ir.rtile.kernel.plan`
 makes for the site's target): row blocks, packing or im2col gathering of A
 with its scratch buffer, K blocks, the panel sweeps with their micro-tiles and
-edge tiles, and the epilogue. The C backend prints exactly those ops. A site
+edge tiles, and the epilogue. A float32 convolution whose band is followed by
+an in-place Relu or Clip band on its output (the activation's band reads and
+writes the buffer the convolution's band wrote, with only address arithmetic
+between them) takes the activation into its epilogue (`bias_clamp`) and the
+activation's band is removed: the buffer holds the activated values as soon
+as the product is stored, and nothing reads it in between. The C backend
+prints exactly those ops. A site
 `gebp-tile` gave no geometry (no register tile fits it) keeps no kernel: its
 band runs the direct loop nest. The tensor-level functions of the module (the
 untiled reference) are left alone.
@@ -21,14 +27,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.dialects import memref
+from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from tigris_ir.dialects import nn
-from tigris_ir.dialects.rtile import TARGET, kernel_of
+from tigris_ir.dialects import loop, nn
+from tigris_ir.dialects.rtile import TARGET, EpilogueOp, KernelOp, kernel_of
 from tigris_ir.rtile import decide
 from tigris_ir.rtile import kernel as rk
 from tigris_ir.rtile.lower import kernel
@@ -36,12 +43,19 @@ from tigris_ir.rtile.sites import Site, describe
 
 
 def site_kernel(op: Operation, site: Site) -> None:
-    """Replace the kernel of one site by the one its geometry and target give."""
+    """Replace the kernel of one site by the one its geometry and target give
+    (an activation fused before stays fused: its band is gone)."""
     old = kernel_of(op)
+    clamp = old.epilogue.clamp if old is not None else None
     if old is not None:
         Rewriter.erase_op(old)
     g = decide.geometry_of(op)
     if g is None:
+        if clamp is not None:
+            raise PassFailedException(
+                f"lower-gebp: {describe(op)}: its activation was fused into the kernel "
+                "of an earlier geometry and this site now has none"
+            )
         return
     try:
         target = decide.site_target(op)
@@ -50,7 +64,89 @@ def site_kernel(op: Operation, site: Site) -> None:
     plan = rk.plan(target, g, site.k, site.dtype == "int8", site.packing, site.m)
     groups = op.groups() if isinstance(op, nn.ConvOp) else 1
     new = kernel(op.results[0], g, plan, site.k, site.n, site.packing, groups)
+    if clamp is not None:
+        _set_clamp(new, clamp)
     Rewriter.insert_op(new, InsertPoint.after(op))
+
+
+_CLAMPS = (nn.ReluOp, nn.ClipOp)
+"""The activations an epilogue clamps by."""
+
+
+def _root(v: SSAValue) -> SSAValue:
+    """The buffer a memref view is of (through memref.subview)."""
+    while isinstance(v.owner, memref.SubviewOp):
+        v = v.owner.source
+    return v
+
+
+def _pure(op: Operation) -> bool:
+    """Address arithmetic between bands: reads no data the bands write."""
+    return isinstance(op, memref.SubviewOp | memref.LoadOp) or op.dialect_name() == "arith"
+
+
+def _clamp_of(act: Operation) -> tuple[float | None, float | None]:
+    if isinstance(act, nn.ClipOp):
+        return act.float_("min"), act.float_("max")
+    return 0.0, None
+
+
+def fusable_activation(op: Operation) -> loop.BandOp | None:
+    """The in-place Relu / Clip band a float32 convolution site's band feeds
+    directly (only address arithmetic between), which its epilogue can take."""
+    band = op.parent_op()
+    if not isinstance(op, nn.ConvOp) or not isinstance(band, loop.BandOp):
+        return None
+    if len(band.outputs) != 1:
+        return None
+    nxt = band.next_op
+    while nxt is not None and _pure(nxt):
+        nxt = nxt.next_op
+    if not isinstance(nxt, loop.BandOp) or len(nxt.inputs) != 1 or len(nxt.outputs) != 1:
+        return None
+    act = nxt.nn_op
+    t = act.results[0].type if act.results else None
+    if not isinstance(act, _CLAMPS) or not isinstance(t, TensorType):
+        return None
+    if not isinstance(t.element_type, Float32Type) or nn.quant_of(act.results[0]) is not None:
+        return None
+    buf = _root(band.outputs[0])
+    if _root(nxt.inputs[0]) is not buf or _root(nxt.outputs[0]) is not buf:
+        return None
+    return nxt
+
+
+def _set_clamp(kern: KernelOp, clamp: tuple[float | None, float | None]) -> None:
+    old = kern.epilogue
+    Rewriter.replace_op(old, EpilogueOp("bias_clamp", *clamp))
+
+
+def _erase_dead(ops: list[Operation]) -> None:
+    """Erase the address arithmetic only a removed band used."""
+    work = list(ops)
+    while work:
+        o = work.pop()
+        if o.parent is None or not _pure(o) or any(r.uses for r in o.results):
+            continue
+        feeders = [v.owner for v in o.operands if isinstance(v.owner, Operation)]
+        Rewriter.erase_op(o)
+        work += feeders
+
+
+def fuse_activation(op: Operation) -> bool:
+    """Take the activation band after a site's band into its kernel's epilogue
+    (`bias_clamp`) and remove that band; False where there is none to take."""
+    kern = kernel_of(op)
+    if kern is None or kern.epilogue.kind.data != "bias":
+        return False
+    act_band = fusable_activation(op)
+    if act_band is None:
+        return False
+    _set_clamp(kern, _clamp_of(act_band.nn_op))
+    feeders = [v.owner for v in act_band.operands if isinstance(v.owner, Operation)]
+    Rewriter.erase_op(act_band)
+    _erase_dead(feeders)
+    return True
 
 
 @dataclass(frozen=True)
@@ -67,6 +163,7 @@ class LowerGebpPass(ModulePass):
             )
         for site_op, site in list(decide.sites(op)):
             site_kernel(site_op, site)
+            fuse_activation(site_op)
 
 
 def tile_and_lower(module: ModuleOp, target: str = "host") -> None:

@@ -544,3 +544,80 @@ def test_a_kernel_whose_loops_miss_rows_is_an_error():
     micro.properties["edges"] = DenseArrayBase.from_list(i64, [])
     with pytest.raises(LoopIRError, match=r"rows are left in a row block .* edge tiles of \[\]"):
         run_loop_module(module, weights, x)
+
+
+# ------------------------------------------------------------------ activations fused
+
+
+def _fused_plan(name: str, budget: int):
+    """A zoo model (small, float32) planned, register-tiled for the host, lowered
+    and placed."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import zoo
+
+    from tigris_ir.frontend.onnx_import import import_model
+    from tigris_ir.passes.plan_arena import PlanArenaPass
+    from tigris_ir.plan.ir import main_func
+
+    imp = import_model(zoo.build(name, size="small"))
+    module = imp.module
+    ctx = context()
+    LowerToLoopsPass(budget=budget).apply(ctx, module)
+    GebpTilePass(target="host").apply(ctx, module)
+    LowerGebpPass().apply(ctx, module)
+    PlanArenaPass().apply(ctx, module)
+    fn = main_func(module)
+    x = [
+        np.random.default_rng(3).standard_normal(tuple(a.type.get_shape())).astype(np.float32)
+        for a in fn.body.block.args
+    ]
+    return module, imp.weights, x
+
+
+def test_an_in_place_activation_is_fused_into_the_epilogue():
+    """lower-gebp takes the in-place Clip band after a pointwise convolution's
+    band into its epilogue (bias_clamp lo 0 hi 6) and removes it: the plan has
+    fewer Clip bands than the graph has Clips, a second run keeps the fusion,
+    and the interpreter and the C (vector and portable) equal the reference."""
+    from tigris_ir.backend.c.build import run_c
+    from tigris_ir.dialects.rtile import EpilogueOp, KernelOp
+    from tigris_ir.interp.loop_ir import run_loop_module
+    from tigris_ir.interp.program import untiled_reference
+    from tigris_ir.passes.lower_gebp import fusable_activation
+    from tigris_ir.passes.lower_to_loops import untiled_func
+    from tigris_ir.plan.ir import main_func
+    from tigris_ir.reference.executor import module_layouts, to_boundary
+
+    module, weights, x = _fused_plan("mobilenet_v2", 64 * 1024)
+    fn, ref_fn = main_func(module), untiled_func(module)
+    assert ref_fn is not None
+
+    def clamps() -> list[EpilogueOp]:
+        return [e for e in fn.walk() if isinstance(e, EpilogueOp) and e.clamp is not None]
+
+    fused = clamps()
+    assert fused and all(e.clamp == (0.0, 6.0) for e in fused)
+    clips = sum(isinstance(o, nn.ClipOp) for o in fn.walk())
+    assert clips + len(fused) == sum(isinstance(o, nn.ClipOp) for o in ref_fn.walk())
+    for e in fused:  # the Clip band after the site is gone
+        kern = e.parent_op()
+        site = kern.site.owner if isinstance(kern, KernelOp) else None
+        assert isinstance(site, nn.ConvOp) and fusable_activation(site) is None
+    GebpTilePass(target="host").apply(context(), module)  # the same tiles: kept
+    LowerGebpPass().apply(context(), module)
+    assert len(clamps()) == len(fused)
+    want = untiled_reference(ref_fn, weights, x)
+    got = run_loop_module(module, weights, x).outputs
+    for g_, w_ in zip(got, want, strict=True):
+        np.testing.assert_allclose(g_, w_, rtol=0, atol=1e-5 * float(np.abs(w_).max()))
+    ins, outs = module_layouts(fn)
+    xb = [to_boundary(a, lay) for a, lay in zip(x, ins, strict=True)]
+    for variant in ("default", "portable"):
+        c_out, _ = run_c(module, weights, xb, variant=variant, strict=True)
+        for c_, w_, lay in zip(c_out, want, outs, strict=True):
+            w_ = to_boundary(w_, lay)
+            np.testing.assert_allclose(c_, w_, rtol=0, atol=1e-5 * float(np.abs(w_).max()))
+    # another tile would need the removed band back: refused
+    other = "avx2" if tg.host_target().isa == "avx512" else "avx512"
+    with pytest.raises(PassFailedException, match="fused activation"):
+        GebpTilePass(target=other).apply(context(), module)

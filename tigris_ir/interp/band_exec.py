@@ -225,9 +225,15 @@ def _conv(op: nn.ConvOp, args: list[np.ndarray], held: Band, out: Band) -> list[
     n = len(out_shape) - 2
     sizes = tuple(b - a for a, b in (out.get(1 + i, (0, out_shape[1 + i])) for i in range(n)))
 
+    kern = kernel_of(op)
+    clamp = kern.epilogue.clamp if kern is not None else None
+
     def real(a: list[np.ndarray]) -> list[np.ndarray]:
         acc = _conv_core(a[0][sl], _as_f64(a[1]), op, pads, sizes)
-        return [(acc + a[2].astype(np.float64)).astype(np.float32)]
+        y = (acc + a[2].astype(np.float64)).astype(np.float32)
+        if clamp is not None:  # an activation fused into the epilogue (lower-gebp)
+            y = K.clip(y, lo=clamp[0], hi=clamp[1])
+        return [y]
 
     def integer(a: list[np.ndarray]) -> list[np.ndarray]:
         qx, qy = nn.quant_of(op.input), nn.quant_of(op.output)

@@ -568,6 +568,8 @@ class _Panels:
     groups: int = 1
     packing: str = ""
     """How A reaches the sweeps: "" read in place, "rows" packed, "im2col" gathered."""
+    clamp: tuple[float | None, float | None] | None = None
+    """(lo, hi) of an activation fused into the epilogue (`bias_clamp`), else None."""
 
     @property
     def nr(self) -> int:
@@ -612,6 +614,7 @@ class _Panels:
             f"{self.k}x{self.n}{'i' if self.int8 else 'f'}r{self.rm}n{self.rn}l{self.lanes}"
             f".{p.dot}.{p.kp}.{p.kc}.{p.mc}"
             + "".join(f".{s.lo}-{s.hi}:{s.width}/{s.tile_rows()}u{s.unroll}" for s in self.sweeps)
+            + (f".clamp{self.clamp}" if self.clamp is not None else "")
         )
 
 
@@ -773,6 +776,7 @@ def panels_of(kern: KernelOp, target: tg.Target) -> _Panels:
         tuple(sweeps),
         kern.groups.value.data,
         pack.kind.data if pack is not None else "",
+        kern.epilogue.clamp,
     )
 
 
@@ -843,6 +847,9 @@ def _f32_tile(unit: CUnit, p: _Panels, r: int, v: int, last: int, unroll: int) -
     lanes = p.lanes
     guard = _gebp_prelude(unit, p.unit)
     vt, ld, st, fma = f"tg_v{lanes}", f"TG_LD{lanes}", f"TG_ST{lanes}", f"TG_FMA{lanes}"
+    clamp = p.clamp
+    if clamp is not None:
+        _clamp_prelude(unit, lanes)
 
     def build(name: str) -> str:
         w = v * lanes
@@ -851,7 +858,8 @@ def _f32_tile(unit: CUnit, p: _Panels, r: int, v: int, last: int, unroll: int) -
             f"#ifdef {guard}",
             f"static inline __attribute__((always_inline)) void {name}(",
             "    const float *restrict a, long lda, const float *restrict b, float *restrict y,",
-            "    long ldy, int kc, const float *restrict init, int first)",
+            "    long ldy, int kc, const float *restrict init, int first"
+            + (", int fin)" if clamp is not None else ")"),
             "{",
             f"  {vt} " + ", ".join(acc.values()) + ";",
         ]
@@ -886,6 +894,15 @@ def _f32_tile(unit: CUnit, p: _Panels, r: int, v: int, last: int, unroll: int) -
                 out.append(f"    {vt} b{j} = {ld}(bk + {j * lanes}); TG_KEEPV(b{j});")
                 out += [f"    {fma}({acc[i, j]}, s{i}, b{j});" for i in range(r)]
         out.append("  }")
+        if clamp is not None:  # the fused activation, after the last K block
+            out.append("  if (fin) {")
+            for bound, macro in zip(clamp, ("TG_LO", "TG_HI")):
+                if bound is None:
+                    continue
+                c = _flt(bound)
+                out.append(f"    const {vt} {macro.lower()}_ = {{{', '.join([c] * lanes)}}};")
+                out += [f"    {macro}{lanes}({a}, {macro.lower()}_);" for a in acc.values()]
+            out.append("  }")
         for i in range(r):
             for j in range(v):
                 ptr = f"y + {i} * ldy + {j * lanes}"
@@ -896,8 +913,38 @@ def _f32_tile(unit: CUnit, p: _Panels, r: int, v: int, last: int, unroll: int) -
         out += ["}", "#endif"]
         return "\n".join(out)
 
-    key = f"fmk.{lanes}.{r}.{v}.{last}.{unroll}"
-    return _helper(unit, key, f"tg_fmk{lanes}_{r}x{v}_{last}", build)
+    key = f"fmk.{lanes}.{r}.{v}.{last}.{unroll}" + (f".{clamp}" if clamp is not None else "")
+    hint = f"tg_fmk{lanes}_{r}x{v}_{last}" + ("_clamp" if clamp is not None else "")
+    return _helper(unit, key, hint, build)
+
+
+def _clamp_prelude(unit: CUnit, lanes: int) -> None:
+    """Lane-wise `v < c ? c : v` and `v > c ? c : v` of float vectors (the
+    scalar Relu and Clip's comparisons, so a NaN stays a NaN), as selects
+    through the comparison's mask."""
+    vt, vi = f"tg_v{lanes}", f"tg_v{lanes}i"
+    code = f"""#ifdef TG_V{lanes}
+typedef int {vi} __attribute__((vector_size({4 * lanes})));
+#define TG_LO{lanes}(v, c) \\
+  do {{ const {vi} m_ = (v) < (c); \\
+       (v) = ({vt})((m_ & ({vi})(c)) | (~m_ & ({vi})(v))); }} while (0)
+#define TG_HI{lanes}(v, c) \\
+  do {{ const {vi} m_ = (v) > (c); \\
+       (v) = ({vt})((m_ & ({vi})(c)) | (~m_ & ({vi})(v))); }} while (0)
+#endif"""
+    unit.helper(f"c_conv.clamp{lanes}", code)
+
+
+def _fclamp(p: _Panels, x: str) -> str:
+    """C of the fused activation of a float32 kernel's value x (x itself without one)."""
+    if p.clamp is None:
+        return x
+    lo, hi = p.clamp
+    if lo is None:
+        return f"({x} > {_flt(hi)} ? {_flt(hi)} : {x})" if hi is not None else x
+    if hi is None:
+        return f"({x} < {_flt(lo)} ? {_flt(lo)} : {x})"
+    return f"({x} < {_flt(lo)} ? {_flt(lo)} : ({x} > {_flt(hi)} ? {_flt(hi)} : {x}))"
 
 
 def _i8_tile(unit: CUnit, r: int, v: int, last: int, unroll: int, yt: str) -> str:
@@ -1156,12 +1203,15 @@ def _f32_block(unit: CUnit, p: _Panels) -> str:
             f"    const int kc = {p.k} - k0 < {kc} ? {p.k} - k0 : {kc};",
             "    const int first = k0 == 0;",
         ]
+        if p.clamp is not None:
+            out.append(f"    const int fin = k0 + kc >= {p.k};")
+        fin = ", fin" if p.clamp is not None else ""
         for s in p.sweeps:
 
             def call(r: int, v: int = s.vectors, last: int = s.last) -> str:
                 return (
                     f"{tiles[r, v, last]}(a + (long)i * lda + k0, lda, b, "
-                    "y + (long)i * ldy + j0, ldy, kc, bias + j0, first);"
+                    f"y + (long)i * ldy + j0, ldy, kc, bias + j0, first{fin});"
                 )
 
             if s.hi <= p.nfull:  # the full panels
@@ -1291,7 +1341,7 @@ def _matrix_rows(unit: CUnit, p: _Panels, q: _Q | None, at: str) -> str:
                 "      const float av = ar[k];",
                 *_port_accum(p, "acc", "bp", "k", "av", "      "),
                 "    }",
-                f"    for (int j = 0; j < {p.n}; ++j) yr[j] = acc[j];",
+                f"    for (int j = 0; j < {p.n}; ++j) yr[j] = {_fclamp(p, 'acc[j]')};",
                 "  }",
                 "#endif",
                 "}",
@@ -1856,7 +1906,7 @@ def _emit_im2col(
             f"      for (int gi = 0; gi < {g.groups}; ++gi)",
             f"      for (int j = 0; j < {g.cog}; ++j)",
             f"        yp[gi * {g.cog} + j] = "
-            + _store(q, f"acc[gi * {p.npad} + j]", f"mult[gi * {p.npad} + j]")
+            + _fclamp(p, _store(q, f"acc[gi * {p.npad} + j]", f"mult[gi * {p.npad} + j]"))
             + ";",
             "    }",
             "  }",

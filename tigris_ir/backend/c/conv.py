@@ -937,9 +937,14 @@ typedef int {vi} __attribute__((vector_size({4 * lanes})));
 
 def _fclamp(p: _Panels, x: str) -> str:
     """C of the fused activation of a float32 kernel's value x (x itself without one)."""
-    if p.clamp is None:
+    return _clamp_expr(p.clamp, x)
+
+
+def _clamp_expr(clamp: tuple[float | None, float | None] | None, x: str) -> str:
+    """C of `x < lo ? lo : x`, then `> hi ? hi :`, as Relu and Clip compute them."""
+    if clamp is None:
         return x
-    lo, hi = p.clamp
+    lo, hi = clamp
     if lo is None:
         return f"({x} > {_flt(hi)} ? {_flt(hi)} : {x})" if hi is not None else x
     if hi is None:
@@ -1582,7 +1587,11 @@ def _row_offsets(g: _Conv, xv: _View) -> list[str]:
 def _emit_generic_conv(
     unit: CUnit, op: nn.ConvOp, g: _Conv, q: _Q | None, ins: Sequence[CTensor], y: CTensor
 ) -> str:
-    """Every convolution band: direct loops over global indices (plain C)."""
+    """Every convolution band: direct loops over global indices (plain C); a
+    register-tiled site's band the GEBP cannot run (strided channels, run-time
+    weights) applies its kernel's fused activation (`rtile.epilogue`) too."""
+    kern = kernel_of(op)
+    clamp = kern.epilogue.clamp if kern is not None else None
     x, w, b = ins[0], ins[1], ins[2]
     ws = ins[3] if len(ins) > 3 else None
     for t, what in ((w, "weight"), (b, "bias")):
@@ -1599,7 +1608,7 @@ def _emit_generic_conv(
     xval = "xp[(long)(c0 + ci - xl3) * " + str(xv.strides[3]) + "]"
     term = f"{xval} * wp[ci]" if q is None else f"((int32_t){xval} - {_lit(q.xzp)}) * wp[ci]"
     key = f"gconv.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q, not mult_const)}"
-    key += f".{w.ctype}"
+    key += f".{w.ctype}" + (f".clamp{clamp}" if clamp is not None else "")
 
     def build(name: str) -> str:
         out = _direct_head(
@@ -1620,7 +1629,9 @@ def _emit_generic_conv(
             "        }",
             "      }",
             "      for (int co = yl3; co < yl3 + yn3; ++co)",
-            f"        yp[(long)(co - yl3) * {yv.strides[3]}] = {_store(q, 'acc[co - yl3]', mult)};",
+            f"        yp[(long)(co - yl3) * {yv.strides[3]}] = "
+            + _clamp_expr(clamp, _store(q, "acc[co - yl3]", mult))
+            + ";",
             "    }",
             "  }",
             "}",

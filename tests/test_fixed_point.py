@@ -263,3 +263,21 @@ def test_an_accumulated_global_average_pool_sums_integers() -> None:
     same(got, ref, "interpreter")
     (c_out,), _ = run_c(low, imported.weights, [x], strict=True)
     same(c_out, ref, "C")
+
+
+def test_the_cortex_m_targets_default_to_fixed_point() -> None:
+    from tigris_ir.passes.requant import RequantPass, default_requant
+    from tigris_ir.rtile import targets as tg
+
+    assert [default_requant(t) for t in ("", "host", "avx2", "avx512")] == ["float"] * 4
+    for cpu in ("cortex-m4", "cortex-m7", "cortex-m55"):
+        assert tg.get_target(cpu).integer_only and default_requant(cpu) == "fixed"
+    with pytest.raises(PassFailedException, match="unknown target 'z80'"):
+        default_requant("z80")
+    from xdsl.context import Context
+
+    module = import_model(zoo.build("ds_cnn", size="small", int8=True), origin="d").module
+    RequantPass(target="cortex-m7").apply(Context(), module)
+    assert module_requant(module) == "fixed"
+    RequantPass(target="host").apply(Context(), module)
+    assert module_requant(module) == "float"

@@ -71,6 +71,11 @@ REF_ATTR = "loop.ref"
 COLUMNS_ATTR = "loop.columns"
 # a tile loop's unit and kind (`strips`, `chain, line-buffered`, ...); the
 # graph node a band op computes
+# an scf.if / scf.while of an If or Loop: the tensor of its bodies' workspace
+# in the enclosing arena (their buffers lie within it) and, per body, its path
+# and planned peak
+WORKSPACE_ATTR = "loop.workspace"
+BODIES_ATTR = "loop.bodies"
 UNIT_ATTR = "loop.unit"
 KIND_ATTR = "loop.kind"
 NODE_ATTR = "loop.node"
@@ -216,6 +221,8 @@ def _check_band_type(name: str, v: SSAValue, t: Attribute, axes: Sequence[int]) 
         raise VerifyException(f"{name}: the body's types must be tensors, got {t}")
     shape = t.get_shape()
     mshape = mt.get_shape()
+    if not shape and tuple(mshape) == (1,):
+        shape = (1,)  # a scalar is held as one element
     if len(shape) != len(mshape) or any(a < 0 or a >= len(shape) for a in axes):
         raise VerifyException(f"{name}: memref {mt} does not match {t} cut along {list(axes)}")
     for a, (d, m) in enumerate(zip(shape, mshape)):

@@ -2017,7 +2017,7 @@ class DequantizeOp(NNOp):
 #
 # ONNX If and Loop take a boolean condition and Loop counts its trips in int64.
 # Comparisons give i1 flags; the loop level lowers them like any pointwise op,
-# but not the control flow they feed (`loop_level_refusal`).
+# and the If / Loop they feed as scf.if / scf.while (`lower-to-loops`).
 
 FLAG = IntegerType(1)
 INDEX = IntegerType(64)
@@ -3442,16 +3442,6 @@ class GRUOp(RecurrentOp):
 
 
 EXTRA_OPS += [LSTMOp, GRUOp]
-
-
-def loop_level_refusal(root: Operation) -> str | None:
-    """Why the loop level cannot lower `root` yet (None when it can): control
-    flow stays at the `nn` level."""
-    ops = list(root.walk())
-    for op in ops:
-        if isinstance(op, ControlFlowOp):
-            return f"{op.name}: the loop level does not lower control flow yet"
-    return None
 
 
 NN_OPS: list[type[IRDLOperation]] = [

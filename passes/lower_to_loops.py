@@ -47,6 +47,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
     f64,
+    i1,
     i64,
 )
 from xdsl.dialects.linalg.ops import FillOp
@@ -63,14 +64,16 @@ from tigris_ir.loops.schedule import (
     TiledUnit,
     operand_source,
     schedule,
+    view_dtypes,
     weight_ref,
 )
 from tigris_ir.plan.band import Band
 from tigris_ir.plan.ir import (
+    ScopePlan,
     budget_of,
     main_func,
-    plan_of,
-    require_fit,
+    plan_tree,
+    require_tree_fit,
     slow_budget_of,
     stream_input_of,
     stream_output_of,
@@ -124,20 +127,38 @@ def _put(
 
 
 class _Lowering:
-    def __init__(self, prog: Program, view: GraphView, fn: func.FuncOp):
+    """The loop IR of one graph: the function, or (`root` given) an If / Loop
+    body lowered into a block of its own, its node names and tensors prefixed
+    with the body's path."""
+
+    def __init__(
+        self,
+        prog: Program | None,
+        view: GraphView,
+        fn: func.FuncOp,
+        tree: ScopePlan | None = None,
+        root: _Lowering | None = None,
+    ):
         self.prog = prog
         self.view = view
-        self.graph = prog.graph
+        self.graph = view.graph
         self.fn = fn
+        self.tree = tree
+        self.root = root if root is not None else self
+        self.prefix = tree.prefix if tree is not None and root is not None else ""
         self.tables = GraphTables(self.graph)
+        self.dtypes = view_dtypes(view)
         self.globals: list[Operation] = []
         self.block = Block()
         self.ops: list[Operation] = []
         self.slow: dict[str, SSAValue] = {}
+        self.given_out: dict[str, SSAValue] = {}
+        """A body's streamed outputs: the enclosing node's result buffers."""
         self.weights: dict[str, SSAValue] = {}
+        self.weight_syms: dict[str, tuple[str, MemRefType]] = {}
         self.consts: dict[int, SSAValue] = {}
         self.results: list[SSAValue | None] = [None] * len(self.graph.outputs)
-        self.sent = prog.plan.streamed_outputs
+        self.sent = prog.plan.streamed_outputs if prog is not None else frozenset()
         self.symbols: set[str] = set()
 
     # ---- helpers -------------------------------------------------------
@@ -163,14 +184,15 @@ class _Lowering:
         name = _hint(base)
         n = name
         i = 1
-        while n in self.symbols:
+        symbols = self.root.symbols
+        while n in symbols:
             n = f"{name}_{i}"
             i += 1
-        self.symbols.add(n)
+        symbols.add(n)
         return n
 
     def dtype(self, name: str) -> np.dtype:
-        return self.prog.dtypes[name]
+        return self.dtypes[name]
 
     def weight(self, name: str) -> SSAValue:
         """The `memref.get_global` of a constant tensor (at the function top)."""
@@ -178,15 +200,30 @@ class _Lowering:
             ref = weight_ref(self.view, name)
             info = self.graph.tensors[name]
             t = memref_of(info.shape, self.dtype(name), None)
+            self.weights[name] = self.weight_global(ref, t)
+        return self.weights[name]
+
+    def weight_global(self, ref: str, t: MemRefType) -> SSAValue:
+        """A `memref.get_global` here of the weight `ref` (one global per weight)."""
+        syms = self.root.weight_syms
+        if ref not in syms:
             sym = self.symbol("w_" + ref)
             g = memref.GlobalOp.get(StringAttr(sym), t, UnitAttr())
             g.attributes[loop.REF_ATTR] = StringAttr(ref)
-            self.globals.append(g)
-            get = memref.GetGlobalOp(sym, t)
-            get.memref.name_hint = _hint("w_" + ref)
-            self.add(get)
-            self.weights[name] = get.memref
-        return self.weights[name]
+            self.root.globals.append(g)
+            syms[ref] = (sym, t)
+        sym, t = syms[ref]
+        get = memref.GetGlobalOp(sym, t)
+        get.memref.name_hint = _hint("w_" + ref)
+        self.add(get)
+        return get.memref
+
+    def constant_value(self, v: SSAValue) -> SSAValue:
+        """The flash memref of a constant a body yields."""
+        owner = v.owner
+        assert isinstance(owner, nn.WeightOp)
+        t = memref_of(nn.shape_of(v) or (1,), nn.dtype_of(v), None)
+        return self.weight_global(owner.ref.data, t)
 
     def alloc(
         self,
@@ -199,7 +236,7 @@ class _Lowering:
         op = memref.AllocOp.get(
             memref_of(shape, dtype, space).element_type, shape=list(shape), memory_space=space
         )
-        op.attributes[loop.TENSOR_ATTR] = StringAttr(tensor or key)
+        op.attributes[loop.TENSOR_ATTR] = StringAttr(self.prefix + (tensor or key))
         op.memref.name_hint = _hint(("s_" if space == loop.SLOW else "") + key)
         self.add(op)
         return op.memref
@@ -226,11 +263,10 @@ class _Lowering:
 
     def lower(self) -> func.FuncOp:
         graph, prog = self.graph, self.prog
+        assert prog is not None
         in_place = prog.plan.in_place
         single = prog.plan.single_arena
         space = loop.FAST if in_place or single else loop.SLOW
-        # a single arena keeps what would be in slow memory in the fast one
-        resident = loop.FAST if single else loop.SLOW
         stream = prog.plan.stream_input
         arg_types = [
             memref_of(graph.tensors[x].shape, self.dtype(x), loop.STREAM if stream else space)
@@ -240,33 +276,7 @@ class _Lowering:
         for x, a in zip(graph.inputs, self.block.args):
             a.name_hint = _hint(x)
             self.slow[x] = a
-        sent = self.sent
-        for u in prog.units:
-            if not in_place:
-                for name, b in prog.slow_birth.items():
-                    if b == u.index and graph.producer(name) is not None:
-                        info = graph.tensors[name]
-                        where = loop.STREAM if name in sent else resident
-                        self.slow[name] = self.alloc(name, info.shape, self.dtype(name), where)
-            if isinstance(u, NormalUnit):
-                self.normal(u)
-            else:
-                self.tiled(u)
-            if not in_place:
-                for name, d in prog.slow_death.items():
-                    if (
-                        d == u.index
-                        and name not in graph.outputs
-                        and graph.producer(name) is not None
-                    ):
-                        self.add(memref.DeallocOp.get(self.slow[name]))
-        if in_place:  # an in-place plan sends its streamed outputs when it ends
-            for name in graph.outputs:
-                if name in sent:
-                    info = graph.tensors[name]
-                    out = self.alloc(name, info.shape, self.dtype(name), loop.STREAM)
-                    self.add(memref.CopyOp(self.slow[name], out))
-                    self.slow[name] = out
+        self.run_units()
         outs = [self.slow[o] for o in graph.outputs]
         self.add(func.ReturnOp(*outs))
         ftype = FunctionType.from_lists(arg_types, [v.type for v in outs])
@@ -292,6 +302,48 @@ class _Lowering:
         )
         return new
 
+    def run_units(self) -> None:
+        """Every unit of the plan into `self.block`, with the slow (or, in one
+        arena, resident) buffers of tensors crossing units."""
+        graph, prog = self.graph, self.prog
+        assert prog is not None
+        in_place = prog.plan.in_place
+        single = prog.plan.single_arena
+        # a single arena keeps what would be in slow memory in the fast one
+        resident = loop.FAST if single else loop.SLOW
+        sent = self.sent
+        for u in prog.units:
+            if not in_place:
+                for name, b in prog.slow_birth.items():
+                    if b == u.index and graph.producer(name) is not None:
+                        info = graph.tensors[name]
+                        where = loop.STREAM if name in sent else resident
+                        given = self.given_out.get(name) if name in sent else None
+                        self.slow[name] = given or self.alloc(
+                            name, info.shape, self.dtype(name), where
+                        )
+            if isinstance(u, NormalUnit):
+                self.normal(u)
+            else:
+                self.tiled(u)
+            if not in_place:
+                for name, d in prog.slow_death.items():
+                    if (
+                        d == u.index
+                        and name not in graph.outputs
+                        and graph.producer(name) is not None
+                    ):
+                        self.add(memref.DeallocOp.get(self.slow[name]))
+        if in_place:  # an in-place plan sends its streamed outputs when it ends
+            for name in graph.outputs:
+                if name in sent:
+                    info = graph.tensors[name]
+                    out = self.given_out.get(name) or self.alloc(
+                        name, info.shape, self.dtype(name), loop.STREAM
+                    )
+                    self.add(memref.CopyOp(self.slow[name], out))
+                    self.slow[name] = out
+
     # ---- units -------------------------------------------------------------
 
     def band_op(
@@ -305,14 +357,15 @@ class _Lowering:
     ) -> loop.BandComputeOp:
         node = self.graph.nodes[k].name
         op = cls(ins, outs, bounds, cuts, loop.band_body(self.view.ops[node]))
-        op.attributes[loop.NODE_ATTR] = StringAttr(node)
+        op.attributes[loop.NODE_ATTR] = StringAttr(self.prefix + node)
         return op
 
     def normal(self, u: NormalUnit) -> None:
         graph = self.graph
         in_place = u.in_place
+        assert self.prog is not None
         single = self.prog.plan.single_arena and not in_place
-        streamed = set(graph.inputs) if self.prog.plan.stream_input else set()
+        streamed = set(graph.inputs) if self.prog.plan.stream_input else set[str]()
         stage_outs = set(u.stage.outputs)
         fast: dict[str, SSAValue] = {}
         for ev, what in u.events:
@@ -336,6 +389,9 @@ class _Lowering:
             elif ev == "op":
                 assert isinstance(what, int)
                 node = graph.nodes[what]
+                if isinstance(self.view.ops.get(node.name), nn.ControlFlowOp):
+                    self.control(what, fast)
+                    continue
                 ins = [
                     self.weight(n) if graph.tensors[n].is_const else fast[n] for n in node.inputs
                 ]
@@ -356,6 +412,202 @@ class _Lowering:
             for o in u.stage.outputs:
                 if not single or o in self.sent:
                     self.add(memref.DeallocOp.get(fast[o]))
+
+    # ---- control flow --------------------------------------------------------
+
+    def control(self, k: int, fast: dict[str, SSAValue]) -> None:
+        """An If or Loop node of a normal stage: its operands, results,
+        workspace (and a Loop's trip number and condition) are the stage's
+        fast buffers; each body is lowered in place, its buffers within the
+        workspace (`plan-arena`), reading the node's operands and writing its
+        results where the stage holds them."""
+        node = self.graph.nodes[k]
+        op = self.view.ops[node.name]
+        assert isinstance(op, nn.ControlFlowOp) and self.tree is not None
+        scopes = [b for b in self.tree.bodies if b.owner == node.name]
+        regions = op.bodies()
+        if len(scopes) != len(regions):
+            raise PassFailedException(f"lower-to-loops: '{node.name}' has no plan of its bodies")
+        results = [fast[self._tensor(r)] for r in op.results]
+        ws = f"{node.name}.body"
+        if isinstance(op, nn.IfOp):
+            ctl = self._if(op, scopes, results, fast)
+        else:
+            assert isinstance(op, nn.LoopOp)
+            ctl = self._loop(op, node.name, scopes[0], results, fast)
+        if ws in fast:
+            ctl.attributes[loop.WORKSPACE_ATTR] = StringAttr(self.prefix + ws)
+        ctl.attributes[loop.NODE_ATTR] = StringAttr(self.prefix + node.name)
+        ctl.attributes[loop.BODIES_ATTR] = ArrayAttr(
+            [
+                DictionaryAttr({"path": StringAttr(sc.path), "peak": IntegerAttr(sc.peak, i64)})
+                for sc in scopes
+            ]
+        )
+        self.add(ctl)
+
+    def _tensor(self, v: SSAValue) -> str:
+        name = self.view.tensor_of(v)
+        if name is None:
+            raise PassFailedException(f"lower-to-loops: {v.name_hint or 'a value'} is no tensor")
+        return name
+
+    def _outer(self, v: SSAValue, fast: Mapping[str, SSAValue]) -> SSAValue:
+        """The memref of a value of this graph a body reads."""
+        if isinstance(v.owner, nn.WeightOp):
+            return self.constant_value(v)
+        name = self._tensor(v)
+        return fast[name] if name in fast else self.slow[name]
+
+    def _scalar(self, mem: SSAValue, ops: list[Operation]) -> SSAValue:
+        """The one element of a condition (or trip) buffer."""
+        t = mem.type
+        assert isinstance(t, MemRefType)
+        ld = memref.LoadOp.get(mem, [self.const(0)] * len(t.get_shape()))
+        ops.append(ld)
+        return ld.res
+
+    def _if(
+        self,
+        op: nn.IfOp,
+        scopes: list[ScopePlan],
+        results: list[SSAValue],
+        fast: dict[str, SSAValue],
+    ) -> Operation:
+        pre: list[Operation] = []
+        cond = self._scalar(self._outer(op.cond, fast), pre)
+        for p in pre:
+            self.add(p)
+        blocks = []
+        for sc, (_, region) in zip(scopes, op.bodies()):
+            term = region.block.last_op
+            assert isinstance(term, nn.YieldOp)
+            ops, _ = self.body(sc, region, [], list(term.values), results, fast)
+            blocks.append(Block([*ops, scf.YieldOp()]))
+        return scf.IfOp(cond, [], Region(blocks[0]), Region(blocks[1]))
+
+    def _loop(
+        self,
+        op: nn.LoopOp,
+        name: str,
+        sc: ScopePlan,
+        results: list[SSAValue],
+        fast: dict[str, SSAValue],
+    ) -> Operation:
+        """The carried values' fixed places are the node's results: the inits
+        are copied there, every trip reads them and writes them back."""
+        region = op.body
+        term = region.block.last_op
+        assert isinstance(term, nn.YieldOp)
+        yielded = list(term.values)
+        carried_args: list[SSAValue] = list(region.block.args[2:])
+        for j, v in enumerate(yielded[1:]):
+            if v in carried_args and carried_args.index(v) != j:
+                raise PassFailedException(
+                    f"lower-to-loops: '{name}' hands carried value {carried_args.index(v)} on as "
+                    f"carried value {j}: a Loop that permutes its carried values is not lowered"
+                )
+        for init, res in zip(op.inits, results):
+            self.add(memref.CopyOp(self._outer(init, fast), res))
+        trip, go = fast[f"{name}.trip"], fast[f"{name}.go"]
+        pre: list[Operation] = []
+        if op.cond is not None:
+            go0 = self._scalar(self._outer(op.cond, fast), pre)
+        else:
+            true = arith.ConstantOp(IntegerAttr(1, i1))
+            pre.append(true)
+            go0 = true.result
+        for p in pre:
+            self.add(p)
+        before = Block(arg_types=[IndexType(), i1])
+        i, g = before.args
+        i.name_hint, g.name_hint = "trip", "go"
+        run: SSAValue = g
+        trips = op.trips()
+        if trips is not None:
+            lt = arith.CmpiOp(i, self.const(trips), "slt")
+            both = arith.AndIOp(lt.result, g)
+            before.add_ops([lt, both])
+            run = both.result
+        before.add_op(scf.ConditionOp(run, i, g))
+        after = Block(arg_types=[IndexType(), i1])
+        i, g = after.args
+        i.name_hint, g.name_hint = "trip", "go"
+        ops: list[Operation] = []
+        as_i64 = arith.IndexCastOp(i, i64)
+        ops += [as_i64, memref.StoreOp.get(as_i64.result, trip, [self.const(0)])]
+        ops.append(memref.StoreOp.get(g, go, [self.const(0)]))
+        body_ops, nxt = self.body(
+            sc, region, [trip, go, *results], yielded[1:], results, fast, yielded[0]
+        )
+        assert nxt is not None
+        ops += body_ops
+        one = arith.AddiOp(i, self.const(1))
+        ops += [one, scf.YieldOp(one.result, nxt)]
+        after.add_ops(ops)
+        return scf.WhileOp([self.const(0), go0], [IndexType(), i1], Region(before), Region(after))
+
+    def body(
+        self,
+        sc: ScopePlan,
+        region: Region,
+        args: Sequence[SSAValue],
+        yielded: Sequence[SSAValue],
+        results: Sequence[SSAValue],
+        fast: Mapping[str, SSAValue],
+        cond: SSAValue | None = None,
+    ) -> tuple[list[Operation], SSAValue | None]:
+        """The ops of one body run: its units on the node's buffers, its
+        results copied into the node's (unless streamed there) and, with
+        `cond` (a Loop's next condition), that condition's load last."""
+        view = sc.view
+        g = view.graph
+        block_args: list[SSAValue] = list(region.block.args)
+        given: dict[str, SSAValue] = {}
+        for x in g.inputs:
+            v = view.values[x]
+            given[x] = args[block_args.index(v)] if v in block_args else self._outer(v, fast)
+        prog = None
+        if sc.plan is not None:
+            try:
+                prog = schedule(view, sc.plan)
+            except PlanRunError as e:
+                raise PassFailedException(f"lower-to-loops: {sc.path}: {e}") from None
+        low = _Lowering(prog, view, self.fn, sc, self.root)
+        low.slow = dict(given)
+        streamed = prog.plan.streamed_outputs if prog is not None else frozenset()
+        for v, res in zip(yielded, results):
+            name = view.tensor_of(v)
+            if name is not None and name in streamed and name not in low.given_out:
+                low.given_out[name] = res
+        if prog is not None:
+            low.run_units()
+
+        def value(v: SSAValue) -> SSAValue:
+            if isinstance(v.owner, nn.WeightOp):
+                return low.constant_value(v)
+            name = view.tensor_of(v)
+            assert name is not None
+            return low.slow[name]
+
+        for v, res in zip(yielded, results):
+            src = value(v)
+            if src is not res:
+                low.add(memref.CopyOp(src, res))
+        nxt = None
+        if cond is not None:
+            src = value(cond)
+            nxt = memref.LoadOp.get(src, [low.const(0)] * len(nn.shape_of(cond) or (1,)))
+            low.add(nxt)
+        for op in list(low.block.ops):  # what the body still holds when it ends
+            if isinstance(op, memref.AllocOp) and not any(
+                isinstance(u.operation, memref.DeallocOp) for u in op.memref.uses
+            ):
+                low.add(memref.DeallocOp.get(op.memref))
+        ops = list(low.block.ops)
+        for o in ops:
+            o.detach()
+        return ops, (nxt.res if nxt is not None else None)
 
     def tiled(self, u: TiledUnit) -> None:
         graph = self.graph
@@ -423,7 +675,7 @@ class _Lowering:
         )
         g = memref.GlobalOp.get(StringAttr(sym), ttype, init, constant=UnitAttr())
         g.attributes[loop.COLUMNS_ATTR] = ArrayAttr([StringAttr("c.0"), StringAttr("c.1")])
-        self.globals.append(g)
+        self.root.globals.append(g)
         get = memref.GetGlobalOp(sym, ttype)
         get.memref.name_hint = sym
         self.add(get)
@@ -599,7 +851,7 @@ class _Lowering:
             g.attributes[loop.COLUMNS_ATTR] = ArrayAttr(
                 [StringAttr(".".join(str(x) for x in tab.keys[j][len(gkey) :])) for j in cols_of]
             )
-            self.globals.append(g)
+            self.root.globals.append(g)
             get = memref.GetGlobalOp(sym, ttype)
             get.memref.name_hint = sym
             self.add(get)
@@ -762,10 +1014,17 @@ UNTILED_SUFFIX = "_untiled"
 `tigris-run --check` compares a plan with)."""
 
 
-def lower_program(prog: Program, view: GraphView, module: ModuleOp, fn: func.FuncOp) -> None:
+def lower_program(
+    prog: Program,
+    view: GraphView,
+    module: ModuleOp,
+    fn: func.FuncOp,
+    tree: ScopePlan | None = None,
+) -> None:
     """Put the loop-level form of `fn` in its place; `fn` stays beside it as
-    the private `<name>_untiled`; weights and tables become globals."""
-    low = _Lowering(prog, view, fn)
+    the private `<name>_untiled`; weights and tables become globals. With
+    control flow, `tree` holds the plans of the If and Loop bodies."""
+    low = _Lowering(prog, view, fn, tree)
     new = low.lower()
     body = module.body.block
     anchor = body.first_op
@@ -821,15 +1080,13 @@ class LowerToLoopsPass(ModulePass):
         fn = main_func(op)
         if any(isinstance(o, loop.BandComputeOp) for o in fn.walk()):
             return  # already lowered
-        refusal = nn.loop_level_refusal(fn)  # If / Loop stay at the nn level for now
-        if refusal is not None:
-            raise PassFailedException(refusal)
-        view, p = plan_of(fn, budget, slow, stream, send)
-        require_fit(view, p)
+        tree = plan_tree(fn, budget, slow_budget=slow, stream_input=stream, stream_output=send)
+        require_tree_fit(tree)
+        assert tree.plan is not None
         try:
-            prog = schedule(view, p)
+            prog = schedule(tree.view, tree.plan)
         except PlanRunError as e:
             raise PassFailedException(f"lower-to-loops: {e}") from None
         if loop.Loop.name not in ctx.registered_dialect_names:
             ctx.load_dialect(loop.Loop)
-        lower_program(prog, view, op, fn)
+        lower_program(prog, tree.view, op, fn, tree)

@@ -30,7 +30,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from tigris_ir.dialects import loop
-from tigris_ir.loops.arena import lifetimes, place_lifetimes
+from tigris_ir.loops.arena import Lifetime, body_scopes, lifetimes, offset_of, place_lifetimes
 from tigris_ir.loops.verify import budget_for, is_lowered, verify_arena
 from tigris_ir.plan.ir import main_func
 
@@ -49,8 +49,26 @@ def assign_offsets(fn: func.FuncOp) -> None:
         else:
             arg_attrs[int(lv.key.removeprefix("arg"))][loop.OFFSET_ATTR] = off
     fn.arg_attrs = ArrayAttr([DictionaryAttr(dict(a)) for a in arg_attrs])
+    _place_bodies(fn, lives)
     fn.attributes[loop.ARENA_ATTR] = IntegerAttr(sizes["fast"], i64)
     fn.attributes[loop.SLOW_ARENA_ATTR] = IntegerAttr(sizes["slow"], i64)
+
+
+def _place_bodies(fn: func.FuncOp, lives: list[Lifetime]) -> None:
+    """Each If / Loop body's buffers at offsets within its node's workspace
+    (outer bodies first, so a nested workspace has its place)."""
+    for sc in body_scopes(fn.body.block, lives):
+        if not sc.lives:
+            continue
+        base = offset_of(sc.workspace, fn) if sc.workspace is not None else None
+        if base is None:
+            raise PassFailedException(f"plan-arena: {sc.path} has buffers but no workspace")
+        offsets, sizes = place_lifetimes(sc.lives)
+        if sizes["slow"]:
+            raise PassFailedException(f"plan-arena: {sc.path} has buffers in slow memory")
+        for lv in sc.lives:
+            assert isinstance(lv.owner, Operation)
+            lv.owner.attributes[loop.OFFSET_ATTR] = IntegerAttr(base + offsets[lv.key], i64)
 
 
 @dataclass(frozen=True)

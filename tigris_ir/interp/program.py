@@ -36,6 +36,7 @@ from tigris_ir.plan.planner import Plan, plan
 from tigris_ir.plan.tiling import (
     GraphTables,
 )
+from tigris_ir.reference.executor import run_function
 
 # ---------------------------------------------------------------------------
 # Memories
@@ -349,7 +350,9 @@ def untiled_reference(
 ) -> list[np.ndarray]:
     """The untiled oracle on internal-layout inputs: every `nn` op once, on
     whole tensors, in order (through stages and chains if the function has
-    them)."""
+    them; If and Loop as the reference runs them)."""
+    if any(isinstance(op, nn.ControlFlowOp) for op in fn.walk()):
+        return run_function(fn, dict(weights), list(inputs))
     view = build_view(fn)
     graph = view.graph
     consts = tensor_consts(view, weights)

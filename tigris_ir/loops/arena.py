@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects import func
+from xdsl.dialects import func, scf
 from xdsl.dialects import memref as mr
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Block, Operation
 
 from tigris_ir.dialects import loop
 from tigris_ir.dialects.loop import ARENA_ATTR, OFFSET_ATTR, SLOW_ARENA_ATTR
@@ -69,6 +69,17 @@ class FastArena:
     def free(self, key: str) -> None:
         lo, hi = self.live.pop(key)
         self.now -= hi - lo
+
+    def suspend(self, key: str) -> tuple[int, int]:
+        """Take a live buffer out of the live set (a workspace while the body
+        that lies in it runs); `resume` puts it back."""
+        span = self.live.pop(key)
+        self.now -= span[1] - span[0]
+        return span
+
+    def resume(self, key: str, span: tuple[int, int]) -> None:
+        self.live[key] = span
+        self.now += span[1] - span[0]
 
     def reset(self) -> None:
         self.live.clear()
@@ -122,6 +133,19 @@ def lifetimes(fn: func.FuncOp) -> list[Lifetime]:
         returned = any(isinstance(u.operation, func.ReturnOp) for u in a.uses)
         last = end if returned else max(uses, default=0)
         out.append(Lifetime(f"arg{i}", names[i], space, _memref_bytes(a.type), 0, last, a))
+    return out + block_lifetimes(fn.body.block)
+
+
+def block_lifetimes(block: Block, prefix: str = "") -> list[Lifetime]:
+    """The `memref.alloc`s of one block (a function's, or an If / Loop body's),
+    each from its position to its `memref.dealloc` (or the block's end)."""
+    ops = list(block.ops)
+    top: dict[int, int] = {}
+    for pos, op in enumerate(ops):
+        for inner in op.walk():
+            top[id(inner)] = pos
+    end = len(ops)
+    out: list[Lifetime] = []
     for pos, op in enumerate(ops):
         if not isinstance(op, mr.AllocOp):
             continue
@@ -130,14 +154,66 @@ def lifetimes(fn: func.FuncOp) -> list[Lifetime]:
             continue  # a streamed output: no storage
         last = end
         for u in op.memref.uses:
-            if isinstance(u.operation, mr.DeallocOp):
+            if isinstance(u.operation, mr.DeallocOp) and id(u.operation) in top:
                 last = top[id(u.operation)]
         tensor = op.attributes.get(loop.TENSOR_ATTR)
         name = tensor.data if isinstance(tensor, StringAttr) else f"buffer{pos}"
         out.append(
-            Lifetime(f"alloc{pos}", name, space, _memref_bytes(op.memref.type), pos, last, op)
+            Lifetime(
+                f"{prefix}alloc{pos}", name, space, _memref_bytes(op.memref.type), pos, last, op
+            )
         )
     return out
+
+
+@dataclass(frozen=True)
+class BodyScope:
+    """The buffers of one If / Loop body: they lie in the workspace buffer its
+    node's stage holds (`loop.workspace`) and peak at its plan's peak."""
+
+    op: Operation
+    """The `scf.if` / `scf.while`."""
+    block: Block
+    path: str
+    planned: int
+    workspace: Lifetime | None
+    lives: tuple[Lifetime, ...]
+
+
+def body_blocks(op: Operation) -> list[Block]:
+    """The blocks of an If / Loop's bodies: then and else, or the loop's trip."""
+    if isinstance(op, scf.WhileOp):
+        return [op.after_region.block]
+    return [r.block for r in op.regions if r.blocks]
+
+
+def body_scopes(block: Block, lives: Sequence[Lifetime], prefix: str = "") -> list[BodyScope]:
+    """Every body under `block` (depth first), with its workspace among `lives`
+    (the enclosing block's lifetimes)."""
+    out: list[BodyScope] = []
+    for op in block.ops:
+        bodies = op.attributes.get(loop.BODIES_ATTR)
+        if not isinstance(bodies, ArrayAttr):
+            continue
+        ws_attr = op.attributes.get(loop.WORKSPACE_ATTR)
+        ws_name = ws_attr.data if isinstance(ws_attr, StringAttr) else None
+        ws = next((lv for lv in lives if lv.tensor == ws_name), None)
+        for j, (b, info) in enumerate(zip(body_blocks(op), bodies.data)):
+            assert isinstance(info, DictionaryAttr)
+            path = info.data["path"]
+            peak = info.data["peak"]
+            assert isinstance(path, StringAttr) and isinstance(peak, IntegerAttr)
+            key = f"{prefix}{len(out)}.{j}:"
+            inner = block_lifetimes(b, key)
+            out.append(BodyScope(op, b, path.data, int(peak.value.data), ws, tuple(inner)))
+            out.extend(body_scopes(b, inner, key))
+    return out
+
+
+def all_lifetimes(fn: func.FuncOp) -> list[Lifetime]:
+    """The function's buffers and those of every If / Loop body in it."""
+    lives = lifetimes(fn)
+    return lives + [lv for sc in body_scopes(fn.body.block, lives) for lv in sc.lives]
 
 
 def arg_names(fn: func.FuncOp) -> list[str]:
@@ -246,6 +322,7 @@ def arena_problems(fn: func.FuncOp, budget: int | None) -> list[str]:
                         f"{space} buffers '{a.tensor}' [{a0}, {a0 + a.size}) and '{b.tensor}' "
                         f"[{b0}, {b0 + b.size}) overlap while both are live"
                     )
+    problems += _body_problems(fn, lives)
     fast = int_attr(fn, ARENA_ATTR)
     plan_figs = planned(fn)
     items = [Interval(lv.key, lv.size, lv.first, lv.last) for lv in lives if lv.space == "fast"]
@@ -266,3 +343,50 @@ def arena_problems(fn: func.FuncOp, budget: int | None) -> list[str]:
     return problems
 
 
+
+
+def _body_problems(fn: func.FuncOp, lives: Sequence[Lifetime]) -> list[str]:
+    """A body's buffers: fast, placed, within its workspace, not overlapping
+    while live, and peaking at the body plan's peak."""
+    problems: list[str] = []
+    for sc in body_scopes(fn.body.block, lives):
+        offs: dict[str, int] = {}
+        for lv in sc.lives:
+            off = offset_of(lv, fn)
+            if lv.space != "fast":
+                problems.append(f"{sc.path}: buffer '{lv.tensor}' is in {lv.space} memory")
+            elif off is None:
+                problems.append(f"{sc.path}: buffer '{lv.tensor}' has no {OFFSET_ATTR}")
+            else:
+                offs[lv.key] = off
+        ws = sc.workspace
+        ws_off = offset_of(ws, fn) if ws is not None else None
+        if sc.lives and (ws is None or ws_off is None):
+            problems.append(f"{sc.path}: the body has buffers but its node no placed workspace")
+            continue
+        for lv in sc.lives:
+            off = offs.get(lv.key)
+            if off is None or ws is None or ws_off is None:
+                continue
+            if off < ws_off or off + lv.size > ws_off + ws.size:
+                problems.append(
+                    f"{sc.path}: buffer '{lv.tensor}' [{off}, {off + lv.size}) lies outside "
+                    f"the workspace '{ws.tensor}' [{ws_off}, {ws_off + ws.size})"
+                )
+        group = [lv for lv in sc.lives if lv.key in offs]
+        for i, a in enumerate(group):
+            for b in group[i + 1 :]:
+                a0, b0 = offs[a.key], offs[b.key]
+                live = a.first <= b.last and b.first <= a.last
+                if live and a0 < b0 + b.size and b0 < a0 + a.size:
+                    problems.append(
+                        f"{sc.path}: buffers '{a.tensor}' [{a0}, {a0 + a.size}) and "
+                        f"'{b.tensor}' [{b0}, {b0 + b.size}) overlap while both are live"
+                    )
+        peak = live_peak([Interval(lv.key, lv.size, lv.first, lv.last) for lv in sc.lives])
+        if peak != sc.planned:
+            problems.append(
+                f"{sc.path}: the body's buffers peak at {peak} bytes but its plan's peak is "
+                f"{sc.planned}"
+            )
+    return problems

@@ -69,9 +69,11 @@ from xdsl.ir import Block, Operation, Region
 
 from tigris_ir.dialects import loop, nn
 from tigris_ir.loops.arena import (
+    BodyScope,
     FastArena,
     Lifetime,
     arg_names,
+    body_scopes,
     int_attr,
     lifetimes,
     numpy_dtype,
@@ -293,6 +295,11 @@ class Machine:
         self.pids: dict[str, int] = {}
         self.names: list[str] = []
         self.fast = self.slow = FastArena(0)
+        self.bodies: dict[int, list[BodyScope]] = {}
+        """Per scf.if / scf.while of an If / Loop: its bodies' scopes."""
+        self.body_peaks: dict[str, int] = {}
+        """The measured fast peak of each body that ran (by path)."""
+        self.body_runs: dict[str, int] = {}
         if not plan:
             return
         self.fn = main_func(module)
@@ -302,7 +309,11 @@ class Machine:
             raise LoopIRError("the loop IR has no arena: run plan-arena first")
         self.fast = FastArena(fast)
         self.slow = FastArena(slow)
-        self.lives = {id(lv.owner): lv for lv in lifetimes(self.fn)}
+        top_lives = lifetimes(self.fn)
+        self.lives = {id(lv.owner): lv for lv in top_lives}
+        for sc in body_scopes(self.fn.body.block, top_lives):
+            self.bodies.setdefault(id(sc.op), []).append(sc)
+            self.lives.update((id(lv.owner), lv) for lv in sc.lives)
         top = list(self.fn.body.block.ops)
         for lv in self.lives.values():
             if not isinstance(lv.owner, Operation) and lv.last < len(top):
@@ -509,6 +520,30 @@ class Machine:
         c.add(band, self.where)
         return c
 
+    def run_body(self, it: Interpreter, op: Operation, j: int, args: PythonValues) -> PythonValues:
+        """Run body `j` of an If / Loop: its buffers lie in the node's
+        workspace, so the workspace leaves the live set while it runs; the
+        body's own peak is measured from what is live without it."""
+        scopes = self.bodies.get(id(op), [])
+        sc = scopes[j] if j < len(scopes) else None
+        region = op.regions[j] if not isinstance(op, scf.WhileOp) else op.after_region
+        ws = sc.workspace if sc is not None else None
+        span = self.fast.suspend(ws.key) if ws is not None and ws.key in self.fast.live else None
+        saved, base = self.fast.peak, self.fast.now
+        self.fast.peak = base
+        where = self.where
+        try:
+            return it.run_ssacfg_region(region, args, sc.path if sc is not None else "body")
+        finally:
+            self.where = where
+            if sc is not None:
+                got = self.fast.peak - base
+                self.body_peaks[sc.path] = max(self.body_peaks.get(sc.path, 0), got)
+                self.body_runs[sc.path] = self.body_runs.get(sc.path, 0) + 1
+            self.fast.peak = max(saved, self.fast.peak)
+            if ws is not None and span is not None:
+                self.fast.resume(ws.key, span)
+
     # ---- running --------------------------------------------------------
 
     def interpreter(self) -> Interpreter:
@@ -691,6 +726,25 @@ class ArithFunctions(InterpreterFunctions):
     def run_muli(self, it: Interpreter, op: arith.MuliOp, args: PythonValues):
         return (args[0] * args[1],)
 
+    @impl(arith.CmpiOp)
+    def run_cmpi(self, it: Interpreter, op: arith.CmpiOp, args: PythonValues):
+        a, b = int(args[0]), int(args[1])
+        pred = int(op.predicate.value.data)
+        # eq ne slt sle sgt sge (ult ule ugt uge on the non-negative loop values)
+        ok = [a == b, a != b, a < b, a <= b, a > b, a >= b, a < b, a <= b, a > b, a >= b][pred]
+        return (ok,)
+
+    @impl(arith.AndIOp)
+    def run_andi(self, it: Interpreter, op: arith.AndIOp, args: PythonValues):
+        a, b = args
+        if isinstance(a, bool | np.bool_) or isinstance(b, bool | np.bool_):
+            return (bool(a) and bool(b),)
+        return (int(a) & int(b),)
+
+    @impl(arith.IndexCastOp)
+    def run_index_cast(self, it: Interpreter, op: arith.IndexCastOp, args: PythonValues):
+        return (int(args[0]),)
+
     @impl(arith.MulfOp)
     def run_mulf(self, it: Interpreter, op: arith.MulfOp, args: PythonValues):
         return ((np.asarray(args[0]) * np.asarray(args[1])).astype(np.float32),)
@@ -723,6 +777,43 @@ class ScfFunctions(InterpreterFunctions):
         if unit is not None:
             m.where = ""
         return values
+
+    @impl(scf.IfOp)
+    def run_if(self, it: Interpreter, op: scf.IfOp, args: PythonValues):
+        """An If: the branch its condition picks (a verifying run, which
+        computes nothing, checks both)."""
+        if self.m.tracked:
+            self.m.run_body(it, op, 0, ())
+            if op.false_region.blocks:
+                self.m.run_body(it, op, 1, ())
+            return ()
+        if bool(args[0]):
+            self.m.run_body(it, op, 0, ())
+        elif op.false_region.blocks:
+            self.m.run_body(it, op, 1, ())
+        return ()
+
+    @impl(scf.WhileOp)
+    def run_while(self, it: Interpreter, op: scf.WhileOp, args: PythonValues):
+        """A Loop: the condition region, then a trip, while it holds (a
+        verifying run checks one trip, whatever the condition)."""
+        values = tuple(args)
+        trips = 0
+        while True:
+            cond, *fwd = it.run_ssacfg_region(op.before_region, values, "while")
+            if self.m.tracked:
+                if trips:
+                    return tuple(fwd)
+            elif not cond:
+                return tuple(fwd)
+            values = tuple(self.m.run_body(it, op, 0, tuple(fwd)))
+            trips += 1
+
+    @impl_terminator(scf.ConditionOp)
+    def run_condition(
+        self, it: Interpreter, op: scf.ConditionOp, args: PythonValues
+    ) -> tuple[TerminatorValue, PythonValues]:
+        return ReturnedValues(args), ()
 
     @impl_terminator(scf.YieldOp)
     def run_yield(
@@ -859,6 +950,9 @@ class MemrefFunctions(InterpreterFunctions):
         if len(idx) != data.ndim or any(not 0 <= i < e for i, e in zip(idx, data.shape)):
             raise LoopIRError(f"memref.store: index {tuple(idx)} out of bounds of {data.shape}")
         data[tuple(idx)] = value
+        if ref.tags is not None:  # a Loop's trip number or condition for its body
+            flat = int(np.ravel_multi_index(tuple(idx), data.shape))
+            ref.tags[tuple(idx)] = (self.m.producer(ref.name) << POSITION_BITS) | flat
         return ()
 
 

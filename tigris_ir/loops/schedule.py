@@ -228,7 +228,10 @@ def _normal_unit(
 
 def view_dtypes(view: GraphView) -> dict[str, np.dtype]:
     """The numpy dtype of every tensor of the graph."""
-    return {name: nn.dtype_of(v) for name, v in view.values.items()}
+    dt = {name: nn.dtype_of(v) for name, v in view.values.items()}
+    dt.update({name: np.dtype(np.uint8) for name in view.workspace})
+    dt.update({name: np.dtype(d) for name, d in view.scalars.items()})
+    return dt
 
 
 def _nonempty(band: Band) -> bool:

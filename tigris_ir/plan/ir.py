@@ -35,6 +35,13 @@ DEFAULT_BUDGET = 256 * 1024
 BUDGET_ATTR = "tile.budget"
 SLOW_BUDGET_ATTR = "tile.slow_budget"
 """The slow-memory budget in bytes (absent: unbounded; 0: no slow memory)."""
+BODY_SLOW_BUDGET = 0
+"""The slow budget of every If / Loop body: a body runs in its node's
+workspace of the fast arena with no slow memory of its own. Its inputs and
+outputs are the node's operands and results, which the enclosing stage holds
+(`held`): the body plan streams them (`stream_input`, `stream_output`), so
+they are resident nowhere in its own plan, and its loads and spills move
+bytes within the fast arena (no slow traffic)."""
 STREAM_INPUT_ATTR = "tile.stream_input"
 """Present: the model inputs arrive in bands of rows through a callback."""
 
@@ -254,7 +261,6 @@ def _plan_scope(
                 trips,
                 budget,
                 cache,
-                slow_budget,
             )
             for name, region in op.bodies()
         ]
@@ -278,8 +284,9 @@ def _body_plan(
     trips: int | None,
     outer_budget: int,
     cache: bool,
-    slow_budget: int | None = None,
 ) -> ScopePlan:
+    """A body's plan: a model of its own in one arena (no slow memory), the
+    If / Loop node's workspace in the enclosing arena."""
     block = region.block
     if budget <= 0:
         view = build_body_view(region)
@@ -298,7 +305,16 @@ def _body_plan(
             ),
         )
     view, p, subs = _plan_scope(
-        block, budget, path, lambda needs: build_body_view(region, needs), cache, slow_budget
+        block,
+        budget,
+        path,
+        lambda needs: build_body_view(region, needs),
+        cache,
+        BODY_SLOW_BUDGET,
+        stream_input=True,
+        # a Loop's next trip reads its carried values from the node's results:
+        # the body keeps what it yields until the trip ends
+        stream_output=not isinstance(region.parent_op(), nn.LoopOp),
     )
     return ScopePlan(path, block, view, p, budget, owner, held, trips, subs)
 
@@ -364,8 +380,6 @@ def body_min_budget(region: Region) -> int:
     if not view.graph.nodes:
         return 0
     owner = region.parent_op()
-    if not any(isinstance(op, nn.ControlFlowOp) for op in region.walk()):
-        return min_budget(view.graph)
     name = owner.name if owner is not None else "body"
 
     def ok(budget: int) -> bool:
@@ -406,6 +420,9 @@ def scope_need(tree: ScopePlan, sc: ScopePlan) -> int | None:
         parent = next(p for p in tree.walk() if sc in p.bodies)
         regions = [b.block.parent for b in parent.bodies if b.owner == sc.owner]
         return above + max(body_min_budget(r) for r in regions if r is not None)
+    region = sc.block.parent
+    if sc.path and region is not None:  # a body in one arena: its own smallest budget
+        return above + body_min_budget(region)
     if sc.plan is not None and not sc.plan.fits and sc.plan.failed_min_budget is not None:
         return above + sc.plan.failed_min_budget
     return None

@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.dialects import func
 from xdsl.ir import Block, Operation, Region, SSAValue
 
@@ -41,6 +42,17 @@ class GraphView:
     names: dict[SSAValue, str] = field(default_factory=dict[SSAValue, str])
     workspace: dict[str, int] = field(default_factory=dict[str, int])
     """Tensors standing for an If or Loop body's peak (name -> bytes); no IR value."""
+    scalars: dict[str, str] = field(default_factory=dict[str, str])
+    """A Loop's trip number and condition (name -> numpy dtype name): the fixed
+    places its body reads them from each trip; no IR value."""
+    alias: dict[SSAValue, SSAValue] = field(default_factory=dict[SSAValue, SSAValue])
+    """A stage or chain result -> the value it stands for."""
+
+    def tensor_of(self, v: SSAValue) -> str | None:
+        """The graph tensor of an IR value (through stage and chain results)."""
+        while v in self.alias:
+            v = self.alias[v]
+        return self.names.get(v)
 
 
 def _macs(op: nn.NNOp) -> int:
@@ -184,7 +196,7 @@ def _build(
     needs: Mapping[Operation, BodyNeed],
     outer_inputs: bool,
 ) -> GraphView:
-    view = GraphView(PlanGraph({}, (), (), ()))
+    view = GraphView(PlanGraph({}, (), (), ()), alias=dict(alias))
     tensors: dict[str, TensorInfo] = {}
     counter = 0
 
@@ -263,6 +275,12 @@ def _control_node(
     """An If or Loop as one node that runs whole: it holds its operands and
     results while a body runs, and the body's own peak on top of them."""
     outs = list(outs)
+    if isinstance(op, nn.LoopOp):  # the trip number and condition of every trip
+        for suffix, dtype in LOOP_SCALARS:
+            t = f"{name}.{suffix}"
+            tensors[t] = TensorInfo(t, (1,), np.dtype(dtype).itemsize, "activation")
+            view.scalars[t] = dtype
+            outs.append(t)
     if need is not None and need.peak > 0:
         ws = f"{name}.body"
         tensors[ws] = TensorInfo(ws, (need.peak,), 1, "activation")
@@ -276,6 +294,11 @@ def _control_node(
         tuple(outs),
         macs=need.macs if need is not None else 0,
     )
+
+
+LOOP_SCALARS = (("trip", "int64"), ("go", "bool"))
+"""The tensors a Loop node holds for its body beside its operands and results:
+the trip number and the condition its body reads (suffixes of the node name)."""
 
 
 def _node(op: nn.NNOp, name: str, ins: Sequence[str], outs: Sequence[str]) -> NodeInfo:

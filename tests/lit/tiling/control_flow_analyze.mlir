@@ -1,7 +1,7 @@
 // tigris-analyze shows each body's plan (stages named after its path), its
 // share of the budget and whether it fits; --min-budget accounts for bodies.
 
-// RUN: tigris-analyze %S/../Inputs/control_flow_while.onnx -m 4K -v --min-budget | filecheck %s --check-prefix=TABLE
+// RUN: tigris-analyze %S/../Inputs/control_flow_while.onnx -m 4224 -v --min-budget | filecheck %s --check-prefix=TABLE
 // TABLE: fits {{.*}} yes
 // TABLE: If / Loop bodies {{.*}} 1 (1 fit their share)
 // TABLE: smallest budget that fits

@@ -3,10 +3,10 @@
 // runs whole in a stage of the enclosing graph (spec/tiling.md: "If and While
 // hold nothing in fast memory themselves").
 
-// A while loop at 4K: the body is tiled, chained and given its band rows.
-// RUN: tigris-opt %S/../Inputs/control_flow_while.onnx --fuse-chains=budget=4K --backprop-heights | filecheck %s --check-prefix=WHILE
-// RUN: tigris-opt %S/../Inputs/control_flow_while.onnx --fuse-chains=budget=4K --backprop-heights | tigris-opt | filecheck %s --check-prefix=WHILE
-// RUN: tigris-opt %S/../Inputs/control_flow_while.onnx --fuse-chains=budget=4K --backprop-heights | tigris-opt --print-op-generic | tigris-opt | filecheck %s --check-prefix=WHILE
+// A while loop at 4224 bytes: the body is tiled, chained and given its band rows.
+// RUN: tigris-opt %S/../Inputs/control_flow_while.onnx --fuse-chains=budget=4224 --backprop-heights | filecheck %s --check-prefix=WHILE
+// RUN: tigris-opt %S/../Inputs/control_flow_while.onnx --fuse-chains=budget=4224 --backprop-heights | tigris-opt | filecheck %s --check-prefix=WHILE
+// RUN: tigris-opt %S/../Inputs/control_flow_while.onnx --fuse-chains=budget=4224 --backprop-heights | tigris-opt --print-op-generic | tigris-opt | filecheck %s --check-prefix=WHILE
 // WHILE:      %{{.*}} = tile.stage "s0" strategy "{{inplace|normal|whole}}"
 // WHILE:        nn.loop cond %{{.*}} : tensor<1xi1> (%i, %cond_in, %h = %x) -> (tensor<1x8x8x4xf32>) {
 // WHILE:          tile.chain "loop0/body/c0" tile_h {{[0-9]+}} line_buffered band #tile.band<
@@ -18,16 +18,16 @@
 // WHILE:          nn.yield %{{.*}}, %{{.*}} : tensor<1xi1>, tensor<1x8x8x4xf32>
 
 // The passes are idempotent on bodies too.
-// RUN: tigris-opt %S/../Inputs/control_flow_while.onnx --fuse-chains=budget=4K --backprop-heights > %t.mlir
+// RUN: tigris-opt %S/../Inputs/control_flow_while.onnx --fuse-chains=budget=4224 --backprop-heights > %t.mlir
 // RUN: tigris-opt %t.mlir --fuse-chains --backprop-heights | diff - %t.mlir
 
-// Both branches of an If get their own stages; here both tile into 2D grids.
-// RUN: tigris-opt %S/../Inputs/control_flow_if.onnx --tile-stages=budget=2200 | filecheck %s --check-prefix=IF
+// Both branches of an If get their own stages; here both tile into strips.
+// RUN: tigris-opt %S/../Inputs/control_flow_if.onnx --tile-stages=budget=2416 | filecheck %s --check-prefix=IF
 // IF:      tile.stage "s0"
 // IF:        nn.if %{{.*}} : tensor<1xi1> -> (tensor<1x8x8x4xf32>) {
-// IF:          tile.stage "if0/then/s0" strategy "grid" band #tile.band<
+// IF:          tile.stage "if0/then/s0" strategy "strips" band #tile.band<
 // IF:        } else {
-// IF:          tile.stage "if0/else/s0" strategy "grid" band #tile.band<
+// IF:          tile.stage "if0/else/s0" strategy "strips" band #tile.band<
 
 // Nested bodies: a Loop inside an If branch.
 // RUN: tigris-opt %S/../Inputs/control_flow_nested.onnx --tile-stages=budget=8K | filecheck %s --check-prefix=NESTED
@@ -39,7 +39,7 @@
 // RUN: not tigris-opt %S/../Inputs/control_flow_if.onnx --form-stages=budget=1500 2>&1 | filecheck %s --check-prefix=NOFIT
 // NOFIT: if0: 'if_3' holds 1808 bytes of operands and results, which leaves nothing of the 1500-byte budget to its bodies; the smallest budget that fits it is {{[0-9]+}} bytes
 // RUN: not tigris-opt %S/../Inputs/control_flow_if.onnx --form-stages=budget=1990 2>&1 | filecheck %s --check-prefix=BODYNOFIT
-// BODYNOFIT: node 0 'conv_b' (Conv) in if0/else does not fit the 182 bytes the budget of 1990 leaves to the body (1808 bytes are held by the enclosing control flow) even with one-row bands or 2D tiles; the smallest budget that fits it is {{[0-9]+}} bytes
+// BODYNOFIT: node 0 'conv_a' (Conv) in if0/then does not fit the 182 bytes the budget of 1990 leaves to the body (1808 bytes are held by the enclosing control flow) even with one-row bands or 2D tiles; the smallest budget that fits it is {{[0-9]+}} bytes
 
 // A branch without ops (it yields an outer value) has nothing to plan.
 // RUN: tigris-opt %s --tile-stages=budget=64K | filecheck %s --check-prefix=EMPTY
@@ -49,12 +49,9 @@
 // EMPTY-NEXT:   nn.yield %x : tensor<1x4x4x2xf32>
 // EMPTY-NEXT: }
 
-// The loop level does not lower control flow yet: a diagnostic naming the op.
-// RUN: not tigris-opt %S/../Inputs/control_flow_loop.onnx --lower-to-loops=budget=64K 2>&1 | filecheck %s --check-prefix=LOWER
-// RUN: not tigris-run %S/../Inputs/control_flow_if.onnx -m 64K --random-input 0 2>&1 | filecheck %s --check-prefix=CLI
-// LOWER: nn.loop: the loop level does not lower control flow yet
-// LOWER-NOT: Traceback
-// CLI: nn.if: the loop level does not lower control flow yet
+// The loop level lowers control flow (tests/lit/loop/control_flow.mlir).
+// RUN: tigris-run %S/../Inputs/control_flow_if.onnx -m 64K --random-input 0 --check 2>&1 | filecheck %s --check-prefix=CLI
+// CLI: output 'out': equals the untiled reference
 // CLI-NOT: Traceback
 // The untiled reference runs it and agrees with onnxruntime.
 // RUN: tigris-run %S/../Inputs/control_flow_while.onnx --random-input 0 --check | filecheck %s --check-prefix=REF

@@ -24,6 +24,7 @@ from xdsl.utils.exceptions import PassFailedException
 from tigris_ir.dialects import loop
 from tigris_ir.frontend.onnx_import import Imported, import_file, import_model
 from tigris_ir.interp.loop_ir import Interpreting
+from tigris_ir.interp.program import RunStats
 from tigris_ir.loops.arena import arena_problems
 from tigris_ir.passes.lower_gebp import tile_and_lower
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
@@ -46,6 +47,12 @@ def lowered(module: ModuleOp, budget: int) -> ModuleOp:
 class Ran:
     outputs: list[np.ndarray]
     machine: Interpreting
+
+    def machine_stats(self) -> RunStats:
+        m = self.machine
+        return RunStats(
+            m.fast.peak, m.fast.high, m.fast.size, m.slow.peak, m.reads, m.writes, m.tiles
+        )
 
 
 def interpret(low: ModuleOp, imp: Imported, inputs: list[np.ndarray]) -> Ran:
@@ -273,3 +280,53 @@ def test_a_node_that_leaves_its_bodies_nothing_says_so() -> None:
     imp = import_model(cf_models.loop_chain(), origin="loop_chain")
     with pytest.raises(PassFailedException, match="loop0: 'loop_0' holds 8224 bytes .* nothing"):
         LowerToLoopsPass(budget=8192).apply(Context(), imp.module.clone())
+
+
+# ------------------------------------------------------------------- the C
+
+
+def _c_or_skip():
+    import shutil
+
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler")
+
+
+@pytest.mark.parametrize("name", ["if_input", "loop_chain", "loop_if"])
+def test_the_c_runs_control_flow_as_the_interpreter(dtype_models, name: str) -> None:
+    """Host C (bounds-checked, with stats) equals the reference and the
+    interpreter's figures on every path, at the smallest budget."""
+    _c_or_skip()
+    from tigris_ir.backend.c.build import run_c
+    from tigris_ir.backend.c.network import print_network
+
+    model, imp = dtype_models[name]
+    least = tree_min_budget(main_func(imp.module))
+    low = lowered(imp.module, least)
+    src = print_network(low, weights=imp.weights)
+    assert "malloc" not in src.c and "free(" not in src.c
+    assert "if (" in src.c and ("for (;;)" in src.c) == name.startswith("loop")
+    for inputs in _cf_feeds(name, model)[:2]:
+        want = run_reference(imp.module, imp.weights, inputs)
+        got, stats = run_c(src, None, inputs, variant=("bounds", "stats"), strict=True)
+        for g, w in zip(got, want, strict=True):
+            same(g, w)
+        assert stats == interpret(low, imp, inputs).machine_stats()
+
+
+def test_a_loop_whose_trip_count_is_not_known_at_import_says_so() -> None:
+    from onnx import TensorProto, helper
+
+    from tigris_ir.frontend.onnx_import import ImportDiagnostic
+
+    m = cf_models.loop_chain()
+    (node,) = [n for n in m.graph.node if n.op_type == "Loop"]
+    node.input[0] = "M"
+    m.graph.input.append(helper.make_tensor_value_info("M", TensorProto.INT64, []))
+    with pytest.raises(ImportDiagnostic, match="trip count M .* must be a constant at import"):
+        import_model(m, origin="runtime_trips")
+
+
+def test_scan_is_refused_by_name() -> None:
+    with pytest.raises(Exception, match="scan outputs are not supported"):
+        import_file(INPUTS / "control_flow_scan.onnx")

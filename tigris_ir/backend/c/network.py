@@ -51,6 +51,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -63,7 +64,7 @@ from xdsl.utils.target import Target
 from tigris_ir.backend.c import band as c_band
 from tigris_ir.backend.c.band import CLoweringError, CTensor, Kind
 from tigris_ir.dialects import loop, nn
-from tigris_ir.loops.arena import arg_names, lifetimes
+from tigris_ir.loops.arena import Lifetime, all_lifetimes, arg_names, body_scopes, lifetimes
 from tigris_ir.loops.verify import budget_for, verify_arena
 from tigris_ir.plan.ir import main_func
 from tigris_ir.reference.executor import ReferenceError_, load_weights, module_layouts
@@ -418,7 +419,13 @@ class _Printer:
         self.slow_bytes = int(slow.value.data)
         self.fast_arena = f"{name}_fast_arena"
         self.slow_arena = f"{name}_slow_arena"
-        self.lives = {id(lv.owner): lv for lv in lifetimes(self.fn)}
+        self.lives = {id(lv.owner): lv for lv in all_lifetimes(self.fn)}
+        self.workspaces = {
+            id(sc.op): sc.workspace
+            for sc in body_scopes(self.fn.body.block, lifetimes(self.fn))
+            if sc.workspace is not None
+        }
+        """An If / Loop's workspace: its bodies' buffers lie in it (stats count them instead)."""
         self.arg_ends: dict[int, list[int]] = {}
         for lv in self.lives.values():
             if not isinstance(lv.owner, Operation):
@@ -622,6 +629,14 @@ class _Printer:
             self.copy(op)
         elif isinstance(op, FillOp):
             self.fill(op)
+        elif isinstance(op, arith.CmpiOp | arith.AndIOp | arith.IndexCastOp):
+            self.vals[op.results[0]] = _Index(self.scalar_expr(op))
+        elif isinstance(op, mr.StoreOp):
+            self.store(op)
+        elif isinstance(op, scf.IfOp):
+            self.if_(op)
+        elif isinstance(op, scf.WhileOp):
+            self.while_(op)
         elif isinstance(op, scf.ForOp):
             self.for_(op)
         elif isinstance(op, loop.BandComputeOp):
@@ -708,8 +723,10 @@ class _Printer:
 
     def load(self, op: mr.LoadOp) -> None:
         m = self.mem(op.memref)
-        if not isinstance(op.res.type, IndexType):
-            raise NetworkError(f"{_what(op)}: only index tables are loaded by the loop level")
+        if not isinstance(op.res.type, IndexType | IntegerType):
+            raise NetworkError(
+                f"{_what(op)}: only index tables and integer flags are loaded by the loop level"
+            )
         terms = [(self.idx(i), s) for i, s in zip(op.indices, m.strides)]
         elem = f"{m.ptr}[{c_linear(terms)}]"
         if m.value is not None and all(_is_int(e) for e, _ in terms):
@@ -918,6 +935,97 @@ class _Printer:
         self.close()
 
     # ---- control -----------------------------------------------------------
+
+    # ---- control flow --------------------------------------------------------
+
+    def scalar_expr(self, op: Operation) -> str:
+        """A comparison, conjunction or cast of loop scalars as a C expression."""
+        if isinstance(op, arith.IndexCastOp):
+            return self.idx(op.input)
+        assert isinstance(op, arith.CmpiOp | arith.AndIOp)
+        a, b = self.idx(op.lhs), self.idx(op.rhs)
+        if isinstance(op, arith.AndIOp):
+            return f"({_atom(a)} && {_atom(b)})"
+        sign = ["==", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">="]
+        return f"({_atom(a)} {sign[int(op.predicate.value.data)]} {_atom(b)})"
+
+    def store(self, op: mr.StoreOp) -> None:
+        m = self.mem(op.memref)
+        terms = [(self.idx(i), s) for i, s in zip(op.indices, m.strides)]
+        self.emit(f"{m.ptr}[{c_linear(terms)}] = ({m.ctype})({self.idx(op.value)});")
+
+    def _body(self, op: Operation, block: Block) -> None:
+        """A body: its buffers lie in the node's workspace, which the stats
+        count while it runs (as the interpreter does)."""
+        ws = self.workspaces.get(id(op))
+        if ws is not None:
+            self.emit(f"TIGRIS_STAT_FREE(1, {ws.size});")
+        self.block(block)
+        if ws is not None:
+            off = self.lives_offset(ws)
+            self.emit(f"TIGRIS_STAT_ALLOC(1, {ws.size}, {off + ws.size});")
+
+    def lives_offset(self, lv: Lifetime) -> int:
+        owner = lv.owner
+        assert isinstance(owner, Operation)
+        off = owner.attributes.get(loop.OFFSET_ATTR)
+        assert isinstance(off, IntegerAttr)
+        return int(off.value.data)
+
+    def if_(self, op: scf.IfOp) -> None:
+        """An If: a C `if` on the condition's element."""
+        if op.results:
+            raise NetworkError(f"{_what(op)}: an scf.if with results is not printed")
+        node = op.attributes.get(loop.NODE_ATTR)
+        self.emit(f"/* {node.data if isinstance(node, StringAttr) else 'if'}: If */")
+        self.open(f"if ({self.idx(op.cond)})")
+        self._body(op, op.true_region.block)
+        if op.false_region.blocks:
+            self.close()
+            self.open("else")
+            self._body(op, op.false_region.block)
+        self.close()
+
+    def while_(self, op: scf.WhileOp) -> None:
+        """A Loop: the condition region's scalars as C variables, a `for (;;)`
+        that breaks when the condition fails."""
+        node = op.attributes.get(loop.NODE_ATTR)
+        self.emit(f"/* {node.data if isinstance(node, StringAttr) else 'while'}: Loop */")
+        before, after = op.before_region.block, op.after_region.block
+        state: list[str] = []
+        for a, init in zip(before.args, op.arguments):
+            var = self.fresh(self._hint(a, "s"))
+            self.emit(f"ptrdiff_t {var} = {self.idx(init)};")
+            self.vals[a] = _Index(var)
+            state.append(var)
+        self.open("for (;;)")
+        for inner in before.ops:
+            if isinstance(inner, scf.ConditionOp):
+                self.emit(f"if (!{_atom(self.idx(inner.condition))}) break;")
+                for a, v in zip(after.args, inner.args):
+                    self.vals[a] = _Index(self.idx(v))
+            else:
+                self.op(inner)
+        ws = self.workspaces.get(id(op))
+        if ws is not None:
+            self.emit(f"TIGRIS_STAT_FREE(1, {ws.size});")
+        term = after.last_op
+        assert isinstance(term, scf.YieldOp)
+        for inner in after.ops:
+            if inner is not term:
+                self.op(inner)
+        if ws is not None:
+            self.emit(f"TIGRIS_STAT_ALLOC(1, {ws.size}, {self.lives_offset(ws) + ws.size});")
+        nxt = [self.idx(v) for v in term.operands]
+        tmp = [self.fresh(f"{v}_next") for v in state]
+        for t, e in zip(tmp, nxt):
+            self.emit(f"const ptrdiff_t {t} = {e};")
+        for v, t in zip(state, tmp):
+            self.emit(f"{v} = {t};")
+        self.close()
+        if op.results:
+            for r, v in zip(op.results, state):
+                self.vals[r] = _Index(v)
 
     def for_(self, op: scf.ForOp) -> None:
         if op.iter_args:

@@ -330,3 +330,28 @@ def test_a_loop_whose_trip_count_is_not_known_at_import_says_so() -> None:
 def test_scan_is_refused_by_name() -> None:
     with pytest.raises(Exception, match="scan outputs are not supported"):
         import_file(INPUTS / "control_flow_scan.onnx")
+
+
+def test_a_loop_holding_an_if_runs_on_a_cortex_m_board() -> None:
+    """int8 loop_if under QEMU (cortex-m4): bit-exact against the reference on
+    both branches of its If, skipped without the cross tools."""
+    from tigris_ir.backend.c import cortex
+    from tigris_ir.backend.c.network import print_network
+    from tigris_ir.rtile import targets as tg
+
+    missing = cortex.tools_available()
+    if missing is not None:
+        pytest.skip(f"no Cortex-M cross tools here: {missing}")
+    model = cf_models.loop_if(True)
+    imp = import_model(model, origin="loop_if")
+    budget = tree_min_budget(main_func(imp.module))
+    low = imp.module.clone()
+    LowerToLoopsPass(budget=budget).apply(Context(), low)
+    tile_and_lower(low, target="cortex-m4")
+    PlanArenaPass(budget=budget).apply(Context(), low)
+    src = print_network(low, weights=imp.weights)
+    for inputs in _cf_feeds("loop_if", model)[:2]:
+        want = run_reference(imp.module, imp.weights, inputs)
+        run = cortex.run_on_target(src, tg.get_target("cortex-m4"), inputs)
+        for y, r in zip(run.outputs, want, strict=True):
+            assert y.dtype == r.dtype and y.tobytes() == r.tobytes()

@@ -131,6 +131,10 @@ def parse_module(ctx, text: str, origin: str, verify: bool = True):
         raise Diagnostic(*parse_error_line(e).split(": error: ", 1)) from None
     except DiagnosticException as e:  # an attribute the parser builds does not verify
         raise Diagnostic(parser.here() or origin, first_line(str(e))) from None
+    except NotImplementedError as e:  # xDSL cannot hold it (dense data of an i65 type, ...)
+        raise Diagnostic(
+            parser.here() or origin, f"this IR cannot be read: {first_line(str(e))}"
+        ) from None
     except RecursionError:
         raise Diagnostic(
             origin,

@@ -651,6 +651,13 @@ def _ir(d: Path, rnd: random.Random, texts: dict[str, str]) -> Iterator[Case]:
         tool="run",
     )
     yield case("nul_first", "\0" * 40 + base, "refuse", "U+0000", tool="opt")
+    yield case(  # dense data of an integer width xDSL cannot hold
+        "dense_i65",
+        'builtin.module {\n  %0 = "test.op"() {v = dense<1> : tensor<2xi65>} : () -> ()\n}\n',
+        "refuse",
+        "i65",
+        tool="opt",
+    )
     yield case("deep_modules", "builtin.module {" * 3000 + "}" * 3000, "either", tool="opt")
     yield case("deep_parens", "builtin.module {" + "(" * 50000, "refuse", tool="opt")
     yield case(

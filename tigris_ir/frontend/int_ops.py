@@ -22,13 +22,6 @@ _CAST_TYPES = base._ONNX_DTYPES
 """The element types a Cast converts between: those the importer reads."""
 
 
-def _type_name(elem: int) -> str:
-    try:
-        return onnx.TensorProto.DataType.Name(elem)  # pyright: ignore[reportArgumentType]
-    except ValueError:
-        return str(elem)
-
-
 def _matched(imp: _Importer, node: onnx.NodeProto, names: list[str]) -> tuple[list[SSAValue], str]:
     """The operands of an elementwise node in one layout (channels-last when
     any of them is a feature map), and that layout."""
@@ -44,8 +37,8 @@ def _cast(imp: _Importer, node: onnx.NodeProto) -> None:
     to = imp.attrs(node).get("to")
     if not isinstance(to, int) or to not in _CAST_TYPES:
         raise imp.fail(
-            f"Cast to {_type_name(to) if isinstance(to, int) else repr(to)} is not supported; "
-            "supported: FLOAT, INT8, UINT8, INT32, INT64, BOOL"
+            f"Cast to {base.elem_type_name(to) if isinstance(to, int) else repr(to)} is not "
+            "supported; supported: FLOAT, INT8, UINT8, INT32, INT64, BOOL"
         )
     x = imp.value(node.input[0])
     dt = np.dtype(_CAST_TYPES[to])

@@ -715,7 +715,7 @@ class _Importer:
         tt = inp.type.tensor_type
         elem = tt.elem_type
         if elem not in _ONNX_DTYPES:
-            type_name = onnx.TensorProto.DataType.Name(elem)  # pyright: ignore[reportArgumentType]
+            type_name = elem_type_name(elem)
             raise ImportDiagnostic(
                 f"{self.origin}: input '{inp.name}'",
                 f"unsupported element type {type_name}; supported: FLOAT, INT8, UINT8, "
@@ -1879,6 +1879,14 @@ def _insert_verified(imp: _Importer, op: Operation) -> None:
 
 
 # ======================================================================== entry
+
+
+def elem_type_name(elem: int) -> str:
+    """ONNX's name of an element type, or its number when ONNX defines none."""
+    try:
+        return onnx.TensorProto.DataType.Name(elem)  # pyright: ignore[reportArgumentType]
+    except ValueError:
+        return f"{elem} (not an ONNX element type)"
 
 
 def load_model(data: bytes, origin: str, base_dir: str | Path | None = None) -> onnx.ModelProto:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -131,6 +132,12 @@ def parse_module(ctx, text: str, origin: str, verify: bool = True):
         raise Diagnostic(*parse_error_line(e).split(": error: ", 1)) from None
     except DiagnosticException as e:  # an attribute the parser builds does not verify
         raise Diagnostic(parser.here() or origin, first_line(str(e))) from None
+    except (OverflowError, ValueError) as e:  # Python's int() of a literal of 5000 digits
+        text = first_line(str(e))
+        m = re.search(r"value has (\d+) digits", text)
+        if m is not None:
+            text = f"an integer literal of {m.group(1)} digits (at most 4300 are read)"
+        raise Diagnostic(parser.here() or origin, f"this IR cannot be read: {text}") from None
     except NotImplementedError as e:  # xDSL cannot hold it (dense data of an i65 type, ...)
         raise Diagnostic(
             parser.here() or origin, f"this IR cannot be read: {first_line(str(e))}"

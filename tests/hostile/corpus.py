@@ -651,6 +651,13 @@ def _ir(d: Path, rnd: random.Random, texts: dict[str, str]) -> Iterator[Case]:
         tool="run",
     )
     yield case("nul_first", "\0" * 40 + base, "refuse", "U+0000", tool="opt")
+    yield case(  # Python refuses to convert an integer of more than 4300 digits
+        "int_5000_digits",
+        base.replace("array<i64: 3, 3>", "array<i64: " + "7" * 5000 + ", 3>", 1),
+        "refuse",
+        "digits",
+        tool="opt",
+    )
     yield case(  # dense data of an integer width xDSL cannot hold
         "dense_i65",
         'builtin.module {\n  %0 = "test.op"() {v = dense<1> : tensor<2xi65>} : () -> ()\n}\n',

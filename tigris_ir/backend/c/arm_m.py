@@ -548,26 +548,9 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
         out += cv._batch_loop(xv, yv, xt, yt)
         out.append("    for (int oy = yl1; oy < yl1 + yn1; ++oy) {")
         out += cv._row_offsets(g, xv)
-        out += [
-            f"      {yt} *yr = yn + (long)(oy - yl1) * {yv.strides[1]};",
-            "      for (int ox = yl2; ox < yl2 + yn2; ++ox) {",
-            f"        const {xt} *tp[{taps}];",
-            f"        const int ix0 = ox * {g.sw} - {g.pl};",
-            f"        for (int ky = 0; ky < {g.kh}; ++ky)",
-            f"        for (int kx = 0; kx < {g.kw}; ++kx) {{",
-            f"          const int ix = ix0 + kx * {g.dw};",
-            f"          if (rok[ky] && ix >= 0 && ix < {g.w}) {{",
-            "            TIGRIS_BOUND(ix >= xl2 && ix < xl2 + xn2);",
-            f"            tp[ky * {g.kw} + kx] = xn + roff[ky]"
-            f" + (long)(ix - xl2) * {xv.strides[2]};",
-            "          } else {",
-            f"            tp[ky * {g.kw} + kx] = pad;",
-            "          }",
-            "        }",
-            f"        {yt} *yp = yr + (long)(ox - yl2) * {yv.strides[2]};",
-            "        int c0 = 0;",
-            f"#ifdef {guard}",
-        ]
+        out.append(f"      {yt} *yr = yn + (long)(oy - yl1) * {yv.strides[1]};")
+        out += cv._tap_pointers(g, xt, xv, yt, yv)
+        out.append(f"#ifdef {guard}")
         out += mve_channels() if isa == "mve" else dsp_channels()
         out += [
             "#endif",

@@ -1571,6 +1571,29 @@ def _pixel(yv: _View) -> str:
     return f"yn + (long)(oy - yl1) * {yv.strides[1]} + (long)(ox - yl2) * {yv.strides[2]}"
 
 
+def _tap_pointers(g: _Conv, xt: str, xv: _View, yt: str, yv: _View) -> list[str]:
+    """The head of a depthwise kernel's pixel loop: per output pixel, a
+    pointer to each tap's input channels (the padding row where the tap
+    falls outside the image), the output pointer, and `c0 = 0`."""
+    return [
+        "      for (int ox = yl2; ox < yl2 + yn2; ++ox) {",
+        f"        const {xt} *tp[{g.taps}];",
+        f"        const int ix0 = ox * {g.sw} - {g.pl};",
+        f"        for (int ky = 0; ky < {g.kh}; ++ky)",
+        f"        for (int kx = 0; kx < {g.kw}; ++kx) {{",
+        f"          const int ix = ix0 + kx * {g.dw};",
+        f"          if (rok[ky] && ix >= 0 && ix < {g.w}) {{",
+        "            TIGRIS_BOUND(ix >= xl2 && ix < xl2 + xn2);",
+        f"            tp[ky * {g.kw} + kx] = xn + roff[ky] + (long)(ix - xl2) * {xv.strides[2]};",
+        "          } else {",
+        f"            tp[ky * {g.kw} + kx] = pad;",
+        "          }",
+        "        }",
+        f"        {yt} *yp = yr + (long)(ox - yl2) * {yv.strides[2]};",
+        "        int c0 = 0;",
+    ]
+
+
 def _row_offsets(g: _Conv, xv: _View) -> list[str]:
     """Per kernel row: inside the image, and the held row's offset."""
     return [
@@ -2152,24 +2175,7 @@ def _emit_depthwise(
         out.append(f"      {yt} *yr = yn + (long)(oy - yl1) * {yv.strides[1]};")
         if q is None:
             out += ["#ifdef TG_VECTOR", *f32_chunks(), "#else"]
-        out += [
-            "      for (int ox = yl2; ox < yl2 + yn2; ++ox) {",
-            f"        const {xt} *tp[{g.taps}];",
-            f"        const int ix0 = ox * {g.sw} - {g.pl};",
-            f"        for (int ky = 0; ky < {g.kh}; ++ky)",
-            f"        for (int kx = 0; kx < {g.kw}; ++kx) {{",
-            f"          const int ix = ix0 + kx * {g.dw};",
-            f"          if (rok[ky] && ix >= 0 && ix < {g.w}) {{",
-            "            TIGRIS_BOUND(ix >= xl2 && ix < xl2 + xn2);",
-            f"            tp[ky * {g.kw} + kx] = xn + roff[ky]"
-            f" + (long)(ix - xl2) * {xv.strides[2]};",
-            "          } else {",
-            f"            tp[ky * {g.kw} + kx] = pad;",
-            "          }",
-            "        }",
-            f"        {yt} *yp = yr + (long)(ox - yl2) * {yv.strides[2]};",
-            "        int c0 = 0;",
-        ]
+        out += _tap_pointers(g, xt, xv, yt, yv)
         if q is not None:
             n32, r32 = divmod(g.c, 32)
             out.append("#ifdef TG_AVX512I")

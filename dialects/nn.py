@@ -763,6 +763,13 @@ class BinaryOp(NNOp):
     def fixed_problem(self) -> str | None:
         if self.FIXED and self.is_quantized() and self.fixed_quants() is None:
             return f"{self.name} mixes int8 and float32 operands"
+        if self.is_quantized() and self.quant_kind() is QuantKind.EXACT:
+            qs = {quant_of(v) for v in (self.lhs, self.rhs, self.y)}
+            if len(qs) > 1:  # the C rescales such operands in float32
+                return (
+                    f"{self.name} of operands quantized differently from its result has no "
+                    "integer-only form yet"
+                )
         return super().fixed_problem()
 
     def compute_fixed(self, args: list[np.ndarray]) -> list[np.ndarray]:

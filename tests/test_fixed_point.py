@@ -193,6 +193,26 @@ def test_int8_binary_ops_with_two_scales(op: str, scales: tuple[float, float, fl
     check_model(model, feeds, requant="fixed", min_tiles=1)
 
 
+def test_max_and_min_of_two_scales_are_refused_in_fixed_point() -> None:
+    """Max/Min of operands quantized differently from the result would print
+    float rescaling in an integer-only plan: refused by name; with one
+    quantization everywhere they compare stored values and pass."""
+    for op in ("Max", "Min"):
+        model, _ = _binary(op, 0.02, 0.05, 0.04)
+        module = import_model(model, origin="m").module
+        with pytest.raises(PassFailedException, match=rf"nn\.{op.lower()} .*integer-only"):
+            set_requant(module, "fixed")
+    na, ia = _q("a", "x", 0.02, 3)
+    nb, ib = _q("b", "z", 0.02, 3)
+    ny, iy = _q("out", "y0", 0.02, 3)
+    shape = (1, 4, 3, 3)
+    node = helper.make_node("Max", ["a", "b"], ["y0"])
+    model = make_model([*na, *nb, node, *ny], {"x": shape, "z": shape}, ["out"], ia | ib | iy)
+    module = import_model(model, origin="m").module
+    set_requant(module, "fixed")
+    assert module_requant(module) == "fixed"
+
+
 @pytest.mark.parametrize("include", [0, 1])
 def test_int8_average_pool_with_pads(include: int) -> None:
     nx, ix = _q("a", "x", 0.03, 4)

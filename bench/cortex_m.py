@@ -12,10 +12,11 @@ reference. MACs are counted from the ONNX graph (Conv, Gemm, MatMul).
 Rows:
 
 * the five layer shapes of the Cortex-M issue's table, each a model of that
-  one layer with a float32 NCHW boundary: the count includes the boundary
-  (the input's transpose and quantization, the output's dequantization),
-  which CMSIS-NN's figures do not, so the ratio against them is an upper
-  bound of the kernel's;
+  one layer. With `--boundary int8` (the default) the plan takes and gives
+  the quantized tensors (NHWC int8), as CMSIS-NN's kernels do, so the count
+  is the layer's; with `--boundary float` it includes the float32 NCHW
+  boundary (the input's transpose and quantization, the output's
+  dequantization), which CMSIS-NN's figures do not;
 * whole networks: MobileNetV2 0.35 at 144x144, DS-CNN, MobileNetV1 0.25 at
   96x96 (the zoo's full sizes), with flash (text + rodata + data) and RAM
   (data + bss + stack) of the image.
@@ -27,6 +28,7 @@ issue's target (MobileNetV2 0.35/144: 2.5 on M7, 0.8 on M55).
     python bench/cortex_m.py [--cpus cortex-m4,cortex-m7,cortex-m55]
                              [--rows pw36,dw36,stem,pw9,fc,mobilenet_v2_035,ds_cnn,mobilenet_v1_025]
                              [--budget 256K] [--requant fixed|float]
+                             [--boundary int8|float]
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from tigris_ir.backend.c import cortex  # noqa: E402
 from tigris_ir.backend.c.network import print_network  # noqa: E402
 from tigris_ir.frontend.onnx_import import import_model  # noqa: E402
 from tigris_ir.interp.program import untiled_reference  # noqa: E402
+from tigris_ir.passes.boundary import set_int8_boundary  # noqa: E402
 from tigris_ir.passes.lower_gebp import tile_and_lower  # noqa: E402
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass, untiled_func  # noqa: E402
 from tigris_ir.passes.plan_arena import PlanArenaPass  # noqa: E402
@@ -156,9 +159,13 @@ class Measure:
     exact: bool
 
 
-def measure(model: onnx.ModelProto, cpu: str, budget: int, requant: str) -> Measure:
+def measure(
+    model: onnx.ModelProto, cpu: str, budget: int, requant: str, boundary: str = "int8"
+) -> Measure:
     imported = import_model(model)
     module = imported.module
+    if boundary == "int8":
+        set_int8_boundary(module)
     set_requant(module, requant or default_requant(cpu))
     LowerToLoopsPass(budget=budget).apply(Context(), module)
     tile_and_lower(module, target=cpu)
@@ -166,7 +173,12 @@ def measure(model: onnx.ModelProto, cpu: str, budget: int, requant: str) -> Meas
     source = print_network(module, weights=imported.weights, verify=False)
     ins, outs = module_layouts(main_func(module))
     rng = np.random.default_rng(0)
-    x = [rng.standard_normal(p.shape).astype(p.dtype) for p in source.inputs]
+    x = [
+        rng.integers(np.iinfo(p.dtype).min, np.iinfo(p.dtype).max + 1, p.shape).astype(p.dtype)
+        if np.dtype(p.dtype).kind in "iu"
+        else rng.standard_normal(p.shape).astype(p.dtype)
+        for p in source.inputs
+    ]
     run = cortex.run_on_target(source, get_target(cpu), x)
     ref_fn = untiled_func(module)
     assert ref_fn is not None
@@ -183,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", default=",".join(ROWS))
     ap.add_argument("--budget", default="256K")
     ap.add_argument("--requant", default="", choices=["", "fixed", "float"])
+    ap.add_argument("--boundary", default="int8", choices=["int8", "float"])
     args = ap.parse_args(argv)
     missing = cortex.tools_available()
     if missing:
@@ -192,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     budget = parse_budget(args.budget)
     table = Table(
         title=f"int8 instructions per MAC under QEMU -icount (budget {args.budget}, "
-        f"requantization: {args.requant or 'the target default (fixed point)'})"
+        f"requantization: {args.requant or 'the target default (fixed point)'}, "
+        f"{args.boundary} boundary)"
     )
     table.add_column("row")
     table.add_column("MACs", justify="right")
@@ -208,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         n = macs(model)
         cells = [row.label, f"{n / 1e6:.2f} M"]
         for cpu in cpus:
-            m = measure(model, cpu, budget, args.requant)
+            m = measure(model, cpu, budget, args.requant, args.boundary)
             per = m.instructions / n
             anchor = row.anchor[CPUS.index(cpu)] if cpu in CPUS else None
             cells += [

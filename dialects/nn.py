@@ -732,8 +732,8 @@ class BinaryOp(NNOp):
         if self.integer_data():
             _require(
                 self.INTEGER_DATA,
-                f"{self.name}: integer operands are supported by add, sub, mul, max and min "
-                f"only, got {self.lhs.type}",
+                f"{self.name}: integer operands are supported by add, sub, mul, div, max, min "
+                f"and pow only, got {self.lhs.type}",
             )
             _require(
                 dtype_of(self.lhs) == dtype_of(self.rhs) == dtype_of(self.y),
@@ -831,9 +831,15 @@ class MulOp(BinaryOp):
 
 @irdl_op_definition
 class DivOp(BinaryOp):
+    """Division; of integer data, onnxruntime's quotient truncated toward zero
+    (`kernels.divide_integers`, which also defines a zero divisor)."""
+
     name = "nn.div"
+    INTEGER_DATA: ClassVar[bool] = True
 
     def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if np.asarray(a).dtype.kind in "iu":
+            return K.divide_integers(a, b)
         return a / b
 
 
@@ -2616,10 +2622,54 @@ class MishOp(UnaryOp):
 
 @irdl_op_definition
 class PowOp(BinaryOp):
+    """ONNX Pow as onnxruntime computes it (`kernels.power`): the base f32
+    (or int8 through its quantization) or raw i32 / i64, the result of the
+    base's type; the exponent f32, or raw i32 / i64. `multiply` = 1 where
+    onnxruntime multiplies for the exponents 2 and 3 (`kernels.pow_multiplies`
+    of the ONNX shapes; the importer decides it)."""
+
     name = "nn.pow"
+    INTEGER_DATA: ClassVar[bool] = True
+    multiply = opt_prop_def(IntegerAttr[I64])
+
+    def integer_data(self) -> bool:
+        return quant_of(self.lhs) is None and dtype_of(self.lhs).kind in "iu"
+
+    def check_operands(self) -> None:
+        base, exp, y = dtype_of(self.lhs), dtype_of(self.rhs), dtype_of(self.y)
+        raw_exp = quant_of(self.rhs) is None and exp.kind in "iu"
+        if raw_exp:
+            _require(
+                exp in (np.int32, np.int64),
+                f"{self.name}: an integer exponent must be i32 or i64, got {self.rhs.type}",
+            )
+        if self.integer_data():
+            _require(
+                base in (np.int32, np.int64),
+                f"{self.name}: an integer base must be i32 or i64, got {self.lhs.type}",
+            )
+            _require(
+                raw_exp or (quant_of(self.rhs) is None and exp == np.float32),
+                f"{self.name}: the exponent of an integer base must be f32, i32 or i64, got "
+                f"{self.rhs.type}",
+            )
+            _require(
+                quant_of(self.y) is None and y == base,
+                f"{self.name}: the result must have the base's type {self.lhs.type}, got "
+                f"{self.y.type}",
+            )
+            return
+        if raw_exp:
+            for v, what in ((self.lhs, "base"), (self.y, "result")):
+                _require(
+                    quant_of(v) is None and dtype_of(v) == np.float32,
+                    f"{self.name}: with an integer exponent the {what} must be f32, got {v.type}",
+                )
+            return
+        super().check_operands()
 
     def fn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return K.power(a, b)
+        return K.power(a, b, multiply=bool(self.int_("multiply")))
 
 
 @irdl_op_definition
@@ -3241,9 +3291,10 @@ INT_DATA_OPS += [QuantizeLinearOp, DequantizeLinearOp]
 @irdl_op_definition
 class MatMulIntegerOp(NNOp):
     """ONNX MatMulInteger: (A - a_zero_point) @ B as exact int32, A raw i8 /
-    ui8 (or the stored integers of a quantized tensor), B an i32 constant
-    that already holds B - b_zero_point (the importer subtracts it). Bands of
-    A's rows; B is read whole."""
+    ui8 (or the stored integers of a quantized tensor), or i32 that already
+    holds A - a_zero_point (a zero point per row: the importer subtracts it
+    first), B an i32 constant that already holds B - b_zero_point (the
+    importer subtracts it). Bands of A's rows; B is read whole."""
 
     name = "nn.matmul_integer"
     TILING: ClassVar[TilingClass] = TilingClass.MATRIX_ROWS
@@ -3258,8 +3309,10 @@ class MatMulIntegerOp(NNOp):
 
     def check_operands(self) -> None:
         _require(
-            dtype_of(self.a) in (np.int8, np.uint8),
-            f"{self.name}: A must be i8 or ui8, got {self.a.type}",
+            dtype_of(self.a) in (np.int8, np.uint8)
+            or (dtype_of(self.a) == np.int32 and quant_of(self.a) is None),
+            f"{self.name}: A must be i8 or ui8 (or i32 holding A - a_zero_point per row), "
+            f"got {self.a.type}",
         )
         _check_plain(self, self.b, "B", (np.int32,))
         _check_plain(self, self.y, "the result", (np.int32,))

@@ -357,10 +357,3 @@ def test_integer_arithmetic(dtype: type) -> None:
     types = {"x": dtype, "yi": dtype}
     m = make_model(nodes, {"x": (1, 3, 10, 10)}, ["y", "yi"], inits, types=types)
     check_model(m, {"x": _ints((1, 3, 10, 10), -30, 30, dtype)})
-
-
-def test_integer_division_is_refused_by_name() -> None:
-    nodes = [helper.make_node("Div", ["x", "x"], ["y"])]
-    m = make_model(nodes, {"x": (2, 3)}, ["y"], types={"x": np.int32, "y": np.int32})
-    with pytest.raises(ImportDiagnostic, match="nn.div: integer operands are supported by"):
-        import_model(m, origin="test")

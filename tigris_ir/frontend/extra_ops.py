@@ -21,6 +21,7 @@ from xdsl.ir import Attribute, SSAValue
 from tigris_ir.dialects import nn
 from tigris_ir.frontend import onnx_import as base
 from tigris_ir.frontend.onnx_import import _float_unary, _handles, _Importer, _Val
+from tigris_ir.reference import kernels as K
 
 _PLAIN_UNARY: dict[str, type[nn.NNOp]] = {
     "Neg": nn.NegOp,
@@ -59,7 +60,18 @@ def _shrink(imp: _Importer, node: onnx.NodeProto) -> None:
 
 
 base._BINARY["Pow"] = nn.PowOp  # noqa: SLF001
-_handles("Pow")(base._binary)  # noqa: SLF001
+
+
+@_handles("Pow")
+def _pow(imp: _Importer, node: onnx.NodeProto) -> None:
+    """Pow, with onnxruntime's shortcut for the exponents 2 and 3 decided
+    from the ONNX shapes (`kernels.pow_multiplies`; opset 7's broadcasting,
+    none before it: onnxruntime has no older Pow)."""
+    shapes = [base._plain_shape(imp.value(n)) for n in node.input[:2]]  # noqa: SLF001
+    props: dict[str, Attribute] = {}
+    if _opset(imp) >= 7 and K.pow_multiplies(*shapes):
+        props["multiply"] = nn.int_prop(1)
+    base.binary_op(imp, node, props)
 
 
 def _opset(imp: _Importer) -> int:

@@ -185,17 +185,38 @@ def _matmul_integer(imp: _Importer, node: onnx.NodeProto) -> None:
     if b.dtype not in (np.int8, np.uint8) or b.ndim != 2:
         raise imp.fail(f"B must be an INT8 or UINT8 matrix, got {b.dtype} of shape {list(b.shape)}")
     azp = _zero_point(imp, node, 2, "a_zero_point")
-    if azp.size != 1:
-        raise imp.fail(
-            f"a per-row a_zero_point ({azp.size} values) is not supported; give one zero point"
-        )
     bzp = _zero_point(imp, node, 3, "b_zero_point")
     if bzp.size not in (1, b.shape[1]):
         raise imp.fail(f"b_zero_point must hold 1 or {b.shape[1]} values, got {bzp.size}")
     bw = imp.weight((b.astype(np.int64) - bzp.reshape(-1)).astype(np.int32), "b")
-    props: dict[str, Attribute] = {"a_zero_point": nn.int_prop(int(azp.reshape(-1)[0]))}
-    op = imp.emit(nn.MatMulIntegerOp, [a.ssa, bw], props, dtype=np.int32)
+    x = a.ssa
+    if azp.size == 1:
+        props: dict[str, Attribute] = {"a_zero_point": nn.int_prop(int(azp.reshape(-1)[0]))}
+    else:  # per row: A - a_zero_point in int32 first
+        rows = _row_zero_points(imp, node, azp, nn.shape_of(a.ssa))
+        x = imp.emit(nn.CastOp, [x], dtype=np.int32, result_shapes=[nn.shape_of(x)]).results[0]
+        x = imp.emit(nn.SubOp, [x, imp.weight(rows, "a_zero_point")], dtype=np.int32).results[0]
+        props = {"a_zero_point": nn.int_prop(0)}
+    op = imp.emit(nn.MatMulIntegerOp, [x, bw], props, dtype=np.int32)
     imp.finish(node, op, "plain")
+
+
+def _row_zero_points(
+    imp: _Importer, node: onnx.NodeProto, azp: np.ndarray, shape: tuple[int, ...]
+) -> np.ndarray:
+    """A per-row a_zero_point as an int32 tensor of shape (..., M, 1): ONNX
+    gives M values for an (M, K) A, or the shape (D1, ..., M, 1) for an
+    (D1, ..., M, K) A."""
+    rows = (*shape[:-1], 1)
+    if len(shape) == 2 and azp.shape == (shape[0],):
+        return azp.reshape(rows).astype(np.int32)
+    if azp.shape != rows:
+        want = f"{shape[0]} values or the shape {list(rows)}" if len(shape) == 2 else list(rows)
+        raise imp.fail(
+            f"a_zero_point of shape {list(azp.shape)} fits neither one zero point nor one per "
+            f"row of A {list(shape)}: give one value or {want}"
+        )
+    return azp.astype(np.int32)
 
 
 base.SUPPORTED_OPS = tuple(sorted({*base.SUPPORTED_OPS, "MatMulInteger"}))

@@ -1017,6 +1017,14 @@ def _legacy_broadcast(imp: _Importer, node: onnx.NodeProto) -> None:
 
 @_handles(*_BINARY)
 def _binary(imp: _Importer, node: onnx.NodeProto) -> None:
+    binary_op(imp, node)
+
+
+def binary_op(
+    imp: _Importer, node: onnx.NodeProto, props: dict[str, Attribute] | None = None
+) -> None:
+    """An elementwise binary node (with `props` for its op) in the layout of
+    its operands, QDQ fused where it wraps the node."""
     cls = _BINARY[node.op_type]
     _legacy_broadcast(imp, node)
     q = imp.fused_output(node)
@@ -1042,13 +1050,27 @@ def _binary(imp: _Importer, node: onnx.NodeProto) -> None:
     operands = [_match_layout(imp, v, n, target, rank) for v, n in zip(vals, node.input)]
     if qin is not None:
         attr, dt = imp.result_quant(q)
-        op = imp.emit(cls, operands, dtype=dt, quant=attr)
+        op = imp.emit(cls, operands, props, dtype=dt, quant=attr)
         imp.finish(node, op, target, q)
     else:
         dt = nn.dtype_of(operands[0])
-        raw = all(nn.quant_of(v) is None for v in operands) and dt.kind in "iu"
-        op = imp.emit(cls, operands, dtype=dt if raw else np.float32)
+        raw = nn.quant_of(operands[0]) is None and dt.kind in "iu"
+        if raw and cls is nn.DivOp:
+            _no_zero_divisor(imp, node)
+        op = imp.emit(cls, operands, props, dtype=dt if raw else np.float32)
         imp.finish(node, op, target)
+
+
+def _no_zero_divisor(imp: _Importer, node: onnx.NodeProto) -> None:
+    """Integer Div by a constant holding 0 is refused: onnxruntime traps
+    there (SIGFPE) and ONNX defines no result."""
+    c = imp.const(node.input[1])
+    if c is not None and np.any(np.asarray(c) == 0):
+        where = [int(i) for i in np.argwhere(np.asarray(c) == 0)[0]]
+        raise imp.fail(
+            f"integer division by zero: the divisor '{node.input[1]}' holds 0 at index "
+            f"{where}; onnxruntime traps there and ONNX defines no result"
+        )
 
 
 def _spatial_props(

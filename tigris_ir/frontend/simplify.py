@@ -40,6 +40,7 @@ import onnx
 from onnx import numpy_helper
 
 from tigris_ir.frontend.qoperator import expand_qoperators
+from tigris_ir.reference import kernels as K
 
 _NEVER_FOLD = frozenset(
     {
@@ -278,15 +279,20 @@ class _Folder:
 
     def evaluate(self, node: onnx.NodeProto) -> list[np.ndarray] | None:
         """The node's outputs by onnx's reference evaluator, None when it has
-        no implementation (the importer then sees the node)."""
+        no implementation (the importer then sees the node); integer Div and
+        Pow and a per-row MatMulInteger by the project's definitions
+        (`own_fold`)."""
         from onnx.reference.ops import load_op
 
+        args = [self.consts[i] if i else None for i in node.input]
+        own = own_fold(node.op_type, args, self.opsets.get(node.domain, self.opset))
+        if own is not None:
+            return None if isinstance(own, str) else own
         try:
             cls = load_op(node.domain, node.op_type, self.opsets.get(node.domain, self.opset))
             inst = cls(node, self.run_params)
         except Exception:
             return None
-        args = [self.consts[i] if i else None for i in node.input]
         try:
             res = inst.run(*args)
         except Exception:
@@ -381,6 +387,37 @@ class _Folder:
             else:
                 kept.append((i, node))
         return _live(kept, self.pinned, self.consts)
+
+
+def own_fold(
+    op_type: str, args: list[np.ndarray | None], opset: int
+) -> list[np.ndarray] | str | None:
+    """Constant nodes whose run-time definition here is not onnx's reference
+    evaluator's (which computes integer Pow exactly in numpy, where
+    onnxruntime goes through double, and broadcasts a per-row zero point of
+    MatMulInteger along the wrong axis): their values by the project's
+    kernels; "keep" for an integer division by zero (the importer refuses
+    it by name); None for the evaluator."""
+    ints = ("int8", "uint8", "int32", "int64")
+    if op_type in ("Div", "Pow") and len(args) == 2:
+        a, b = args
+        if a is None or b is None:
+            return None
+        if op_type == "Div" and a.dtype.name in ints and b.dtype == a.dtype:
+            return "keep" if np.any(b == 0) else [K.divide_integers(a, b)]
+        kinds = ("float32", "int32", "int64")
+        if op_type == "Pow" and a.dtype.name in kinds and b.dtype.name in kinds:
+            multiply = opset >= 7 and K.pow_multiplies(a.shape, b.shape)
+            return [K.power(a, b, multiply=multiply)]
+    if op_type == "MatMulInteger" and len(args) > 2:
+        a, b, azp = args[0], args[1], args[2]
+        if a is None or b is None or azp is None:
+            return None
+        if a.ndim == 2 and azp.shape == (a.shape[0],):
+            bzp = args[3] if len(args) > 3 and args[3] is not None else np.zeros((), np.int64)
+            rows = a.astype(np.int64) - azp.astype(np.int64).reshape(-1, 1)
+            return [(rows @ (b.astype(np.int64) - bzp.astype(np.int64))).astype(np.int32)]
+    return None
 
 
 def _live(

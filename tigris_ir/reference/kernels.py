@@ -1120,10 +1120,73 @@ def mish(x: ArrayLike) -> Array:
     return (xd * np.tanh(sp)).astype(np.float32)
 
 
-def power(a: ArrayLike, b: ArrayLike) -> Array:
-    """ONNX Pow on floats: a ** b in float64, rounded once."""
+def power(a: ArrayLike, b: ArrayLike, *, multiply: bool = False) -> Array:
+    """ONNX Pow as onnxruntime computes it, in the base's element type
+    (float32, int32 or int64; the exponent float32 or an integer):
+
+    - a ** b in float64, converted once to the base's type: rounded to
+      float32, or truncated to the integer, where NaN and values outside its
+      range give its minimum (what x86's conversion gives and onnxruntime
+      returns);
+    - with `multiply` (see `pow_multiplies`), an exponent equal to 2 or 3 is
+      a * a or a * a * a in the base's type instead: float32 products, or
+      integer ones wrapping modulo 2^n.
+    """
+    x = np.asarray(a)
+    e = np.asarray(b)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        return np.power(_f64(a), _f64(b)).astype(np.float32)
+        d = np.power(_f64(x), _f64(e))
+        if x.dtype == np.float32:
+            y = d.astype(np.float32)
+        else:
+            info = np.iinfo(x.dtype)
+            t = np.trunc(d)
+            ok = (t >= float(info.min)) & (t < -float(info.min))  # the bounds are exact
+            y = np.where(ok, np.where(ok, t, 0).astype(x.dtype), x.dtype.type(info.min))
+        if multiply:
+            square = x * x
+            y = np.where(e == 2, square, np.where(e == 3, square * x, y))
+    return np.asarray(y, dtype=x.dtype)
+
+
+def pow_multiplies(base: Sequence[int], exponent: Sequence[int]) -> bool:
+    """Whether onnxruntime's CPU Pow multiplies for exponents 2 and 3 (its
+    shortcut where the exponent is one value along the innermost span its
+    broadcaster forms), from the ONNX shapes of the base and the exponent.
+
+    The broadcaster starts at the innermost axis of the two shapes aligned
+    right, passing over axes of extent 1 in both while more axes follow (a
+    rank-0 operand stands for the other's last axis). When the base's extent
+    there is 1 the base counts as the scalar (no shortcut); otherwise an
+    exponent of extent 1 there is the scalar, and the shortcut applies."""
+    sx, sy = tuple(base), tuple(exponent)
+    if not sx or not sy:
+        first = (sx[-1] if sx else 1, 1) if not sy else (1, sy[-1])
+    else:
+        n = min(len(sx), len(sy))
+        first = (sx[-1], sy[-1])
+        for i in range(n):
+            first = (sx[-1 - i], sy[-1 - i])
+            if max(first) > 1 or i + 1 == n:
+                break
+    return first[0] > 1 and first[1] <= 1
+
+
+def divide_integers(a: ArrayLike, b: ArrayLike) -> Array:
+    """ONNX Div of integers as onnxruntime computes it: the quotient
+    truncated toward zero (C's division), in the operands' type. Where
+    onnxruntime traps (SIGFPE) and ONNX defines nothing, this gives a value:
+    0 for a zero divisor, and the type's minimum divided by -1 wraps to the
+    minimum."""
+    x, y = np.asarray(a), np.asarray(b)
+    dt = x.dtype
+    zero = y == 0
+    d = np.where(zero, 1, y).astype(dt)
+    if dt.kind == "i":
+        d = np.where((x == np.iinfo(dt).min) & (d == -1), 1, d).astype(dt)
+    # x - fmod(x, d) is an exact multiple of d nearer to zero: no overflow
+    q = np.floor_divide(x - np.fmod(x, d), d)
+    return np.where(zero, dt.type(0), q).astype(dt)
 
 
 

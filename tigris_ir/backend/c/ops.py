@@ -707,16 +707,60 @@ _BINARY: dict[type[nn.NNOp], str] = {
 two float32 values is exact, so its one rounding is the float32 product)."""
 
 
-def _int_binary(op: nn.NNOp, ct: str, a: str, b: str) -> str:
+def _int_binary(unit: CUnit, op: nn.NNOp, ct: str, a: str, b: str) -> str:
     """Add, Sub, Mul, Max, Min of integer data with numpy's results: sums and
-    products modulo 2^n (computed unsigned, so never undefined in C)."""
+    products modulo 2^n (computed unsigned, so never undefined in C); Div and
+    Pow as `kernels.divide_integers` and `kernels.power` define them."""
     if isinstance(op, nn.MaxOp):
         return f"({b} > {a} ? {b} : {a})"
     if isinstance(op, nn.MinOp):
         return f"({b} < {a} ? {b} : {a})"
-    sym = {nn.AddOp: "+", nn.SubOp: "-", nn.MulOp: "*"}[type(op)]
     u = {"int32_t": "uint32_t", "int64_t": "uint64_t"}.get(ct, "uint32_t")
+    if isinstance(op, nn.DivOp):
+        return f"{_int_divide(unit, ct, u)}({a}, {b})"
+    if isinstance(op, nn.PowOp):
+        return _int_power(unit, op, ct, u, a, b)
+    sym = {nn.AddOp: "+", nn.SubOp: "-", nn.MulOp: "*"}[type(op)]
     return f"({ct})(({u}){a} {sym} ({u}){b})"
+
+
+def _int_divide(unit: CUnit, ct: str, u: str) -> str:
+    """The truncated quotient, 0 for a zero divisor, the minimum over -1
+    wrapping (negated unsigned): no division C leaves undefined."""
+    signed = not ct.startswith("u")
+    text = "\n".join(
+        [
+            f"static inline {ct} @NAME@({ct} a, {ct} b) {{",
+            "  if (b == 0) return 0;",
+            *([f"  if (b == -1) return ({ct})(0u - ({u})a);"] if signed else []),
+            f"  return ({ct})(a / b);",
+            "}",
+        ]
+    )
+    return _define(unit, "tigris_idiv", text)
+
+
+def _int_power(unit: CUnit, op: nn.NNOp, ct: str, u: str, a: str, b: str) -> str:
+    """pow in double truncated to the base's type, its minimum for NaN and
+    values outside the type (as x86 converts); with `multiply`, exponents 2
+    and 3 as unsigned (wrapping) products."""
+    bits = 64 if ct == "int64_t" else 32
+    half = repr(2.0 ** (bits - 1))  # the bounds are exact doubles
+    text = "\n".join(
+        [
+            f"static inline {ct} @NAME@({ct} a, double e) {{",
+            "  const double d = pow((double)a, e);",
+            f"  return (d >= -{half} && d < {half}) ? ({ct})d : INT{bits}_MIN;",
+            "}",
+        ]
+    )
+    name = _define(unit, f"tigris_ipow{bits}", text)
+    a, b = _par(a), _par(b)
+    expr = f"{name}({a}, (double){b})"
+    if not op.int_("multiply"):
+        return expr
+    sq = f"(({u}){a} * ({u}){a})"
+    return f"({b} == 2 ? ({ct}){sq} : {b} == 3 ? ({ct})({sq} * ({u}){a}) : {expr})"
 
 
 @register("band", nn.BinaryOp)
@@ -733,7 +777,12 @@ def emit_binary(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], un
 
     def body(a: list[str]) -> tuple[list[str], list[str]]:
         if raw:  # integer data: numpy's wrap-around, through unsigned arithmetic
-            return [], [_int_binary(op, ey.ctype, a[0], a[1])]
+            return [], [_int_binary(unit, op, ey.ctype, a[0], a[1])]
+        if isinstance(op, nn.PowOp):  # the exponent in double: it may be an integer
+            return [
+                f"const float A_ = {_deq(ea, a[0])};",
+                f"const double B_ = {_deq_f64(eb, a[1])};",
+            ], [_quant(unit, ey, _float_power(op))]
         if fixed is not None:
             return fixed(a)
         if path == "exact":  # Max / Min on the stored integers
@@ -748,6 +797,21 @@ def emit_binary(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], un
     rank = outs[0].rank
     reads = [_aligned(ins[0], rank), _aligned(ins[1], rank)]
     return _elementwise(unit, _short(op), op.name, outs[:1], reads, body)
+
+
+def _deq_f64(e: _Elem, x: str) -> str:
+    """A stored element as a double: integers exactly, floats widened."""
+    if e.quant is None:
+        return f"(double){_par(x)}"
+    return f"(double){_deq(e, x)}"
+
+
+def _float_power(op: nn.NNOp) -> str:
+    """`kernels.power` of the float32 A_ and the double B_."""
+    expr = "(float)pow((double)A_, B_)"
+    if not op.int_("multiply"):
+        return expr
+    return f"(B_ == 2.0 ? A_ * A_ : B_ == 3.0 ? A_ * A_ * A_ : {expr})"
 
 
 # ---------------------------------------------------------------------------

@@ -81,9 +81,20 @@ def _network_c(name: str, model: str, tmp: Path) -> str:
 
 @pytest.mark.skipif(MISSING is not None, reason=f"no Cortex-M cross tools here: {MISSING}")
 @pytest.mark.parametrize("requant", ["fixed"])  # float32 requantization: test_cortex_run
+@pytest.mark.parametrize("short", [True, False])
 @pytest.mark.parametrize("name", CORTEX)
-def test_mobilenet_on_the_board_is_bit_exact(name: str, requant: str, tmp_path: Path):
+def test_mobilenet_on_the_board_is_bit_exact(
+    name: str, requant: str, short: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Every layer of this model passes `band.short_form` (the kernels'
+    short fixed-point form); with it refused everywhere, the general rule
+    (saturating left shift, 64-bit rounding, sign-dependent divide) runs."""
+    from tigris_ir.backend.c import arm_m, ops
     from tigris_ir.backend.c.network import print_network
+
+    if not short:
+        monkeypatch.setattr(arm_m, "short_form", lambda *a: False)
+        monkeypatch.setattr(ops, "short_form", lambda *a: False)
     from tigris_ir.interp.program import untiled_reference
     from tigris_ir.passes.lower_to_loops import untiled_func
     from tigris_ir.plan.ir import main_func
@@ -93,6 +104,8 @@ def test_mobilenet_on_the_board_is_bit_exact(name: str, requant: str, tmp_path: 
     source = print_network(imp.module, weights=imp.weights, verify=False)
     assert ("__smlad" if name != "cortex-m55" else "vmladavaq_s8") in source.c
     assert "tg_adw_3x3s2x2" in source.c  # the CPU's depthwise kernel, stride 2
+    assert ("tigris_rq_short(c0_0" in source.c or "TG_FS_M(p_)" in source.c) == short
+    assert ("tg_rqx(c0_0" in source.c or "vqrdmulhq_n_s32(v_, TG_FX_M" in source.c) != short
     ins, outs = module_layouts(main_func(imp.module))
     rng = np.random.default_rng(3)
     x = [rng.standard_normal(p.shape).astype(p.dtype) for p in source.inputs]

@@ -301,3 +301,60 @@ def test_the_cortex_m_targets_default_to_fixed_point() -> None:
     assert module_requant(module) == "fixed"
     RequantPass(target="host").apply(Context(), module)
     assert module_requant(module) == "float"
+
+
+def _rq_short(acc: np.ndarray, p: int, zp: int) -> np.ndarray:
+    """tigris_rq_short in numpy (int64): SMMLAR(2 acc, M, c), + (acc >> 31), >> k."""
+    from tigris_ir.backend.c.band import short_params
+
+    m, c, k = (int(v[0]) for v in short_params(np.array([p]), zp))
+    a = np.asarray(acc, np.int64)
+    h = (2 * a * m + c * 2**32 + 2**31) >> 32
+    return (h + (a >> 31)) >> k
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    real=st.floats(2.0**-30, 0.4999, allow_nan=False),
+    zp=st.integers(-128, 127),
+    seed=st.integers(0, 2**31),
+)
+def test_short_form_equals_the_fixed_point_rule(real: float, zp: int, seed: int) -> None:
+    """Where band.short_form accepts a multiplier for accumulators up to a
+    bound, its few-instruction form is multiply_fixed + zp for every such
+    accumulator: ties of both roundings, zero, -1 and the bound itself."""
+    from tigris_ir.backend.c.band import pack_fixed, short_form
+
+    p = int(pack_fixed(np.float32(real)).reshape(-1)[0])
+    bound = 2**29
+    assert short_form(np.array([p]), np.array([bound]), zp)
+    m, e = (int(v) for v in K.quantize_multiplier(np.float32(real)))
+    k = -e
+    rng = np.random.default_rng(seed)
+    acc = rng.integers(-bound, bound + 1, 4000)
+    # accumulators whose product lands on a tie of the first or the second rounding
+    ties = [(j * 2**31 + 2**30) // m for j in range(-40, 40)]
+    ties += [((j * 2**k + 2 ** (k - 1)) * 2**31) // m for j in range(-40, 40)]
+    acc = np.concatenate([acc, ties, [t + d for t in ties for d in (-1, 1)],
+                          [0, -1, 1, bound, -bound]])
+    acc = acc[np.abs(acc) <= bound]
+    want = K.multiply_fixed(acc, m, e) + zp
+    np.testing.assert_array_equal(_rq_short(acc, p, zp), want)
+
+
+def test_short_form_refuses_what_it_cannot_compute() -> None:
+    """A left shift (multiplier >= 0.5), a zero multiplier, an accumulator of
+    2^30 or more, or a zero point whose rounding constant overflows: the
+    general rule."""
+    from tigris_ir.backend.c.band import pack_fixed, short_form
+
+    ok = pack_fixed(np.float32(0.01))
+    assert short_form(ok, np.array([2**30 - 1]), 5)
+    assert not short_form(ok, np.array([2**30]), 5)
+    assert not short_form(pack_fixed(np.float32(0.75)), np.array([100]), 0)
+    assert not short_form(pack_fixed(np.float32(3.0)), np.array([100]), 0)
+    assert not short_form(pack_fixed(np.float32(2.0**-40)), np.array([100]), 0)
+    # k = 25: c = 2^24 * (2 * 127 + 1) passes 2^31
+    tiny = pack_fixed(np.float32(2.0**-25 * 0.75))
+    assert short_form(tiny, np.array([100]), 0)
+    assert not short_form(tiny, np.array([100]), 127)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tigris_ir.backend.c.band import CLoweringError, CUnit
+from tigris_ir.backend.c.band import CLoweringError, CUnit, fixed_helpers, short_form, short_params
 
 if TYPE_CHECKING:
     from tigris_ir.backend.c.conv import _Q, _Panels, _Sweep
@@ -71,6 +71,35 @@ def packed_value(q: _Q, v: str) -> str:
     return f"(int8_t)({v} ^ 0x80)" if q.xt == "uint8_t" else f"(int8_t){v}"
 
 
+def short_requant(
+    q: _Q, w: np.ndarray, bias: np.ndarray | None, mult: np.ndarray
+) -> bool:
+    """Whether the short fixed-point form (`band.short_form`) is exact for
+    every column of a layer: `w` (n, k) its int8 weights per output column,
+    `bias` its int32 bias, `mult` the packed multipliers. The accumulator's
+    bound per column is |bias| + sum |w| * max|x - zp| over the input type."""
+    if not q.fixed:
+        return False
+    packed = np.asarray(mult, np.int64).reshape(-1)
+    wa = np.abs(np.asarray(w, np.int64)).reshape(packed.size, -1)
+    if q.xt == "uint8_t":
+        dmax = max(255 - q.xzp, q.xzp)
+    else:
+        dmax = max(127 - q.xzp, q.xzp + 128)
+    b = np.zeros(packed.size, np.int64) if bias is None else np.asarray(bias, np.int64)
+    acc = np.abs(b.reshape(-1)[: packed.size]) + wa.sum(axis=1) * dmax
+    return short_form(packed, acc, q.yzp)
+
+
+def with_short_requant(
+    q: _Q, w: np.ndarray, bias: np.ndarray | None, mult: np.ndarray
+) -> _Q:
+    """`q` marked for the short fixed-point form where `short_requant` holds."""
+    from dataclasses import replace
+
+    return replace(q, short=short_requant(q, w, bias, mult))
+
+
 def prelude(unit: CUnit) -> None:
     """The helpers of the Cortex-M kernels, each under its extension's macro."""
     code = """#if defined(TIGRIS_VECTOR) && defined(__ARM_FEATURE_DSP)
@@ -79,6 +108,9 @@ def prelude(unit: CUnit) -> None:
 #if defined(TIGRIS_VECTOR) && defined(__ARM_FEATURE_MVE)
 #define TG_MVE 1
 #include <arm_mve.h>
+/* ends an accumulation step: gcc would reassociate a chain of vector adds
+   into a tree whose products all stay live (spilled Q registers) */
+#define TG_KEEP(v) __asm__("" : "+w"(v))
 #endif
 #if defined(TG_DSP) || defined(TG_MVE)
 #include <arm_acle.h>
@@ -152,6 +184,10 @@ static inline __attribute__((always_inline, unused)) int32_t tg_mulx(int32_t x, 
   }
   return h;
 }
+/* a packed multiplier's short-form M, k - 1 and c (zero point zp) */
+#define TG_FS_M(p) ((int32_t)(((uint32_t)(p) >> 6) | ((uint32_t)((uint64_t)(p) >> 32) << 26)))
+#define TG_FS_K1(p) (31 - (int)((uint32_t)(p) & 63u))
+#define TG_FS_C(zp, k1) ((int32_t)((uint32_t)(2 * (zp) + 1) << (k1)))
 #define TG_FX_M(p) ((int32_t)((p) >> 6))
 #define TG_FX_L(p) ((int)((p) & 63) - 32 > 0 ? (int)((p) & 63) - 32 : 0)
 #define TG_FX_K(p) ((int)((p) & 63) - 32 < 0 ? 32 - (int)((p) & 63) : 0)
@@ -167,6 +203,9 @@ static inline __attribute__((always_inline, unused)) int32_t tg_rqx(int32_t acc,
   return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
 #endif
 }
+#endif
+#ifndef TG_INORDER
+#define TG_INORDER
 #endif
 #ifdef TG_DSP
 /* a compiler barrier: the odd pairs' words of B are loaded again, not kept */
@@ -186,6 +225,11 @@ static inline __attribute__((always_inline, unused)) int32_t tg_uxtb16r8(int32_t
     unit.helper("c_conv.arm_m", code)
 
 
+def _qtag(q: _Q) -> str:
+    """What a kernel's key says of its requantization rule."""
+    return (".fx" if q.fixed else "") + (".fs" if q.short else "")
+
+
 def _saturate(yt: str, v: str) -> str:
     return f"({yt})__usat({v}, 8)" if yt == "uint8_t" else f"({yt})__ssat({v}, 8)"
 
@@ -194,6 +238,14 @@ def _epilogue(r: int, nc: int, valid: int, q: _Q) -> list[str]:
     """Requantize and store the r x valid accumulators (the padded columns
     past `valid` are computed, never stored)."""
     cols = range(min(nc, valid))
+    if q.short:  # the short fixed-point form, per column M, c and k
+        out = [f"  const int64_t p{j} = mult[{j}];" for j in cols]
+        out += [f"  const int32_t m{j} = TG_FS_M(p{j}); const int k{j} = TG_FS_K1(p{j}) + 1;"
+                f" const int32_t r{j} = TG_FS_C({q.yzp}, k{j} - 1);" for j in cols]
+        out += [f"  y[{i} * ldy + {j}] = "
+                f"{_saturate(q.yt, f'tigris_rq_short(c{i}_{j}, m{j}, r{j}, k{j})')};"
+                for i in range(r) for j in cols]
+        return out
     if q.fixed:  # integer-only: kernels.requantize_fixed, the column's multiplier split once
         out = [f"  const int64_t p{j} = mult[{j}];" for j in cols]
         out += [f"  const int32_t m{j} = TG_FX_M(p{j}); const int l{j} = TG_FX_L(p{j}),"
@@ -242,6 +294,14 @@ def _mve_epilogue(r: int, nc: int, valid: int, q: _Q) -> list[str]:
               if i < r),
             *(
                 [
+                    f"    const int64_t p_ = mult[{j}]; const int k1_ = TG_FS_K1(p_);",
+                    "    const int32x4_t s_ = vshrq_n_s32(v_, 31);",
+                    "    v_ = vaddq_n_s32(vqrdmulhq_n_s32(v_, TG_FS_M(p_)),"
+                    f" TG_FS_C({q.yzp}, k1_));",
+                    "    v_ = vshlq_r_s32(vaddq_s32(v_, s_), -(k1_ + 1));",
+                ]
+                if q.short
+                else [
                     f"    const int64_t p_ = mult[{j}]; const int l_ = TG_FX_L(p_),"
                     " k_ = TG_FX_K(p_);",
                     "    if (l_) v_ = vqshlq_s32(v_, vdupq_n_s32(l_));",
@@ -262,6 +322,23 @@ def _mve_epilogue(r: int, nc: int, valid: int, q: _Q) -> list[str]:
     return out
 
 
+def _tile_head(dot: str, name: str, r: int, nc: int, kp: int, q: _Q) -> list[str]:
+    """A micro-tile's signature, its accumulators started from the bias and
+    the head of its k loop (groups of four k steps for `smlad`, sixteen for
+    `vmladava`)."""
+    group = 4 if dot == "smlad" else 16
+    out = [
+        f"#ifdef {GUARD[dot]}",
+        f"static inline __attribute__((always_inline)) TG_INORDER void {name}(",
+        f"    const {PACKED_TYPE[dot]} *restrict a, const int8_t *restrict b,"
+        f" {q.yt} *restrict y,",
+        f"    long ldy, const int32_t *restrict bias, const {q.mt} *restrict mult)",
+        "{",
+    ]
+    out += [f"  int32_t c{i}_{j} = bias[{j}];" for i in range(r) for j in range(nc)]
+    return [*out, f"  const int8_t *const be = b + {kp // group * group * nc};", "  do {"]
+
+
 def _dsp_tile(unit: CUnit, p: _Panels, r: int, s: _Sweep, q: _Q) -> str:
     """One `smlad` micro-tile: r rows by the sweep's columns of accumulators."""
     from tigris_ir.backend.c.conv import _helper
@@ -271,18 +348,7 @@ def _dsp_tile(unit: CUnit, p: _Panels, r: int, s: _Sweep, q: _Q) -> str:
     kp = p.kp
 
     def build(name: str) -> str:
-        out = [
-            "#ifdef TG_DSP",
-            f"static inline __attribute__((always_inline)) TG_INORDER void {name}(",
-            f"    const int16_t *restrict a, const int8_t *restrict b, {q.yt} *restrict y,",
-            f"    long ldy, const int32_t *restrict bias, const {q.mt} *restrict mult)",
-            "{",
-        ]
-        out += [f"  int32_t c{i}_{j} = bias[{j}];" for i in range(r) for j in range(nc)]
-        out += [
-            f"  const int8_t *const be = b + {kp // 4 * 4 * nc};",
-            "  do {",
-        ]
+        out = _tile_head("smlad", name, r, nc, kp, q)
         if whole_words(r, nc):
             out += [f"    const int32_t v{j} = tg_ldw(b + {4 * j});" for j in range(nc)]
             out += [f"    const int32_t w{j} = __sxtb16(v{j}), u{j} = tg_sxtb16r8(v{j});"
@@ -309,7 +375,7 @@ def _dsp_tile(unit: CUnit, p: _Panels, r: int, s: _Sweep, q: _Q) -> str:
         out += ["}", "#endif"]
         return "\n".join(out)
 
-    key = f"dmk.{r}.{nc}.{valid}.{kp}.{q.yt}.{q.yzp}" + (".fx" if q.fixed else "")
+    key = f"dmk.{r}.{nc}.{valid}.{kp}.{q.yt}.{q.yzp}" + _qtag(q)
     return _helper(unit, key, f"tg_dmk_{r}x{nc}_{valid}", build)
 
 
@@ -323,18 +389,7 @@ def _mve_tile(unit: CUnit, p: _Panels, r: int, s: _Sweep, q: _Q) -> str:
     kp = p.kp
 
     def build(name: str) -> str:
-        out = [
-            "#ifdef TG_MVE",
-            f"static inline __attribute__((always_inline)) TG_INORDER void {name}(",
-            f"    const int8_t *restrict a, const int8_t *restrict b, {q.yt} *restrict y,",
-            f"    long ldy, const int32_t *restrict bias, const {q.mt} *restrict mult)",
-            "{",
-        ]
-        out += [f"  int32_t c{i}_{j} = bias[{j}];" for i in range(r) for j in range(nc)]
-        out += [
-            f"  const int8_t *const be = b + {kp // 16 * 16 * nc};",
-            "  do {",
-        ]
+        out = _tile_head("vmladava", name, r, nc, kp, q)
         out += [f"    const int8x16_t b{j} = vldrbq_s8(b + {16 * j});" for j in range(nc)]
         for i in range(r):
             out.append(f"    const int8x16_t a{i} = vldrbq_s8(a + {i * kp});")
@@ -344,7 +399,7 @@ def _mve_tile(unit: CUnit, p: _Panels, r: int, s: _Sweep, q: _Q) -> str:
         out += ["}", "#endif"]
         return "\n".join(out)
 
-    key = f"vmk.{r}.{nc}.{valid}.{kp}.{q.yt}.{q.yzp}" + (".fx" if q.fixed else "")
+    key = f"vmk.{r}.{nc}.{valid}.{kp}.{q.yt}.{q.yzp}" + _qtag(q)
     return _helper(unit, key, f"tg_mmk_{r}x{nc}_{valid}", build)
 
 
@@ -353,6 +408,8 @@ def block(unit: CUnit, p: _Panels, q: _Q) -> str:
     called as the x86 int8 blocks are: (a, m, bp, bias, mult, y, ldy)."""
     from tigris_ir.backend.c.conv import _helper, _row_tail
 
+    if q.fixed:
+        fixed_helpers(unit)
     prelude(unit)
     dot = p.plan.dot
     guard, at = GUARD[dot], PACKED_TYPE[dot]
@@ -391,7 +448,7 @@ def block(unit: CUnit, p: _Panels, q: _Q) -> str:
         out += ["}", "#endif"]
         return "\n".join(out)
 
-    key = f"ablk.{p.key()}.{q.xt}.{q.xzp}.{q.yt}.{q.yzp}" + (".fx" if q.fixed else "")
+    key = f"ablk.{p.key()}.{q.xt}.{q.xzp}.{q.yt}.{q.yzp}" + _qtag(q)
     return _helper(unit, key, f"tg_agebp_{p.k}x{p.n}", build)
 
 
@@ -468,25 +525,42 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
     )
 
     def rq(j: int) -> str:
+        if q.short:
+            return (f"tigris_rq_short(a{j}, fx[c0 + {j}], fx[{cp} + c0 + {j}],"
+                    f" fx[{2 * cp} + c0 + {j}])")
         if q.fixed:
             return (f"tg_rqx(a{j}, fx[c0 + {j}], fx[{cp} + c0 + {j}], fx[{2 * cp} + c0 + {j}],"
                     f" fx[{3 * cp} + c0 + {j}], {q.yzp})")
         return f"tg_rqf(a{j}, mult[c0 + {j}], {q.yzp})"
 
-    def dsp_channels() -> list[str]:
+    def over_taps(body: Callable[[str, str], list[str]], tap: Callable[[int], str] | str,
+                  ) -> list[str]:
+        """The tap loop of a channel step over the tap pointers `tap` (C of
+        `t`: `tp[t]` for any pixel), or unrolled over an interior pixel's tap
+        pointers `tap(t)`."""
+        if isinstance(tap, str):
+            loop = f"          for (int t = 0; t < {taps}; ++t) {{"
+            return [loop, *body(tap, "t"), "          }"]
+        return [line for t in range(taps) for line in ("          {", *body(tap(t), str(t)),
+                                                         "          }")]
+
+    def dsp_channels(tap: Callable[[int], str] | str) -> list[str]:
+        def body(ptr: str, t: str) -> list[str]:
+            return [
+                f"            const int32_t xv = tg_ldw({ptr} + c0);",
+                f"            const int32_t xe = {ext}(xv), xo = {extr}(xv);",
+                f"            const int32_t we = tg_ldw(wt + {t} * {cp}),"
+                f" wo = tg_ldw(wt + {t} * {cp} + 2);",
+                "            a0 = __smlabb(xe, we, a0); a2 = __smlatt(xe, we, a2);",
+                "            a1 = __smlabb(xo, wo, a1); a3 = __smlatt(xo, wo, a3);",
+            ]
+
         out = [
             f"        for (; c0 + 4 <= {c}; c0 += 4) {{",
             "          int32_t a0 = bias[c0], a1 = bias[c0 + 1], a2 = bias[c0 + 2],"
             " a3 = bias[c0 + 3];",
             "          const int16_t *wt = w16 + c0;",
-            f"          for (int t = 0; t < {taps}; ++t) {{",
-            "            const int32_t xv = tg_ldw(tp[t] + c0);",
-            f"            const int32_t xe = {ext}(xv), xo = {extr}(xv);",
-            f"            const int32_t we = tg_ldw(wt + t * {cp}),"
-            f" wo = tg_ldw(wt + t * {cp} + 2);",
-            "            a0 = __smlabb(xe, we, a0); a2 = __smlatt(xe, we, a2);",
-            "            a1 = __smlabb(xo, wo, a1); a3 = __smlatt(xo, wo, a3);",
-            "          }",
+            *over_taps(body, tap),
         ]
         out += [
             f"          yp[c0 + {j}] = ({yt}){sat}({rq(j)}, 8);"
@@ -494,29 +568,41 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
         ]
         return [*out, "        }"]
 
-    def mve_channels() -> list[str]:
+    def mve_channels(tap: Callable[[int], str] | str) -> list[str]:
         """Eight channels per step: x widened to int16 lanes, the products of
         the even and of the odd lanes widened to int32 (VMULLB / VMULLT) and
         summed in two accumulators, requantized in lanes and interleaved back
         (VMOVNB / VMOVNT) into one store of eight bytes."""
-        if xt == "uint8_t":
-            ld = "vreinterpretq_s16_u16(vldrbq_u16(tp[t] + c0))"
-        else:
-            ld = "vldrbq_s16(tp[t] + c0)"
+
+        def body(ptr: str, t: str) -> list[str]:
+            if xt == "uint8_t":
+                ld = f"vreinterpretq_s16_u16(vldrbq_u16({ptr} + c0))"
+            else:
+                ld = f"vldrbq_s16({ptr} + c0)"
+            return [
+                f"            const int16x8_t x_ = {ld};",
+                f"            const int16x8_t w_ = vldrhq_s16(w16 + {t} * {cp} + c0);",
+                "            ae = vaddq_s32(ae, vmullbq_int_s16(x_, w_));",
+                "            ao = vaddq_s32(ao, vmulltq_int_s16(x_, w_));",
+                "            TG_KEEP(ae); TG_KEEP(ao);",
+            ]
+
         half = cp // 2
         out = [
             f"        for (; c0 + 8 <= {c}; c0 += 8) {{",
             f"          int32x4_t ae = vldrwq_s32(bias + {cp} + c0 / 2);",
             f"          int32x4_t ao = vldrwq_s32(bias + {cp + half} + c0 / 2);",
-            f"          for (int t = 0; t < {taps}; ++t) {{",
-            f"            const int16x8_t x_ = {ld};",
-            f"            const int16x8_t w_ = vldrhq_s16(w16 + t * {cp} + c0);",
-            "            ae = vaddq_s32(ae, vmullbq_int_s16(x_, w_));",
-            "            ao = vaddq_s32(ao, vmulltq_int_s16(x_, w_));",
-            "          }",
+            *over_taps(body, tap),
         ]
         for h, (acc, off) in enumerate((("ae", cp), ("ao", cp + half))):
-            if q.fixed:  # per lane: fx holds M, L, -K, the negative lanes' fix, even then odd
+            if q.short:  # per lane: fx holds M, c, -k, even then odd
+                f_ = [f"vldrwq_s32(fx + {(2 * i + h) * half} + c0 / 2)" for i in range(3)]
+                out += [
+                    f"          {{ int32x4_t r_ = vaddq_s32(vqrdmulhq_s32({acc}, {f_[0]}),"
+                    f" {f_[1]});",
+                    f"            r_ = vshlq_s32(vaddq_s32(r_, vshrq_n_s32({acc}, 31)), {f_[2]});",
+                ]
+            elif q.fixed:  # per lane: fx holds M, L, -K, the negative lanes' fix, even then odd
                 f_ = [f"vldrwq_s32(fx + {(2 * i + h) * half} + c0 / 2)" for i in range(4)]
                 out += [
                     f"          {{ int32x4_t r_ = vqrdmulhq_s32(vqshlq_s32({acc}, {f_[1]}),"
@@ -543,28 +629,55 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
 
     def build(name: str) -> str:
         out = cv._header(name, cv._conv_params(xt, yt, mid))
+        out[0] = out[0].replace("static void", "static TG_INORDER void", 1)
         out.append("  (void)w16; (void)w32; (void)fx;")
         out += cv._unpack("xb", "x", 4) + cv._unpack("yb", "y", 4)
         out += cv._batch_loop(xv, yv, xt, yt)
         out.append("    for (int oy = yl1; oy < yl1 + yn1; ++oy) {")
         out += cv._row_offsets(g, xv)
         out.append(f"      {yt} *yr = yn + (long)(oy - yl1) * {yv.strides[1]};")
-        out += cv._tap_pointers(g, xt, xv, yt, yv)
-        out.append(f"#ifdef {guard}")
-        out += mve_channels() if isa == "mve" else dsp_channels()
-        out += [
-            "#endif",
-            f"        for (int c = c0; c < {c}; ++c) {{",
-            "          int32_t s = bias[c];",
-            f"          for (int t = 0; t < {taps}; ++t)"
-            f" s += (int32_t)tp[t][c] * w32[t * {cp} + c];",
-            f"          yp[c] = {cv._store(q, 's', 'mult[c]')};",
+        rows = " && ".join(f"rok[{ky}]" for ky in range(g.kh))
+        out.append(f"      const int rall = {rows};")
+        head = cv._tap_pointers(g, xt, xv, yt, yv)
+        at = next(i for i, line in enumerate(head) if "const int ix0" in line) + 1
+        span = (g.kw - 1) * g.dw
+        s2 = xv.strides[2]
+
+        def tap(t: int) -> str:
+            return f"xr{t // g.kw} + {t % g.kw * g.dw * s2}"
+
+        def channels(tap: Callable[[int], str] | str) -> list[str]:
+            out = [f"#ifdef {guard}"]
+            out += mve_channels(tap) if isa == "mve" else dsp_channels(tap)
+            out += ["#endif", f"        for (int c = c0; c < {c}; ++c) {{",
+                    "          int32_t s = bias[c];"]
+            if isinstance(tap, str):
+                out.append(f"          for (int t = 0; t < {taps}; ++t)"
+                           f" s += (int32_t)({tap})[c] * w32[t * {cp} + c];")
+            else:
+                out += [f"          s += (int32_t)({tap(t)})[c] * w32[{t * cp} + c];"
+                        for t in range(taps)]
+            out += [f"          yp[c] = {cv._store(q, 's', 'mult[c]')};", "        }"]
+            return out
+
+        # a pixel whose window lies inside the image: its taps at constant
+        # offsets from one pointer per kernel row, unrolled, no pointer table
+        # (in source order: gcc's first scheduling pass hoists the unrolled
+        # taps' loads and spills Q registers)
+        inner = [
+            f"        if (rall && ix0 >= 0 && ix0 + {span} < {g.w}) {{",
+            f"          TIGRIS_BOUND(ix0 >= xl2 && ix0 + {span} < xl2 + xn2);",
+            *(f"          const {xt} *const xr{ky} = xn + roff[{ky}] + (long)(ix0 - xl2) * {s2};"
+              for ky in range(g.kh)),
+            f"          {yt} *yp = yr + (long)(ox - yl2) * {yv.strides[2]};",
+            "          int c0 = 0;",
+            *channels(tap),
+            "          continue;",
             "        }",
-            "      }",
-            "    }",
-            "  }",
-            "}",
         ]
+        out += head[:at] + inner + head[at:]
+        out += channels("tp[t]")
+        out += ["      }", "    }", "  }", "}"]
         return "\n".join(out)
 
     name = cv._helper(unit, key, f"tg_adw_{g.kh}x{g.kw}s{g.sh}x{g.sw}_{c}", build)
@@ -578,7 +691,13 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
         return [v.reshape(-1, 8)[:, h::2].reshape(-1) for h in (0, 1)]
 
     fx = np.zeros(1, np.int32)
-    if q.fixed:
+    if q.short:
+        sm, sc, sk = short_params(m, q.yzp)
+        if isa == "mve":
+            fx = np.concatenate([*halves(sm), *halves(sc), *halves(-sk)]).astype(np.int32)
+        else:
+            fx = np.concatenate([sm, sc, sk]).astype(np.int32)
+    elif q.fixed:
         packed = np.asarray(m, np.int64)
         mm = (packed >> 6).astype(np.int32)
         e = (packed & 63).astype(np.int32) - 32

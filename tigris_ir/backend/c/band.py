@@ -285,10 +285,57 @@ tigris_requant_fx(int32_t acc, int64_t p, int32_t zp, int32_t lo, int32_t hi) {
 }"""
 """Added to a unit by `fixed_helpers` when an op requantizes in fixed point."""
 
+SHORT_HELPER = r"""/* The short form of tigris_mul_fx + zp (`band.short_form` proved it exact
+   for the values it gets: e < 0, M != 0, |acc| < 2^30, no overflow):
+   ((2 acc M + c 2^32 + 2^31) >> 32, + (acc >> 31)) >> k, c = 2^(k-1) + zp 2^k.
+   One SMMLAR with the DSP extension. */
+static inline TIGRIS_UNUSED int32_t tigris_rq_short(int32_t acc, int32_t m, int32_t c, int k) {
+  const int32_t a2 = (int32_t)((uint32_t)acc << 1);
+#if defined(TIGRIS_VECTOR) && defined(__ARM_FEATURE_DSP)
+  int32_t h;
+  __asm__("smmlar %0, %1, %2, %3" : "=r"(h) : "r"(a2), "r"(m), "r"(c));
+#else
+  const int32_t h = (int32_t)(((int64_t)a2 * m + (int64_t)c * 4294967296LL + 2147483648LL) >> 32);
+#endif
+  return (h + (acc >> 31)) >> k;
+}"""
+
 
 def fixed_helpers(unit: CUnit) -> None:
-    """Define `tigris_mul_fx` and `tigris_requant_fx` in the unit (once)."""
-    unit.helper("c.requant_fx", FIXED_HELPERS)
+    """Define `tigris_mul_fx`, `tigris_requant_fx` and `tigris_rq_short` in the unit (once)."""
+    unit.helper("c.requant_fx", FIXED_HELPERS + "\n\n" + SHORT_HELPER)
+
+
+def short_form(packed: np.ndarray, acc_bound: np.ndarray, zp: int) -> bool:
+    """Whether `tigris_rq_short` computes tigris_mul_fx(acc, p) + zp exactly
+    for every |acc| <= acc_bound (per column) and packed multiplier p.
+
+    The rule rounds twice: h = SRDHM(acc, M) = floor((acc M + 2^30) / 2^31),
+    then h / 2^k rounded half away from zero. Where no column shifts left
+    (e < 0, so k = -e >= 1), M != 0 and |acc| < 2^30, h is the high word of
+    2 acc M + 2^31 exactly, and the rounding divide is (h + 2^(k-1) - [acc <
+    0]) >> k (for k >= 1 the sign of acc may stand for the sign of h: they
+    differ only where h = 0, whose result is 0 either way); the zero point
+    joins the rounding constant, c = 2^(k-1) + zp 2^k, where |h| + |c| + 1 <
+    2^31 (no int32 overflow)."""
+    p = np.asarray(packed, np.int64).reshape(-1)
+    bound = np.broadcast_to(np.asarray(acc_bound, np.int64).reshape(-1), p.shape)
+    m, e = p >> FIXED_SHIFT_BITS, (p & 63) - 32
+    if p.size == 0 or np.any(m == 0) or np.any(e >= 0) or np.any(bound >= 2**30):
+        return False
+    h = (bound * m >> 31) + 1
+    c = (np.int64(1) << -e) // 2 * (2 * abs(zp) + 1)
+    return bool(np.all(h + c + 1 < 2**31))
+
+
+def short_params(packed: np.ndarray, zp: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`tigris_rq_short`'s (M, c, k) per packed multiplier (a zero, the
+    padding, gives k = 1)."""
+    p = np.asarray(packed, np.int64).reshape(-1)
+    m = (p >> FIXED_SHIFT_BITS).astype(np.int32)
+    k = np.where(p == 0, 1, 32 - (p & 63))
+    c = ((np.int64(1) << (k - 1)) * (2 * zp + 1)).astype(np.int32)
+    return m, c, k.astype(np.int32)
 
 
 def pack_fixed(real: np.ndarray | float) -> np.ndarray:

@@ -452,6 +452,9 @@ class _Q:
     """`nn.requant = "fixed"`: packed Q31 multipliers (`band.pack_fixed`) and
     `tigris_requant_fx`, the int8 vector kernels (float32 requantization in
     lanes) left out."""
+    short: bool = False
+    """The Cortex-M kernels' short fixed-point form applies to every column
+    (`arm_m.short_requant`: the same packed multipliers, fewer instructions)."""
 
     @property
     def mt(self) -> str:
@@ -465,7 +468,8 @@ def _qkey(q: _Q | None, scales: bool = False) -> str:
     if q is None:
         return "f32"
     tail = f".{float(q.sx).hex()}.{float(q.sy).hex()}" if scales else ""
-    return f"{q.xt}.{q.xzp}.{q.yt}.{q.yzp}{tail}" + (".fx" if q.fixed else "")
+    return (f"{q.xt}.{q.xzp}.{q.yt}.{q.yzp}{tail}" + (".fx" if q.fixed else "")
+            + (".fs" if q.short else ""))
 
 
 def _quant(op: nn.NNOp, x: SSAValue, y: SSAValue) -> _Q | None:
@@ -490,6 +494,12 @@ def _quant(op: nn.NNOp, x: SSAValue, y: SSAValue) -> _Q | None:
         sy=np.float32(qy.scale_value),
         fixed=nn.requant_fixed(op),
     )
+
+
+def _target_label(op: nn.NNOp) -> str | None:
+    """The op's `rtile.target` (gebp-tile's), if any."""
+    label = op.attributes.get(TARGET)
+    return label.data if isinstance(label, StringAttr) else None
 
 
 def _multipliers(q: _Q, ws: np.ndarray, n: int) -> np.ndarray:
@@ -1709,9 +1719,11 @@ def _conv(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CU
         return _emit_generic_conv(unit, conv, g, q, ins, y)
     w = ins[1].value
     assert w is not None
+    if q is not None and q.fixed and arm_m.depthwise_isa(_target_label(conv)) is not None:
+        q = arm_m.with_short_requant(q, np.asarray(w).reshape(g.co, -1), ins[2].value,
+                                     _multipliers(q, np.asarray(ins[3].value), g.co))
     if g.groups == g.c == g.co and g.cg == 1:
-        label = conv.attributes.get(TARGET)
-        isa = arm_m.depthwise_isa(label.data if isinstance(label, StringAttr) else None)
+        isa = arm_m.depthwise_isa(_target_label(conv))
         if q is not None and isa is not None:
             return arm_m.emit_depthwise(unit, isa, g, q, ins, y, xv, yv)
         return _emit_depthwise(unit, g, q, ins, y, xv, yv)
@@ -2591,6 +2603,8 @@ def _emit_fast_mat(
     k, n = bmat.shape
     p = _panels(op, k, n, q is not None)
     _expect(op, p, "rows" if q is not None else "")
+    if q is not None and mult is not None and p.plan.dot in arm_m.ARM_DOTS:
+        q = arm_m.with_short_requant(q, bmat.T, bias, mult)
     mat = _matrix_rows(unit, p, q, a.ctype)
     r = y.rank
     ra = r - 2

@@ -52,6 +52,8 @@ from tigris_ir.backend.c.band import (
     fixed_literal,
     pack_fixed,
     register,
+    short_form,
+    short_params,
 )
 from tigris_ir.dialects import nn
 from tigris_ir.reference import kernels as K
@@ -326,16 +328,34 @@ def _fixed_binary(
     if not isinstance(op, nn.AddOp | nn.SubOp):
         raise CLoweringError(f"{op.name}: no integer-only C lowering")
     r = K.add_fixed_params(sa, sb, sy)
-    pa, pb, py = (fixed_literal(r[k]) for k in ("a", "b", "y"))
     sign = "+" if isinstance(op, nn.AddOp) else "-"
-    shift = 1 << K.FIXED_ADD_SHIFT
+    # each operand's rescaled value is a function of its stored byte: one
+    # 256-entry int32 table per operand (multiply_fixed of (q - zp) << shift)
+    ta, tb = (
+        K.multiply_fixed(
+            (_byte_values(e).astype(np.int64) - z) << K.FIXED_ADD_SHIFT,
+            *K.quantize_multiplier(r[key]),
+        ).astype(np.int32)
+        for e, z, key in ((ea, za, "a"), (eb, zb, "b"))
+    )
+    py = pack_fixed(r["y"])
+    bound = int(np.abs(ta.astype(np.int64)).max() + np.abs(tb.astype(np.int64)).max())
+    if short_form(py, np.array([bound]), zy):
+        m, c, k = (int(v[0]) for v in short_params(py, zy))
+        lo, hi = ey.lo, ey.hi
+        last = [f"const int32_t R_ = tigris_rq_short(A_ {sign} B_, {m}, {c}, {k});"]
+        res = f"({ey.ctype})(R_ < {lo} ? {lo} : R_ > {hi} ? {hi} : R_)"
+    else:
+        last = []
+        res = f"({ey.ctype})tigris_requant_fx(A_ {sign} B_, {fixed_literal(r['y'])}, {tail})"
 
     def add(a: list[str]) -> tuple[list[str], list[str]]:
         stmts = [
-            f"const int32_t A_ = tigris_mul_fx(((int32_t){_par(a[0])} - {za}) * {shift}, {pa});",
-            f"const int32_t B_ = tigris_mul_fx(((int32_t){_par(a[1])} - {zb}) * {shift}, {pb});",
+            f"const int32_t A_ = {_table(unit, 'addfx', ta, a[0])};",
+            f"const int32_t B_ = {_table(unit, 'addfx', tb, a[1])};",
+            *last,
         ]
-        return stmts, [f"({ey.ctype})tigris_requant_fx(A_ {sign} B_, {py}, {tail})"]
+        return stmts, [res]
 
     return add
 

@@ -317,32 +317,22 @@ neon = Target("neon", vector_bytes=16, vector_registers=32, isa="neon", fma_chai
 # the count is `Mcu.general_registers`; with Helium, the eight 128-bit Q
 # registers (Q0-Q7, which alias the FPU's s0-s31). `fma` is the FPU's VFMA.
 # `isa` names the instruction family: "dsp" (ARMv7E-M) or "mve" (ARMv8.1-M).
-cortex_m4 = Target(
-    "cortex-m4",
-    tiled=("int8",),
-    vector_bytes=4,
-    vector_registers=10,
-    isa="dsp",
-    scratch_bytes=2048,
-    mcu=Mcu("cortex-m4", True, "single", "none", "fpv4-sp-d16", 10, 32, MPS2_AN386),
+
+
+def _cortex(mcu: Mcu, vector_bytes: int, vector_registers: int, isa: str) -> Target:
+    """A Cortex-M target: int8 tiled only, a 2 KiB stack scratch."""
+    return Target(mcu.cpu, tiled=("int8",), vector_bytes=vector_bytes,
+                  vector_registers=vector_registers, isa=isa, scratch_bytes=2048, mcu=mcu)
+
+
+cortex_m4 = _cortex(
+    Mcu("cortex-m4", True, "single", "none", "fpv4-sp-d16", 10, 32, MPS2_AN386), 4, 10, "dsp"
 )
-cortex_m7 = Target(
-    "cortex-m7",
-    tiled=("int8",),
-    vector_bytes=4,
-    vector_registers=10,
-    isa="dsp",
-    scratch_bytes=2048,
-    mcu=Mcu("cortex-m7", True, "double", "none", "fpv5-d16", 10, 32, MPS2_AN500),
+cortex_m7 = _cortex(
+    Mcu("cortex-m7", True, "double", "none", "fpv5-d16", 10, 32, MPS2_AN500), 4, 10, "dsp"
 )
-cortex_m55 = Target(
-    "cortex-m55",
-    tiled=("int8",),
-    vector_bytes=16,
-    vector_registers=8,
-    isa="mve",
-    scratch_bytes=2048,
-    mcu=Mcu("cortex-m55", True, "double", "float", "", 10, 32, MPS3_AN547),
+cortex_m55 = _cortex(
+    Mcu("cortex-m55", True, "double", "float", "", 10, 32, MPS3_AN547), 16, 8, "mve"
 )
 
 PRESETS: dict[str, Target] = {

@@ -314,3 +314,63 @@ def test_analyze_reports_recomputed_macs_per_chain_and_stage(capsys, tmp_path):
     assert own + sum(c["recompute_macs"] for c in r["chains"]) == r["recompute_macs"]
     assert r["recompute_macs"] == p.recomputed_macs
     assert "recomputed MACs" in text and f"{p.recomputed_macs:,}" in text
+
+
+def _pointwise_head(int8: bool):
+    """A 3x3 convolution, a wide 1 x 1 convolution and the classifier: the 1 x 1
+    convolution's output (16 x 16 x 96) is the model's largest tensor."""
+    g = zoo._Graph(0)  # noqa: SLF001
+    x = g.relu6(g.conv("input", 3, 8, (3, 3)))
+    x = g.relu6(g.conv(x, 8, 96, (1, 1)))
+    model = g.model("pw_head", (1, 3, 16, 16), g.head(x, 96, 10))
+    return zoo.quantize(model, seed=0) if int8 else model
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["resident", "streamed"])
+@pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
+def test_a_pointwise_convolution_accumulates_with_the_pool(int8: bool, stream: bool):
+    """A 1 x 1 convolution joins the GlobalAveragePool's accumulated band, so
+    its output is never whole in a single arena: the smallest single SRAM is
+    below that tensor, and the loop IR and the C run the band (rows or runs
+    of positions) with the reference's output and the planned figures."""
+    from tigris_ir.backend.c.build import run_c
+    from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
+
+    imported = import_model(_pointwise_head(int8))
+    module, weights = imported.module, imported.weights
+    fn = main_func(module)
+    rng = np.random.default_rng(0)
+    args = [rand(a.type, rng) for a in fn.body.block.args]  # type: ignore[arg-type]
+    ref = run_function(fn, weights, args)
+    g = build_view(fn).graph
+    wide = max(
+        g.tensors[n.outputs[0]].nbytes for n in g.nodes if n.op == "nn.conv" and n.kernel == (1, 1)
+    )
+    least = min_single_budget(g, stream_input=stream)
+    assert least < wide
+    for budget in (least, least + least // 2):
+        p, s = (
+            _check_stream(module, weights, args, ref, budget, 0)
+            if stream
+            else _check(module, weights, args, ref, budget, 0)
+        )
+        assert p.fits and s is not None
+        acc = [st for st in p.stages if st.strategy == "accumulate"]
+        assert acc and any(
+            g.nodes[k].op == "nn.conv" for st in acc for k in range(st.start, st.stop)
+        )
+        m = module.clone()
+        LowerToLoopsPass(budget=budget, slow_budget=0, stream_input=stream).apply(Context(), m)
+        tile_and_lower(m)
+        PlanArenaPass().apply(Context(), m)
+        in_lay, out_lay = module_layouts(main_func(m))
+        got, stats = run_c(
+            m, weights, [to_boundary(args[0], in_lay[0])], variant=("bounds", "stats")
+        )
+        if int8:
+            np.testing.assert_array_equal(to_internal(got[0], out_lay[0]), ref[0])
+        else:
+            np.testing.assert_allclose(
+                to_internal(got[0], out_lay[0]), ref[0], rtol=1e-4, atol=1e-4
+            )
+        assert stats == s

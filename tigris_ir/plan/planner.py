@@ -927,7 +927,11 @@ def _subrow_units(model: BandModel) -> _SubRow | None:
     if model.extra != align(out.nbytes) + align(math.prod(out.shape) * ACC_DTYPE.itemsize):
         raise ValueError(f"'{gap.name}': an accumulation holds one output and its partial sums")
     per_pos = tuple(model.row_bytes[t] // p_all for t in banded)
-    concat = any(graph.nodes[k].is_channel_concat for k, _, _ in model.ops)
+    # a channel Concat or a 1 x 1 convolution mixes the channels: no groups
+    concat = any(
+        graph.nodes[k].is_channel_concat or graph.nodes[k].tiling is TilingClass.HALO
+        for k, _, _ in model.ops
+    )
     same = all(graph.tensors[model.names[t]].shape[-1] == chans for t in banded)
     per_cell = None
     if not concat and same:

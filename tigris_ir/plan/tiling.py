@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from tigris_ir.plan.graph import BAND_AXIS, INPUT_BAND_AXES, PlanGraph
+from tigris_ir.plan.graph import BAND_AXIS, INPUT_BAND_AXES, NodeInfo, PlanGraph
 from tigris_ir.plan.memory import ALIGN, align
 from tigris_ir.plan.tiling_class import TilingClass
 from tigris_ir.reference import kernels
@@ -535,6 +535,17 @@ _FRIENDS = {
 }
 
 
+def unit_window(node: NodeInfo) -> bool:
+    """A window op of one position, stride 1 and no padding on every spatial
+    axis (a 1 x 1 convolution): each output position reads its own input
+    position, as a pointwise op does, though it mixes the channels. An
+    accumulated band (a GlobalAveragePool ending it) takes it among its
+    pointwise ops, by rows or runs of positions (never by channel groups)."""
+    if node.tiling is not TilingClass.HALO:
+        return False
+    return all(node.window(a) == (1, 1, 1, 0, 0) for a in range(max(len(node.kernel), 1)))
+
+
 def band_kind(classes: Iterable[TilingClass]) -> str | None:
     """The band kind a set of op classes supports together; None if none.
 
@@ -791,6 +802,8 @@ class BandBuilder:
         if nb.error:
             return self._fail(nb.error)
         cls = node.tiling
+        if TilingClass.ACCUMULATE in self.counts and unit_window(node):
+            cls = TilingClass.POINTWISE  # a 1 x 1 convolution feeding the accumulation
         self.counts[cls] = self.counts.get(cls, 0) + 1
         if node.is_channel_concat and not self.concat:
             self._unshare()

@@ -1767,13 +1767,20 @@ def plan(
     tables = GraphTables(graph)
     streamed = _streamed(graph, stream_input)
     out = _streamed_out(graph, stream_output)
-    free = _plan(
-        _Ctx(graph, tables, budget, ranks, mac_weight, streamed=streamed, streamed_out=out)
-    )
-    if slow_budget is None:
-        return free
-    if free.fits and free.slow_peak <= slow_budget:
-        return replace(free, slow_budget=slow_budget)
+
+    def unbounded() -> Plan:
+        return _plan(
+            _Ctx(graph, tables, budget, ranks, mac_weight, streamed=streamed, streamed_out=out)
+        )
+
+    free: Plan | None = None
+    if slow_budget != 0 or _may_need_no_slow(graph, tables, budget, streamed, out):
+        free = unbounded()
+        if slow_budget is None:
+            return free
+        if free.fits and free.slow_peak <= slow_budget:
+            return replace(free, slow_budget=slow_budget)
+    assert slow_budget is not None
     one = _Ctx(
         graph,
         tables,
@@ -1787,6 +1794,8 @@ def plan(
     single = _plan(one)
     if single.fits:
         return replace(single, slow_budget=slow_budget)
+    if free is None:
+        free = unbounded()
     need = min_single_budget(
         graph,
         chain_1d=chain_1d,
@@ -1801,6 +1810,26 @@ def plan(
         min_single=need,
         slow_needed=free.slow_peak if free.fits else None,
         failed_min_budget=free.failed_min_budget if not free.fits else single.failed_min_budget,
+    )
+
+
+def _may_need_no_slow(
+    graph: PlanGraph,
+    tables: GraphTables,
+    budget: int,
+    streamed: frozenset[str],
+    streamed_out: frozenset[str],
+) -> bool:
+    """Whether the unbounded plan may use no slow memory: only a plan run in
+    place (the whole graph one normal stage) or one whose inputs and outputs
+    all stream; any other plan keeps a model input (read by a unit) or a
+    model output in slow memory. When this is False a plan without slow
+    memory is the single-arena plan, and the unbounded one need not be made."""
+    if not graph.nodes or normal_peak(graph, 0, len(graph.nodes), tables) <= budget:
+        return True
+    ins = [x for x in graph.inputs if not graph.tensors[x].is_const]
+    return all(x in streamed or not graph.consumers(x) for x in ins) and all(
+        x in streamed_out for x in graph.outputs
     )
 
 
@@ -2100,9 +2129,12 @@ def min_single_budget(
     out = _streamed_out(graph, stream_output)
 
     def ok(b: int) -> bool:
-        free = _plan(_Ctx(graph, tables, b, ranks, mac_weight, streamed=streamed, streamed_out=out))
-        if free.fits and free.slow_peak == 0:
-            return True
+        if _may_need_no_slow(graph, tables, b, streamed, out):
+            free = _plan(
+                _Ctx(graph, tables, b, ranks, mac_weight, streamed=streamed, streamed_out=out)
+            )
+            if free.fits and free.slow_peak == 0:
+                return True
         ctx = _Ctx(
             graph,
             tables,

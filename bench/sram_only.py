@@ -11,10 +11,18 @@ ratio of our figure to theirs (below 1: less memory than the anchor).
 
 The figures are the planner's; tests/test_planner_slow_budget.py holds them
 equal to what the loop-level interpreter and the C measure. The planner does
-not depend on the ISA; the planning times are measured on this machine
-(Intel Sapphire Rapids, one thread).
+not depend on the ISA; the planning times are measured on the machine the
+script runs on (its CPU is printed under the table; one thread, noisy when
+the machine is shared).
 
     python bench/sram_only.py [--models mobilenet_v2,mobilenet_v2_035] [--dtypes int8,f32]
+                              [--boundary int8|float]
+
+`--boundary int8` (the default) plans the int8 models as the boundary pass
+leaves them: the input is the quantized NHWC tensor (one byte an element, as a
+camera's DMA delivers it) and the output the int8 logits; `--boundary float`
+keeps the float32 input and its QuantizeLinear, which a resident plan holds
+whole.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test s
 import zoo  # noqa: E402
 
 from tigris_ir.frontend.onnx_import import import_model
+from tigris_ir.passes.boundary import set_int8_boundary
 from tigris_ir.plan.ir import layer_by_layer_peak, main_func
 from tigris_ir.plan.memory import format_bytes
 from tigris_ir.plan.nn_graph import build_view
@@ -76,6 +85,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--models", default="mobilenet_v2,mobilenet_v2_035,vgg,resnet,ds_cnn")
     ap.add_argument("--dtypes", default="int8,f32")
+    ap.add_argument("--boundary", choices=("int8", "float"), default="int8")
     args = ap.parse_args()
     console = Console(width=200)
     t = Table(title="smallest SRAM budgets of the zoo models (full size)")
@@ -96,7 +106,10 @@ def main() -> int:
     for name in args.models.split(","):
         for dt in args.dtypes.split(","):
             model = zoo.build(name, size="full", int8=dt == "int8")
-            fn = main_func(import_model(model).module)
+            module = import_model(model).module
+            if dt == "int8" and args.boundary == "int8":
+                set_int8_boundary(module)
+            fn = main_func(module)
             g = build_view(fn).graph
             naive = layer_by_layer_peak(fn)
             fast = min_budget(g)
@@ -129,10 +142,22 @@ def main() -> int:
     console.print(t)
     console.print(
         "Ratios in brackets: of the layer-by-layer peak. 'plan s': one plan at the "
-        "resident / streamed budget. The zoo's int8 models take a float32 input "
-        "(QuantizeLinear first), which a resident plan holds whole."
+        "resident / streamed budget. int8 boundary: "
+        f"{args.boundary} (float: the int8 models take a float32 input, QuantizeLinear "
+        "first, which a resident plan holds whole)."
     )
+    console.print(f"planning times on: {_cpu()}")
     return 0
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "an unknown CPU"
 
 
 if __name__ == "__main__":

@@ -332,6 +332,64 @@ def test_upsample_and_resize_10_scale_asymmetrically(opset: int) -> None:
     np.testing.assert_array_equal(got, want)
 
 
+def test_pad_axes_input_of_opset_18() -> None:
+    node = helper.make_node("Pad", ["x", "p", "", "ax"], ["y"], name="pad")
+    inits = [
+        numpy_helper.from_array(np.array([1, 2, 0, 1], np.int64), "p"),
+        numpy_helper.from_array(np.array([2, -1], np.int64), "ax"),
+    ]
+    model = _model([node], [_fm("x", 1, 2, 3, 3)], [_fm("y", 1, 2, 4, 6)], inits, opset=18)
+    x = RNG.standard_normal((1, 2, 3, 3)).astype(np.float32)
+    (want,) = ort_run(model, {"x": x})
+    imp = import_model(model, origin="pad")
+    (got,) = run_reference(imp.module, imp.weights, [x])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceL2"])
+def test_reduce_with_no_axes_and_noop_is_the_input(op: str) -> None:
+    """noop_with_empty_axes with empty axes keeps the input (ReduceL2, which
+    onnxruntime computes as sqrt(x * x) then, is refused by name)."""
+    opset = 13 if op == "ReduceSum" else 18
+    node = helper.make_node(op, ["x", "a"], ["r"], name="r", noop_with_empty_axes=1)
+    relu = helper.make_node("Relu", ["r"], ["y"], name="relu")
+    inits = [numpy_helper.from_array(np.array([], np.int64), "a")]
+    model = _model([node, relu], [_fm("x", 1, 2, 3, 3)], [_fm("y", 1, 2, 3, 3)], inits, opset)
+    if op == "ReduceL2":
+        with pytest.raises(ImportDiagnostic, match="noop_with_empty_axes is supported where"):
+            import_model(model, origin="r")
+        return
+    x = RNG.standard_normal((1, 2, 3, 3)).astype(np.float32)
+    (want,) = ort_run(model, {"x": x})
+    imp = import_model(model, origin="r")
+    (got,) = run_reference(imp.module, imp.weights, [x])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("opset", [7, 12])
+def test_dropout_giving_a_graph_output_with_its_mask(opset: int) -> None:
+    """A Dropout whose output is the graph's keeps its name (the simplifier
+    cannot rename it); with a mask output it is still the identity. In
+    training mode it is refused by name."""
+    ins = ["x"] if opset < 12 else ["x", "r", "t"]
+    node = helper.make_node("Dropout", ins, ["y", "mask"], name="drop")
+    inits = []
+    if opset >= 12:
+        inits = [
+            numpy_helper.from_array(np.array(0.5, np.float32), "r"),
+            numpy_helper.from_array(np.array(False), "t"),
+        ]
+    model = _model([node], [_fm("x", 1, 2, 3, 3)], [_fm("y", 1, 2, 3, 3)], inits, opset=opset)
+    x = RNG.standard_normal((1, 2, 3, 3)).astype(np.float32)
+    imp = import_model(model, origin="drop")
+    (got,) = run_reference(imp.module, imp.weights, [x])
+    np.testing.assert_array_equal(got, ort_run(model, {"x": x})[0])
+    if opset >= 12:
+        model.graph.initializer[1].CopyFrom(numpy_helper.from_array(np.array(True), "t"))
+        with pytest.raises(ImportDiagnostic, match="Dropout in training mode"):
+            import_model(model, origin="drop")
+
+
 def test_ir3_initializers_listed_as_inputs() -> None:
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv")]
     w = _w("w", 2, 3, 1, 1)

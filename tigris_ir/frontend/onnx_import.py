@@ -892,10 +892,24 @@ _UNARY: dict[str, type[nn.NNOp]] = {
 }
 
 
+def _inference_dropout(imp: _Importer, node: onnx.NodeProto) -> None:
+    """A Dropout the simplifier kept (its output is a graph output) must be
+    in inference mode, its mask (if any) the simplifier's constant of ones."""
+    if len(node.input) > 2 and node.input[2]:
+        mode = imp.const(node.input[2])
+        if mode is None or bool(np.asarray(mode).reshape(())):
+            raise imp.fail(
+                f"Dropout in training mode ('{node.input[2]}' is true or computed at run "
+                "time) is random; only inference mode is supported"
+            )
+    if len(node.output) > 1 and node.output[1] and imp.const(node.output[1]) is None:
+        raise imp.fail(f"Dropout's mask output '{node.output[1]}' needs the input's static shape")
+
+
 @_handles(*_UNARY)
 def _unary(imp: _Importer, node: onnx.NodeProto) -> None:
-    if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
-        raise imp.fail("Dropout's mask output is not supported")
+    if node.op_type == "Dropout":
+        _inference_dropout(imp, node)
     if node.op_type == "Identity" and imp.dq_node(node.input[0]) is None:
         x = imp.value(node.input[0])
         if nn.quant_of(x.ssa) is None and nn.dtype_of(x.ssa) != np.float32:
@@ -1572,6 +1586,23 @@ def _transpose(imp: _Importer, node: onnx.NodeProto) -> None:
     imp.finish(node, op, "plain", q)
 
 
+def _pads_of_axes(imp: _Importer, node: onnx.NodeProto, pads: list[int], rank: int) -> list[int]:
+    """Pad's `axes` (opset 18): the pads, begins then ends, of the listed
+    axes, as pads for every axis (0 elsewhere)."""
+    axes = [int(v) for v in imp.require_const(node, node.input[3], "Pad's axes").reshape(-1)]
+    if any(not -rank <= ax < rank for ax in axes):
+        raise imp.fail(f"Pad's axes {axes} are outside the rank-{rank} input")
+    norm = [ax % rank for ax in axes]
+    if len(set(norm)) != len(norm):
+        raise imp.fail(f"Pad's axes {axes} name an axis twice")
+    if len(pads) != 2 * len(axes):
+        raise imp.fail(f"Pad needs {2 * len(axes)} pads for the axes {axes}, got {len(pads)}")
+    full = [0] * (2 * rank)
+    for i, ax in enumerate(norm):
+        full[ax], full[rank + ax] = pads[i], pads[len(axes) + i]
+    return full
+
+
 @_handles("Pad")
 def _pad(imp: _Importer, node: onnx.NodeProto) -> None:
     a = imp.attrs(node)
@@ -1589,9 +1620,9 @@ def _pad(imp: _Importer, node: onnx.NodeProto) -> None:
         raise imp.fail(f"Pad at opset {imp.opset} needs its pads input")
     if imp.opset >= 11 and len(node.input) > 2 and node.input[2]:
         value = float(imp.require_const(node, node.input[2], "Pad's value").reshape(()))
-    if len(node.input) > 3 and node.input[3]:
-        raise imp.fail("Pad's axes input is not supported")
     rank = len(nn.shape_of(x.ssa))
+    if len(node.input) > 3 and node.input[3]:  # opset 18: pads of the listed axes only
+        pads = _pads_of_axes(imp, node, pads, rank)
     if len(pads) != 2 * rank:
         raise imp.fail(f"Pad needs {2 * rank} pads for a rank-{rank} input, got {len(pads)}")
     if any(p < 0 for p in pads):
@@ -1709,7 +1740,13 @@ def _reduce(imp: _Importer, node: onnx.NodeProto) -> None:
         axes = [int(v) for v in a.get("axes", [])]
     keep = int(a.get("keepdims", 1))
     if not axes and int(a.get("noop_with_empty_axes", 0)):
-        raise imp.fail("noop_with_empty_axes is not supported")
+        if q is not None or node.op_type == "ReduceL2":  # not the identity
+            raise imp.fail(
+                "noop_with_empty_axes is supported where it keeps the input as it is (not "
+                "inside a QDQ group, not ReduceL2's sqrt(x * x))"
+            )
+        imp.env[node.output[0]] = x  # no axes: the input unchanged
+        return
     axes = [ax % rank for ax in axes] or list(range(rank))
     if x.layout == "cl" and keep:
         axes = [_cl_axis(ax, rank) for ax in axes]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import helper
+from onnx import NodeProto, TensorProto, helper, numpy_helper
 from ops_oracle import check_model, make_model, rand
 
 from tigris_ir.dialects import nn
@@ -110,3 +110,52 @@ def test_unsupported_recurrent_attributes_are_named():
     model = make_model([node], {"x": (SEQ, BATCH, INP)}, ["y"], inits, opset=14)
     with pytest.raises(ImportDiagnostic, match=r"'rnn' \(LSTM\).*'clip'"):
         import_model(model)
+
+
+def test_an_exporters_lstm_with_its_state_subgraphs():
+    """PyTorch's export of nn.LSTM followed by a linear layer: zero initial
+    states built by ConstantOfShape from Shape-Gather-Unsqueeze-Concat of the
+    input's batch, the direction axis squeezed out of Y, the last step taken
+    by Slice and the final state by Gather; the shape parts fold, the rest
+    matches onnxruntime and runs planned (interpreter and C) equal to the
+    untiled reference."""
+    def i64(name: str, v) -> NodeProto:
+        arr = numpy_helper.from_array(np.asarray(v, np.int64), name + "_v")
+        return helper.make_node("Constant", [], [name], value=arr)
+
+    zero = numpy_helper.from_array(np.array([0.0], np.float32), "z")
+    nodes = [
+        i64("one", 1), i64("ax0", [0]), i64("dirs", [1]), i64("hid", [HID]),
+        i64("last_s", [-1]), i64("last_e", [2**62]), i64("first", 0),
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "one"], ["b"], axis=0),
+        helper.make_node("Unsqueeze", ["b", "ax0"], ["b1"]),
+        helper.make_node("Concat", ["dirs", "b1", "hid"], ["state_shape"], axis=0),
+        helper.make_node("ConstantOfShape", ["state_shape"], ["h0"], value=zero),
+        helper.make_node("ConstantOfShape", ["state_shape"], ["c0"], value=zero),
+        helper.make_node(
+            "LSTM", ["x", "w", "r", "bias", "", "h0", "c0"], ["y", "yh", "yc"], hidden_size=HID
+        ),
+        helper.make_node("Squeeze", ["y", "dirs"], ["y3"]),
+        helper.make_node("Slice", ["y3", "last_s", "last_e", "ax0"], ["y_last"]),
+        helper.make_node("Squeeze", ["y_last", "ax0"], ["last"]),
+        helper.make_node("Gather", ["yh", "first"], ["h"], axis=0),
+        helper.make_node("Add", ["last", "h"], ["both"]),
+        helper.make_node("Cast", ["both"], ["both_f"], to=TensorProto.FLOAT),
+        helper.make_node("Gemm", ["both_f", "fc_w", "fc_b"], ["out"], transB=1),
+    ]
+    inits = _weights("l", 4, 1, 40)
+    inits = {"w": inits["l_w"], "r": inits["l_r"], "bias": inits["l_b"]}
+    inits |= {"fc_w": rand((3, HID), seed=44), "fc_b": rand((3,), seed=45)}
+    model = make_model(nodes, {"x": (SEQ, BATCH, INP)}, ["out", "yc"], inits, opset=13)
+    got = check_model(model, {"x": rand((SEQ, BATCH, INP), seed=46)}, min_tiles=0)
+    assert max(got.worst) <= 1e-5
+    imp = import_model(model, origin="exporter")
+    s = imp.simplified
+    assert s is not None
+    for op in ("Shape", "Gather", "Concat", "ConstantOfShape"):
+        assert s.folded[op] >= 1, (op, s.folded)
+    assert s.removed["Cast"] == 1
+    assert {n.op_type for n in s.model.graph.node} == {
+        "LSTM", "Squeeze", "Slice", "Gather", "Add", "Gemm"
+    }

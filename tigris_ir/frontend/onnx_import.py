@@ -1295,6 +1295,12 @@ def _bn(imp: _Importer, node: onnx.NodeProto) -> None:
     why = bn_refusal(imp, node)
     if why is not None:
         raise imp.fail(why)
+    rank = len(nn.shape_of(imp.value(node.input[0]).ssa))
+    if rank > 4:
+        raise imp.fail(
+            f"BatchNormalization of a rank-{rank} input (3D spatial) is not supported; "
+            "supported: rank 2 to 4 (N, C and up to two spatial axes)"
+        )
     x = imp.to_cl(imp.value(node.input[0]))
     params = [imp.require_const(node, n, "a BatchNormalization parameter") for n in node.input[1:5]]
     eps = float(imp.attrs(node).get("epsilon", 1e-5))

@@ -81,6 +81,10 @@ KIND_ATTR = "loop.kind"
 NODE_ATTR = "loop.node"
 LINE_BUFFERED = "line-buffered"
 """The suffix of a tile loop's kind whose line buffers compute each row once."""
+CHANNEL_GROUP_ATTR = "loop.channel_group"
+"""On a tile loop whose band is cut into channel groups: the channels of a
+group (an integer); every buffer of the unit holds at most that many channels
+and each tile's bands cut the channel axis (`cuts` name it)."""
 RECOMPUTE_ATTR = "loop.recompute"
 """On a band op of a line-buffered chain: the member stage it belongs to, one
 that holds a channel Concat, whose ops compute their whole range every tile

@@ -81,6 +81,9 @@ class BandAttr(ParametrizedAttribute):
     `#tile.band<tile_h = 7, tile_w = 52, tiles = 48, halo = [1, 1, 1, 1], peak = 12544>`
     halo is (top, bottom, left, right) rows/columns re-read at tile borders;
     tile_w is 0 for full-width strips; peak is the planned fast-memory bytes.
+    A band cut into groups of channels also records the group size, as
+    `channels = 40` (printed only then; `tiles` counts groups x spatial tiles,
+    the groups outermost).
     """
 
     name = "tile.band"
@@ -90,9 +93,16 @@ class BandAttr(ParametrizedAttribute):
     tiles: IntAttr
     halo: ArrayAttr[IntAttr]
     peak: IntAttr
+    channels: IntAttr
 
     def __init__(
-        self, tile_h: int, tile_w: int, tiles: int, halo: Sequence[int], peak: int
+        self,
+        tile_h: int,
+        tile_w: int,
+        tiles: int,
+        halo: Sequence[int],
+        peak: int,
+        channels: int = 0,
     ) -> None:
         super().__init__(
             IntAttr(tile_h),
@@ -100,6 +110,7 @@ class BandAttr(ParametrizedAttribute):
             IntAttr(tiles),
             ArrayAttr([IntAttr(h) for h in halo]),
             IntAttr(peak),
+            IntAttr(channels),
         )
 
     @classmethod
@@ -109,9 +120,10 @@ class BandAttr(ParametrizedAttribute):
             while True:
                 pos = parser.pos
                 key = parser.parse_identifier()
-                if key not in _BAND_KEYS or key in values:
+                if key not in (*_BAND_KEYS, "channels") or key in values:
                     parser.raise_error(
-                        f"expected one of {', '.join(_BAND_KEYS)} once each, got '{key}'",
+                        f"expected one of {', '.join(_BAND_KEYS)} (and optionally channels) "
+                        f"once each, got '{key}'",
                         pos,
                         parser.pos,
                     )
@@ -130,21 +142,23 @@ class BandAttr(ParametrizedAttribute):
         missing = [k for k in _BAND_KEYS if k not in values]
         if missing:
             parser.raise_error(f"#tile.band is missing {', '.join(missing)}")
-        return tuple(values[k] for k in _BAND_KEYS)
+        return (*(values[k] for k in _BAND_KEYS), values.get("channels", IntAttr(0)))
 
     def print_parameters(self, printer: Printer) -> None:
         halo = ", ".join(str(h.data) for h in self.halo.data)
         printer.print_string(
             f"<tile_h = {self.tile_h.data}, tile_w = {self.tile_w.data}, "
-            f"tiles = {self.tiles.data}, halo = [{halo}], peak = {self.peak.data}>"
+            f"tiles = {self.tiles.data}, halo = [{halo}], peak = {self.peak.data}"
+            + (f", channels = {self.channels.data}" if self.channels.data else "")
+            + ">"
         )
 
     def verify(self) -> None:
         for key, v in (("tile_h", self.tile_h.data), ("tiles", self.tiles.data)):
             if not 1 <= v <= I64_MAX:
                 raise VerifyException(f"#tile.band: {out_of_range(key, v)}")
-        if self.tile_w.data < 0 or self.peak.data < 0:
-            raise VerifyException("#tile.band: tile_w and peak must be >= 0")
+        if self.tile_w.data < 0 or self.peak.data < 0 or self.channels.data < 0:
+            raise VerifyException("#tile.band: tile_w, peak and channels must be >= 0")
         if len(self.halo.data) != 4 or any(h.data < 0 for h in self.halo.data):
             raise VerifyException(
                 "#tile.band: halo needs 4 non-negative values (top, bottom, left, right)"
@@ -158,11 +172,13 @@ class BandAttr(ParametrizedAttribute):
     def describe(self) -> str:
         """The spec's words: `48 tiles of 7 x 52, halo 2`."""
         halo = max(self.halo_values)
-        if self.tile_w.data:
-            return (
-                f"{self.tiles.data} tiles of {self.tile_h.data} x {self.tile_w.data}, halo {halo}"
-            )
-        return f"{self.tiles.data} tiles of {self.tile_h.data} rows, halo {halo}"
+        shape = (
+            f"{self.tile_h.data} x {self.tile_w.data}"
+            if self.tile_w.data
+            else f"{self.tile_h.data} rows"
+        )
+        group = f" x {self.channels.data} channels" if self.channels.data else ""
+        return f"{self.tiles.data} tiles of {shape}{group}, halo {halo}"
 
 
 @irdl_op_definition

@@ -957,6 +957,8 @@ class _Lowering:
         for_op.attributes[loop.KIND_ATTR] = StringAttr(
             u.kind + (", " + loop.LINE_BUFFERED if u.line_buffered else "")
         )
+        if u.channel_group:
+            for_op.attributes[loop.CHANNEL_GROUP_ATTR] = IntegerAttr(u.channel_group, i64)
         return for_op
 
     def tile_op(

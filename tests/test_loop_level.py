@@ -344,6 +344,10 @@ def assert_runs_as_planned(module: ModuleOp, weights, args, ref, p: Plan) -> Non
 
 BUDGETS = (2048, 4096, 8192, 12288, 16384, 65536)
 
+EXTRA = (("ds_cnn", False, 1024),)
+"""Cases beside the zoo x BUDGETS grid: where a plain chain (no halo) still
+forms, now that channel groups take most halo-free stages of the grid."""
+
 
 @pytest.mark.parametrize("budget", BUDGETS)
 @pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
@@ -360,27 +364,35 @@ def test_zoo_plans_run_as_planned(name: str, int8: bool, budget: int):
     assert_runs_as_planned(module, weights, args, ref, p)
 
 
+@pytest.mark.parametrize(("name", "int8", "budget"), EXTRA)
+def test_extra_zoo_plans_run_as_planned(name: str, int8: bool, budget: int):
+    module, weights, args, ref = zoo_case(name, int8)
+    p = plan(build_view(main_func(module)).graph, budget)
+    assert p.fits
+    assert_runs_as_planned(module, weights, args, ref, p)
+
+
 def test_the_zoo_budgets_cover_every_strategy():
     """The budgets above force strips, grids, chains (line-buffered or not,
     recomputing a Concat), accumulations (sub-row too), resizes, expanded
-    bands, normal and in-place stages."""
+    bands, channel groups, normal and in-place stages."""
     seen: set[str] = set()
-    for name in zoo.ZOO:
-        for int8 in (False, True):
-            module = zoo_case(name, int8)[0]
-            g = build_view(main_func(module)).graph
-            for budget in BUDGETS:
-                p = plan(g, budget)
-                if not p.fits:
-                    continue
-                for st in p.stages:
-                    if st.chain is None:
-                        sub = "-subrow" if st.strategy == "accumulate" and not st.tiles else ""
-                        seen.add(st.strategy + sub)
-                for c in p.chains:
-                    seen.add("chain-lb" if c.line_buffered else "chain")
-                    if c.recompute:
-                        seen.add("chain-recompute")
+    cases = [(n, q, b) for n in zoo.ZOO for q in (False, True) for b in BUDGETS]
+    for name, int8, budget in [*cases, *EXTRA]:
+        module = zoo_case(name, int8)[0]
+        p = plan(build_view(main_func(module)).graph, budget)
+        if not p.fits:
+            continue
+        for st in p.stages:
+            if st.chain is None:
+                sub = "-subrow" if st.strategy == "accumulate" and not st.tiles else ""
+                seen.add(st.strategy + sub)
+                if st.channel_group and st.tiles:
+                    seen.add("channels")
+        for c in p.chains:
+            seen.add("chain-lb" if c.line_buffered else "chain")
+            if c.recompute:
+                seen.add("chain-recompute")
     want = {
         "normal",
         "inplace",
@@ -393,6 +405,7 @@ def test_the_zoo_budgets_cover_every_strategy():
         "chain",
         "chain-lb",
         "chain-recompute",
+        "channels",
     }
     assert want <= seen
 

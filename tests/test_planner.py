@@ -268,9 +268,12 @@ def test_accumulated_global_average_pool_bands():
     p = plan(g, 400)
     assert p.fits and p.stages[-1].channel_group
     assert "channels" in p.stages[-1].describe()
-    # the smallest band: one position of one channel, its output and partial sum
-    least = align(1) + align(ACC_DTYPE.itemsize) + 2 * align(1)
+    # the smallest plan: the Relu cut into channel groups as a stage of its
+    # own, then the pool's smallest band, one position of one channel, its
+    # output and partial sum
+    least = align(1) + align(ACC_DTYPE.itemsize) + align(1)
     assert min_budget(g) == least
+    assert plan(g, least).stages[0].channel_group
     assert plan(g, least).fits and not plan(g, least - 1).fits
 
 

@@ -202,7 +202,8 @@ def _conv_core(
     product = rtile_exec.product(kern) if kern is not None else np.matmul
     if not any(pads) and all(k == 1 for k in info.kernel) and all(v == 1 for v in st):
         # a 1x1 conv: im2col's patches are the band itself, the same product
-        cout, group = w64.shape[0], op.groups()
+        cout = w64.shape[0]
+        group = min(op.groups(), cout)  # a channel group of a depthwise conv: its own
         rows = math.prod(x.shape[:-1])
         patches = x.astype(np.float64).reshape(rows, group, -1)
         patches = np.ascontiguousarray(np.moveaxis(patches, 1, 0))
@@ -214,7 +215,24 @@ def _conv_core(
     xp[(slice(None), *(slice(pads[i], pads[i] + x.shape[1 + i]) for i in range(n)))] = x
     if w64.shape[-1] == 1 and kern is None:
         return K._depthwise(xp, w64, st, dl, out)  # noqa: SLF001
-    return K._im2col(xp, w64, st, dl, out, op.groups(), product)  # noqa: SLF001
+    return K._im2col(xp, w64, st, dl, out, min(op.groups(), w64.shape[0]), product)  # noqa: SLF001
+
+
+def _channel_group_consts(
+    op: nn.ConvOp, args: list[np.ndarray], out: Band, out_shape: Sequence[int]
+) -> list[np.ndarray]:
+    """A band of a channel group (the output's channel axis cut): a depthwise
+    convolution runs the group's filters, biases and weight scales."""
+    last = len(out_shape) - 1
+    if last not in out:
+        return args
+    c = out_shape[-1]
+    if op.groups() != c or nn.shape_of(op.input)[-1] != c:
+        raise BandError(f"{op.name}: only a depthwise convolution cuts its channels")
+    c0, c1 = out[last]
+    return [
+        a if i == 0 or a.ndim == 0 or a.shape[0] != c else a[c0:c1] for i, a in enumerate(args)
+    ]
 
 
 def _conv(op: nn.ConvOp, args: list[np.ndarray], held: Band, out: Band) -> list[np.ndarray]:
@@ -224,6 +242,7 @@ def _conv(op: nn.ConvOp, args: list[np.ndarray], held: Band, out: Band) -> list[
     sl, pads, _ = _window_geometry(op, held, out, out_shape)
     n = len(out_shape) - 2
     sizes = tuple(b - a for a, b in (out.get(1 + i, (0, out_shape[1 + i])) for i in range(n)))
+    args = _channel_group_consts(op, list(args), out, out_shape)
 
     kern = kernel_of(op)
     clamp = kern.epilogue.clamp if kern is not None else None
@@ -262,7 +281,7 @@ def _conv(op: nn.ConvOp, args: list[np.ndarray], held: Band, out: Band) -> list[
                 strides=op.strides(),
                 pads=pads,
                 dilations=op.dilations(),
-                group=op.groups(),
+                group=min(op.groups(), w.shape[0]),
             )
         return [
             nn.requantize_acc(

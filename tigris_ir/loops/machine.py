@@ -996,6 +996,7 @@ class LoopFunctions(InterpreterFunctions):
         self.m = m
         self.shapes: dict[int, tuple[int, int, list[tuple[int, ...]]]] = {}
         self.statics: dict[int, _BandStatic] = {}
+        self.groups: dict[int, int] = {}
 
     def _shape(self, op: loop.BandComputeOp) -> tuple[int, int, list[tuple[int, ...]]]:
         """The op's input count, operand count and cut axes (read once per op)."""
@@ -1050,6 +1051,7 @@ class LoopFunctions(InterpreterFunctions):
         st = self._static(op)
         if m.tracked:
             what = self._what(op)
+            self._check_group(op, out, st, what)
             covers = [m.cover(op, n_in + k, bands[n_in + k]) for k in range(len(outs))]
             for i, (r, h, shape) in enumerate(zip(ins, held, st.arg_shapes)):
                 try:
@@ -1066,6 +1068,31 @@ class LoopFunctions(InterpreterFunctions):
                 tags = (c.pid << POSITION_BITS) | positions(shape, bands[n_in + k])
                 m.wrote(r, st.node, tags)
         return ()
+
+    def _check_group(self, op: loop.BandOp, out: Band, st: _BandStatic, what: str) -> None:
+        """In a tile loop cut into channel groups (`loop.channel_group` g), a
+        band computes at most g channels of its result, along the channel axis
+        its cuts name."""
+        g = self.groups.get(id(op))
+        if g is None:
+            g = 0
+            p = op.parent_op()
+            while p is not None and not isinstance(p, func.FuncOp):
+                attr = p.attributes.get(loop.CHANNEL_GROUP_ATTR)
+                if isinstance(p, scf.ForOp) and isinstance(attr, IntegerAttr):
+                    g = int(attr.value.data)
+                    break
+                p = p.parent_op()
+            self.groups[id(op)] = g
+        if not g or not st.result_shapes:
+            return
+        last = len(st.result_shapes[0]) - 1
+        lo, hi = out.get(last, (0, st.result_shapes[0][-1]))
+        if hi - lo > g:
+            raise LoopIRError(
+                f"{what}: the tile loop runs groups of {g} channels but the band computes "
+                f"channels [{lo}, {hi}) of its result"
+            )
 
     def _what(self, op: loop.BandComputeOp) -> str:
         node = self._static(op).node

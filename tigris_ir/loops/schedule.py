@@ -142,6 +142,9 @@ class TiledUnit:
     """In a line-buffered chain, the ops of a member stage holding a channel
     Concat, each with its stage's name: they compute their whole range every
     tile (`spec/tiling.md`, chain memory layout), the others only new rows."""
+    channel_group: int = 0
+    """A band cut into groups of this many channels (groups outermost over the
+    tiles, every buffer holding one group's channels); 0: not cut."""
 
 
 Unit = NormalUnit | TiledUnit
@@ -238,10 +241,16 @@ def _nonempty(band: Band) -> bool:
     return all(hi > lo for lo, hi in band.values())
 
 
-def _band_of(axis: int, rows: Range, cols: Range | None, shape: Sequence[int]) -> dict[int, Range]:
-    """A band of a tensor; an empty range the planner puts past the tensor's
-    end (a clipped column range) is moved to the end, where it is a valid
-    empty slice."""
+def _band_of(
+    axis: int,
+    rows: Range,
+    cols: Range | None,
+    shape: Sequence[int],
+    chans: Range | None = None,
+) -> dict[int, Range]:
+    """A band of a tensor (of a channel group's channels `chans`, on the last
+    axis); an empty range the planner puts past the tensor's end (a clipped
+    column range) is moved to the end, where it is a valid empty slice."""
 
     def clip(r: Range, size: int) -> Range:
         return (min(r[0], size), min(r[1], size))
@@ -249,6 +258,8 @@ def _band_of(axis: int, rows: Range, cols: Range | None, shape: Sequence[int]) -
     band = {axis: clip(rows, shape[axis])}
     if cols is not None and len(shape) == 4 and axis == 1:
         band[2] = clip(cols, shape[2])
+    if chans is not None:
+        band[len(shape) - 1] = clip(chans, shape[-1])
     return band
 
 
@@ -271,6 +282,7 @@ def _tiled_unit(
     planned_peak: int,
     tile_hw: tuple[int, int],
     shared: Mapping[str, str] | None = None,
+    channel_group: int = 0,
 ) -> TiledUnit:
     """A tiled stage or chain: its buffers (one per tensor, except that a
     tensor an in-place activation overwrites is held in that activation's
@@ -293,6 +305,8 @@ def _tiled_unit(
         shape[axes[t]] = rows
         if grid and info.rank == 4 and axes[t] == 1 and t in band_cols:
             shape[2] = band_cols[t]
+        if channel_group:  # a group's channels of every tensor of the band
+            shape[-1] = min(channel_group, shape[-1])
         old = extent.get(owner)
         extent[owner] = shape if old is None else [max(a, b) for a, b in zip(old, shape)]
     for t in band_rows:
@@ -350,6 +364,7 @@ def _tiled_unit(
         tuple(inputs),
         tuple(outputs),
         dict(recompute) if line_buffered else {},
+        channel_group,
     )
 
 
@@ -416,15 +431,17 @@ def _tile_bounds(
     if not tiles or tile_h <= 0:
         return [t.out for t in tiles], [t.cols for t in tiles if t.cols] or None
     first = tiles[0]
+    # channel groups repeat the same spatial tiles, groups outermost
+    per = sum(1 for t in tiles if t.chans == first.chans)
     height = max(t.out[1] for t in tiles)
     rows = [(a, min(a + tile_h, height)) for a in range(0, height, tile_h)]
     if first.cols is None or tile_w <= 0:
-        return [rows[i] for i in range(len(tiles))], None
+        return [rows[i % per] for i in range(len(tiles))], None
     width = max(t.cols[1] for t in tiles if t.cols)
     cols = [(a, min(a + tile_w, width)) for a in range(0, width, tile_w)]
     return (
-        [rows[i // len(cols)] for i in range(len(tiles))],
-        [cols[i % len(cols)] for i in range(len(tiles))],
+        [rows[(i % per) // len(cols)] for i in range(len(tiles))],
+        [cols[(i % per) % len(cols)] for i in range(len(tiles))],
     )
 
 
@@ -475,8 +492,14 @@ def _tile_steps(
         rng = tile.rows
         cols = tile.col_ranges
 
-        def band(t: str, r: Range, cols: Mapping[str, Range] | None = cols) -> Band:
-            return _band_of(axes[t], r, cols[t] if cols is not None else None, shapes[t])
+        def band(
+            t: str,
+            r: Range,
+            cols: Mapping[str, Range] | None = cols,
+            chans: Range | None = tile.chans,
+        ) -> Band:
+            c = cols[t] if cols is not None else None
+            return _band_of(axes[t], r, c, shapes[t], chans)
 
         held: dict[str, Band] = {}
         keep: dict[str, Range] = {}
@@ -515,7 +538,7 @@ def _tile_steps(
                 if c is not None and out_cols is not None:
                     ci = out_cols[tile.index]
                     c = (max(c[0], ci[0]), min(c[1], ci[1]))
-            b = _band_of(axes[t], r, c, shapes[t])
+            b = _band_of(axes[t], r, c, shapes[t], tile.chans)
             if _nonempty(b):
                 spills.append((t, b))
         acc = _band_of(axes[gap_in], rng[gap_in], None, shapes[gap_in]) if gap_in else None
@@ -711,6 +734,7 @@ def _stage_unit(
         st.peak,
         (st.tile_h, st.tile_w),
         st.shared,
+        st.channel_group,
     )
 
 

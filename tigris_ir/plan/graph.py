@@ -24,6 +24,11 @@ TENSOR_KINDS: tuple[str, ...] = ("input", "output", "activation", "const")
 CHANNEL_CONCAT = "channel_concat"
 """attrs key of a Concat along the channel axis (a POINTWISE op that recomputes
 its rows in a line-buffered chain)."""
+CHANNEL_LOCAL = "channel_local"
+"""attrs key of an op whose every result channel c reads only channel c of
+its non-constant operands (a depthwise convolution, a pool, an elementwise op
+other than a channel Concat): a band of such ops may also cut the channels
+(`planner.channel_count`)."""
 BAND_AXIS = "band_axis"
 """attrs key of an INDEPENDENT_AXIS op: the output axis the bands cut."""
 INPUT_BAND_AXES = "input_band_axes"
@@ -142,6 +147,10 @@ class NodeInfo:
     @property
     def is_channel_concat(self) -> bool:
         return bool(self.attrs.get(CHANNEL_CONCAT, False))
+
+    @property
+    def is_channel_local(self) -> bool:
+        return bool(self.attrs.get(CHANNEL_LOCAL, False))
 
 
 @dataclass(frozen=True)
@@ -323,6 +332,7 @@ class GraphBuilder:
         macs = math.prod(out_shape) * math.prod(ks) * (cin // groups) if weights else 0
         inputs = [x]
         node_name = name or self._new(op.split(".")[-1])
+        local = out_ch == cin and (groups == cin or not weights)
         if weights:
             w = self.const(f"{node_name}.w", (out_ch, *ks, cin // groups))
             inputs.append(w)
@@ -337,6 +347,7 @@ class GraphBuilder:
             dilations=ds,
             pads=pads,
             macs=macs,
+            attrs={CHANNEL_LOCAL: True} if local else {},
         )
         return out
 
@@ -382,7 +393,9 @@ class GraphBuilder:
 
     def pointwise(self, op: str, *xs: str, name: str | None = None) -> str:
         shape = self.shape(xs[0])
-        (out,) = self.node(op, TilingClass.POINTWISE, xs, [shape], name=name)
+        (out,) = self.node(
+            op, TilingClass.POINTWISE, xs, [shape], name=name, attrs={CHANNEL_LOCAL: True}
+        )
         return out
 
     def relu(self, x: str, name: str | None = None) -> str:

@@ -669,4 +669,6 @@ def match_stages(
 
 
 def band_record(sp: StagePlan) -> tile.BandAttr:
-    return tile.BandAttr(sp.tile_h or 1, sp.tile_w, sp.num_tiles, sp.halo_sides, sp.peak)
+    return tile.BandAttr(
+        sp.tile_h or 1, sp.tile_w, sp.num_tiles, sp.halo_sides, sp.peak, sp.channel_group
+    )

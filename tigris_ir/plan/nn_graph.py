@@ -22,6 +22,7 @@ from tigris_ir.dialects import nn
 from tigris_ir.plan.graph import (
     BAND_AXIS,
     CHANNEL_CONCAT,
+    CHANNEL_LOCAL,
     INPUT_BAND_AXES,
     NodeInfo,
     PlanGraph,
@@ -301,6 +302,19 @@ LOOP_SCALARS = (("trip", "int64"), ("go", "bool"))
 the trip number and the condition its body reads (suffixes of the node name)."""
 
 
+def _channel_local(op: nn.NNOp, tiling: TilingClass) -> bool:
+    """Result channel c reads only channel c of the operands: an elementwise
+    op, a max or average pool, a depthwise convolution of multiplier one."""
+    if tiling is TilingClass.POINTWISE:
+        return True
+    if isinstance(op, nn.MaxPoolOp | nn.AveragePoolOp):
+        return True
+    if isinstance(op, nn.ConvOp):
+        c = nn.shape_of(op.input)[-1]
+        return op.groups() == c == nn.shape_of(op.output)[-1] and c > 1
+    return False
+
+
 def _node(op: nn.NNOp, name: str, ins: Sequence[str], outs: Sequence[str]) -> NodeInfo:
     tiling = op.tiling()
     attrs: dict[str, object] = {}
@@ -315,6 +329,8 @@ def _node(op: nn.NNOp, name: str, ins: Sequence[str], outs: Sequence[str]) -> No
         kernel = tuple(nn.shape_of(op.input)[1:-1])
     if isinstance(op, nn.ConcatOp) and tiling is TilingClass.POINTWISE:
         attrs[CHANNEL_CONCAT] = True
+    elif _channel_local(op, tiling):
+        attrs[CHANNEL_LOCAL] = True
     if tiling is TilingClass.INDEPENDENT_AXIS:
         attrs.update(_band_attrs(op))
     if isinstance(op, nn.ResizeOp):

@@ -123,6 +123,9 @@ class TileRows:
     cols: tuple[int, int] | None
     rows: Mapping[str, tuple[int, int]]
     col_ranges: Mapping[str, tuple[int, int]] | None = None
+    chans: tuple[int, int] | None = None
+    """A channel-grouped band: the channels [lo, hi) every tensor of the band
+    holds in this tile (None: all of them)."""
 
 
 @dataclass(frozen=True)
@@ -174,9 +177,15 @@ class StagePlan:
         """The spec's words: `48 tiles of 7 x 52, halo 2`."""
         if not self.tiled:
             return self.strategy
-        if self.channel_group:
+        if self.channel_group and self.strategy == "accumulate":
             pos = f"{self.tile_h} x {self.tile_w}" if self.tile_h > 1 else f"{self.tile_w}"
             return f"{self.num_tiles} bands of {pos} positions x {self.channel_group} channels"
+        if self.channel_group:
+            shape = f"{self.tile_h} x {self.tile_w}" if self.tile_w else f"{self.tile_h} rows"
+            return (
+                f"{self.num_tiles} tiles of {shape} x {self.channel_group} channels, "
+                f"halo {self.halo}"
+            )
         if self.tile_w:
             return f"{self.num_tiles} tiles of {self.tile_h} x {self.tile_w}, halo {self.halo}"
         return f"{self.num_tiles} tiles of {self.tile_h} rows, halo {self.halo}"
@@ -797,6 +806,85 @@ def _subrow(model: BandModel, budget: int) -> _Tiling | None:
     return _Tiling("accumulate", th, tw, tiles, peak, rows, reads, 0, channel_group=g, cols=cols)
 
 
+def channel_count(model: BandModel) -> int:
+    """The channels a band may cut into groups: C when every op is channel
+    local (`NodeInfo.is_channel_local`) and every tensor the band holds is a
+    feature map of C > 1 channels on its last axis, cut along the height, none
+    read whole; else 0. Each group then runs the band's ops on its channels
+    alone, constants cut to the group (a depthwise filter, per-channel
+    parameters)."""
+    key = ("channels", 0)
+    hit = model._memo.get(key)  # noqa: SLF001
+    if hit is not None:
+        return hit
+    graph = model.graph
+    c = 0
+    if model.kind == "strips" and not model.extra and not any(model.whole):
+        chans = {graph.tensors[n].shape[-1] for n in model.names}
+        ranks = {graph.tensors[n].rank for n in model.names}
+        local = all(graph.nodes[k].is_channel_local for k, _, _ in model.ops)
+        if local and len(chans) == 1 and ranks <= {3, 4}:
+            (c,) = chans
+            c = c if c > 1 else 0
+    model._memo[key] = c  # noqa: SLF001
+    return c
+
+
+def channel_slice(model: BandModel, group: int) -> BandModel:
+    """The band of `group` of the model's `channel_count` channels: every
+    buffer holds that many channels of its rows (`align`ed like any)."""
+    c = channel_count(model)
+    if not 1 <= group <= c:
+        raise ValueError(f"a channel group of {group} of {c} channels")
+    return replace(
+        model,
+        row_bytes=tuple(b // c * group for b in model.row_bytes),
+        cells=tuple(b // c * group for b in model.cells),
+        _memo={("channels", 0): 0},  # a slice does not cut its channels again
+    )
+
+
+CHANNEL_GROUP_TRIES = 48
+"""Channel group sizes `_channel_groups` compares at most (the largest ones:
+C / 2, C / 3, ... evened out); a band that fits only with smaller groups takes
+the largest group that fits."""
+
+
+def _channel_groups(model: BandModel, budget: int, exact: bool = True) -> _Tiling | None:
+    """Groups of g channels, outermost, each run over the strips (or 2D
+    tiles) of the band of g channels (`channel_slice`); the group loading the
+    fewest input bytes in all wins (ties: fewer tiles). The groups split the
+    channels evenly. None for a band that is not channel local or where not
+    even one channel of a 1 x 1 tile fits."""
+    c = channel_count(model)
+    if not c:
+        return None
+    sizes = sorted({-(-c // n) for n in range(2, c + 1)}, reverse=True)
+    best: _Tiling | None = None
+    tried = 0
+    for g in sizes:
+        sub = channel_slice(model, g)
+        if min_band_bytes(sub) > budget:
+            continue
+        t = _strips(sub, budget, exact)
+        if t is None or (exact and t.tiles > 1):
+            grid = _grid(sub, budget, exact) if sub.grid_ok else None
+            if grid is not None and (t is None or grid.reads < t.reads):
+                t = grid
+        if t is None:
+            continue
+        groups = num_tiles(c, g)
+        # every channel loads the rows (and columns) its group's tiles load
+        reads = t.reads // g * c
+        found = replace(t, tiles=t.tiles * groups, reads=reads, channel_group=g)
+        if best is None or (found.reads, found.tiles) < (best.reads, best.tiles):
+            best = found
+        tried += 1
+        if t.tiles == 1 or tried >= CHANNEL_GROUP_TRIES:
+            break  # one spatial tile loads every input once: fewer channels only add tiles
+    return best
+
+
 def _windows(model: BandModel) -> int:
     graph = model.graph
     return sum(
@@ -810,20 +898,26 @@ def _windows(model: BandModel) -> int:
 def tile_band(model: BandModel, budget: int, exact: bool = True) -> _Tiling | None:
     """The strategy of a band that does not run normally: strips (or the
     band kind), a 2D grid when no strip fits or it loads fewer input bytes,
-    sub-row bands for an accumulation. None when nothing fits. `exact=False`
-    gives the estimates stage formation compares (a grid only where no strip
-    fits)."""
+    sub-row bands for an accumulation, and for a band of channel-local ops
+    groups of channels (`_channel_groups`) when nothing else fits or they
+    load fewer input bytes. None when nothing fits. `exact=False` gives the
+    estimates stage formation compares (a grid only where no strip fits)."""
     strips = _strips(model, budget, exact)
-    if strips is not None and (strips.tiles == 1 or not exact):
+    if strips is not None and strips.tiles == 1:
         return strips
-    if not exact and _windows(model) > GRID_MAX_WINDOWS:
-        return None
+    groups = _channel_groups(model, budget, exact)
+
+    def pick(t: _Tiling | None) -> _Tiling | None:
+        return groups if groups is not None and (t is None or groups.reads < t.reads) else t
+
+    if not exact and (strips is not None or _windows(model) > GRID_MAX_WINDOWS):
+        return pick(strips)
     grid = _grid(model, budget, exact)
     if grid is not None and (strips is None or grid.reads < strips.reads):
-        return grid
+        return pick(grid)
     if strips is None and model.kind == "accumulate":
         return _subrow(model, budget)
-    return strips
+    return pick(strips)
 
 
 @dataclass(frozen=True)
@@ -941,7 +1035,8 @@ def _subrow_units(model: BandModel) -> _SubRow | None:
 
 def min_band_bytes(model: BandModel) -> int:
     """The smallest budget some band of the model fits: one row, a 1 x 1 tile,
-    or for an accumulation one position (of every channel, or of one). A
+    for an accumulation one position (of every channel, or of one), for a
+    channel-local band either of one channel. A
     reshape's bands hold whole output rows: its smallest band is a granule."""
     best = model.band_bytes(min(model.granule, model.height))
     if model.grid_ok and model.width >= 2:
@@ -949,6 +1044,8 @@ def min_band_bytes(model: BandModel) -> int:
     units = _subrow_units(model)
     if units is not None:
         best = min(best, units.smallest())
+    if channel_count(model):
+        best = min(best, min_band_bytes(channel_slice(model, 1)))
     return best
 
 
@@ -1326,8 +1423,9 @@ def chain_members(ctx: _Ctx, start: int, stop: int) -> tuple[tuple[int, int], ..
 
 def _feasible_band(b: BandBuilder, budget: int) -> bool:
     """Some band of the builder's ops, or of ops from further upstream, may
-    fit: one row, a 1 x 1 tile, or a sub-row band of an accumulation (the
-    floors count buffers that in-place activations may come to share)."""
+    fit: one row, a 1 x 1 tile, a sub-row band of an accumulation or a group
+    of the channels of a channel-local band (the floors count buffers that
+    in-place activations may come to share)."""
     if b.error is not None:
         return False
     if b.floor1 <= budget or b.lb_ok and b.floor_lb1 <= budget and b.kind in CHAIN_KINDS:
@@ -1340,6 +1438,9 @@ def _feasible_band(b: BandBuilder, budget: int) -> bool:
         and b.floor11 <= budget
     ):
         return True
+    if b.kind == "strips":  # a channel-local band may cut its channels too
+        model = b.model()
+        return bool(channel_count(model)) and min_band_bytes(model) <= budget
     if b.kind != "accumulate":
         return False
     return min_band_bytes(b.model()) <= budget
@@ -1554,18 +1655,24 @@ def _stage_io(
 
 
 def _named_ranges(model: BandModel, t: _Tiling) -> tuple[TileRows, ...]:
-    """Per-tile ranges by tensor name; a grid lists its tiles row by row."""
+    """Per-tile ranges by tensor name; a grid lists its tiles row by row, a
+    channel-grouped band its groups outermost."""
     out: list[TileRows] = []
     root = model.roots[0]
     names = model.names
-    for rr in t.row_ranges:
-        rows = {name: rr[i] for i, name in enumerate(names)}
-        if not t.col_ranges:
-            out.append(TileRows(len(out), rr[root], None, rows))
-            continue
-        for cr in t.col_ranges:
-            cols = {name: cr[i] for i, name in enumerate(names)}
-            out.append(TileRows(len(out), rr[root], cr[root], rows, cols))
+    groups: list[tuple[int, int] | None] = [None]
+    if t.channel_group and t.strategy != "accumulate":
+        c, g = channel_count(model), t.channel_group
+        groups = [(c0, min(c0 + g, c)) for c0 in range(0, c, g)]
+    for chans in groups:
+        for rr in t.row_ranges:
+            rows = {name: rr[i] for i, name in enumerate(names)}
+            if not t.col_ranges:
+                out.append(TileRows(len(out), rr[root], None, rows, None, chans))
+                continue
+            for cr in t.col_ranges:
+                cols = {name: cr[i] for i, name in enumerate(names)}
+                out.append(TileRows(len(out), rr[root], cr[root], rows, cols, chans))
     return tuple(out)
 
 

@@ -1693,6 +1693,19 @@ def _dense_channels(g: _Conv, x: CTensor, y: CTensor) -> bool:
     )
 
 
+def _channel_group(g: _Conv, x: CTensor, y: CTensor) -> int:
+    """The channels per pixel of a depthwise band of a channel group (both
+    memrefs cut along the channels, unit-strided, the same pixel stride
+    below the channel count), else 0."""
+    last = x.rank - 1
+    if not (g.groups == g.c == g.co and g.cg == 1 and x.rank == y.rank == 4):
+        return 0
+    if last not in x.cut or last not in y.cut or x.strides[-1] != 1 or y.strides[-1] != 1:
+        return 0
+    group = x.strides[-2]
+    return group if y.strides[-2] == group and 1 < group < g.c else 0
+
+
 def _use_all(call: str, ins: Sequence[CTensor]) -> str:
     """The call, and every operand pointer it does not pass marked as used."""
     unused = [t.name for t in ins if not re.search(rf"\b{re.escape(t.name)}\b", call)]
@@ -1715,6 +1728,9 @@ def _conv(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CU
     if q is None and (x.ctype != "float" or y.ctype != "float"):
         raise CLoweringError(f"{op.name}: a float conv on {x.ctype} -> {y.ctype}")
     xv, yv = _view(x, 4), _view(y, 4)
+    group = _channel_group(g, x, y) if q is None and _consts_ready(ins, q) else 0
+    if group:
+        return _emit_depthwise(unit, g, q, ins, y, xv, yv, group)
     if not (_consts_ready(ins, q) and _dense_channels(g, x, y)):
         return _emit_generic_conv(unit, conv, g, q, ins, y)
     w = ins[1].value
@@ -1990,14 +2006,28 @@ stay on the stack, the taps' weights in vector registers)."""
 
 
 def _emit_depthwise(
-    unit: CUnit, g: _Conv, q: _Q | None, ins: Sequence[CTensor], y: CTensor, xv: _View, yv: _View
+    unit: CUnit,
+    g: _Conv,
+    q: _Q | None,
+    ins: Sequence[CTensor],
+    y: CTensor,
+    xv: _View,
+    yv: _View,
+    group: int = 0,
 ) -> str:
     """A depthwise convolution: per output pixel one pointer per tap (the pad
-    row where the tap leaves the image), vectors over channels."""
+    row where the tap leaves the image), vectors over channels.
+
+    `group` > 0 (float32): a band of a channel group, its buffers holding
+    `group` channels per pixel from the band's first channel (`yl3`); the
+    filters and biases are read from that channel on, and every pixel
+    computes `group` channels (a shorter last group fills the rest of its
+    pixel's slots, which no band reads; the constants are padded for it)."""
     x = ins[0]
     lanes = LANES if q is None else 8
     cp = -(-g.c // lanes) * lanes
-    cv = g.c // lanes
+    nc = group or g.c
+    cv = nc // lanes
     xt, yt = x.ctype, y.ctype
     if q is None:
         _vec_prelude(unit)
@@ -2019,7 +2049,7 @@ def _emit_depthwise(
         ]
     mid.append(f"const {xt} *restrict pad")
     c32 = -(-g.c // 32) * 32
-    key = f"dw.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q)}"
+    key = f"dw.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q)}.{group}"
 
     def block(nv: int, c: str) -> list[str]:
         if q is None:
@@ -2146,12 +2176,12 @@ def _emit_depthwise(
             out += chunk_block(nv, "c0")
         if rest:
             out += chunk_block(rest, str(full * nv * lanes))
-        if g.c > cv * lanes:
+        if nc > cv * lanes:
             out += [
                 "        for (int p = 0; p < pn; ++p) {",
                 f"          const float *const *t_ = tq + p * {t};",
                 f"          float *yp = yr + (long)(ox0 + p - yl2) * {yv.strides[2]};",
-                f"          for (int c = {cv * lanes}; c < {g.c}; ++c) {{",
+                f"          for (int c = {cv * lanes}; c < {nc}; ++c) {{",
                 "            float s = bias[c];",
                 f"            for (int k = 0; k < {t}; ++k) s += t_[k][c] * w[k * {cp} + c];",
                 "            yp[c] = s;",
@@ -2163,6 +2193,11 @@ def _emit_depthwise(
     def build(name: str) -> str:
         out = _header(name, _conv_params(xt, yt, mid))
         out += _unpack("xb", "x", 4) + _unpack("yb", "y", 4)
+        if group:  # the group's filters and biases
+            out += [
+                "  TIGRIS_BOUND(xl3 == yl3 && yn3 <= xn3);",
+                "  w += yl3; bias += yl3;",
+            ]
         if q is not None:
             out += [
                 "#ifdef TG_AVX512I",
@@ -2208,7 +2243,7 @@ def _emit_depthwise(
             out.append(f"        c0 += {rem * lanes};")
         out += [
             "#endif",
-            f"        for (int c = c0; c < {g.c}; ++c) {{",
+            f"        for (int c = c0; c < {nc}; ++c) {{",
             f"          {'float' if q is None else 'int32_t'} s = bias[c];",
         ]
         if q is None:
@@ -2234,12 +2269,16 @@ def _emit_depthwise(
         ]
         return "\n".join(out)
 
-    name = _helper(unit, key, f"tg_dw_{g.kh}x{g.kw}s{g.sh}x{g.sw}_{g.c}", build)
+    hint = f"tg_dw_{g.kh}x{g.kw}s{g.sh}x{g.sw}_{g.c}" + (f"g{group}" if group else "")
+    name = _helper(unit, key, hint, build)
     w = np.asarray(ins[1].value).reshape(g.c, g.taps).T  # (taps, C)
     wpack = np.zeros((g.taps, cp), np.float32 if q is None else np.int32)
     wpack[:, : g.c] = w
     bias = np.zeros(cp, np.float32 if q is None else np.int32)
     bias[: g.c] = np.asarray(ins[2].value)
+    if group:  # a last group reads up to `group` channels past its first
+        wpack = np.concatenate([wpack.reshape(-1), np.zeros(group, wpack.dtype)])
+        bias = np.concatenate([bias, np.zeros(group, bias.dtype)])
     args = [unit.const("dw", wpack), unit.const("db", bias)]
     if q is not None and q.fixed:  # the AVX-512 constants are never read: no vector kernel
         m = np.zeros(cp, np.int64)

@@ -1037,7 +1037,10 @@ class _Printer:
         unit = op.attributes.get(loop.UNIT_ATTR)
         kind = op.attributes.get(loop.KIND_ATTR)
         what = unit.data if isinstance(unit, StringAttr) else "loop"
-        if isinstance(kind, StringAttr):
+        group = op.attributes.get(loop.CHANNEL_GROUP_ATTR)
+        if isinstance(kind, StringAttr) and isinstance(group, IntegerAttr):
+            self.emit(f"/* {what}: {kind.data}, tiles of {group.value.data} channels */")
+        elif isinstance(kind, StringAttr):
             self.emit(f"/* {what}: {kind.data}, tiles */")
         else:
             self.emit(f"/* {what}: groups */")

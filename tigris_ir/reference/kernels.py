@@ -1140,6 +1140,7 @@ def power(a: ArrayLike, b: ArrayLike, *, multiply: bool = False) -> Array:
             y = d.astype(np.float32)
         else:
             info = np.iinfo(x.dtype)
+            d = _libm_past_2_53(d, x, e)
             t = np.trunc(d)
             ok = (t >= float(info.min)) & (t < -float(info.min))  # the bounds are exact
             y = np.where(ok, np.where(ok, t, 0).astype(x.dtype), x.dtype.type(info.min))
@@ -1147,6 +1148,21 @@ def power(a: ArrayLike, b: ArrayLike, *, multiply: bool = False) -> Array:
             square = x * x
             y = np.where(e == 2, square, np.where(e == 3, square * x, y))
     return np.asarray(y, dtype=x.dtype)
+
+
+def _libm_past_2_53(d: Array, x: Array, e: Array) -> Array:
+    """`d` (numpy's float64 power of `x` and `e`) where its magnitude is
+    below 2^53, and the C library's `pow` (what onnxruntime and the C call)
+    where it is not: there a double's spacing is 2 or more, so the last
+    place, which numpy's and the C library's `pow` may round differently,
+    shows in the integer result."""
+    big = np.isfinite(d) & (np.abs(d) >= 2.0**53)
+    if not np.any(big):
+        return d
+    out = d.copy()
+    xb, eb = np.broadcast_to(x, d.shape)[big], np.broadcast_to(e, d.shape)[big]
+    out[big] = [math.pow(float(p), float(q)) for p, q in zip(xb, eb)]
+    return out
 
 
 def pow_multiplies(base: Sequence[int], exponent: Sequence[int]) -> bool:

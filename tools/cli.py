@@ -270,7 +270,7 @@ def run_main(prog: str, body: Callable[[], int]) -> int:
     """Run a command's body and turn every failure into one line and exit 1."""
     from xdsl.utils.exceptions import DiagnosticException, ParseError
 
-    from tigris_ir.frontend.onnx_import import ImportDiagnostic
+    from tigris_ir.frontend.diagnostic import ImportDiagnostic
     from tigris_ir.reference.executor import ReferenceError_
 
     def say(line: str) -> int:
@@ -311,7 +311,7 @@ def run_main(prog: str, body: Callable[[], int]) -> int:
 
 def check_budget(budget: int, option: str) -> int:
     """A parsed budget within what a target can address (ValueError names it)."""
-    from tigris_ir.frontend.validate import MAX_TENSOR_BYTES, format_size
+    from tigris_ir.frontend.diagnostic import MAX_TENSOR_BYTES, format_size
 
     if budget > MAX_TENSOR_BYTES:
         raise ValueError(
@@ -332,7 +332,7 @@ def check_ir_sizes(module, origin: str, allow_empty: bool = False) -> None:
     from xdsl.dialects.builtin import MemRefType, TensorType
 
     from tigris_ir.dialects import nn
-    from tigris_ir.frontend.validate import ModelInvalid, check_tensor_size
+    from tigris_ir.frontend.diagnostic import ModelInvalid, check_tensor_size
 
     for op in module.walk():
         values = [*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)]

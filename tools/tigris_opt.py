@@ -32,7 +32,6 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from tigris_ir.frontend.onnx_import import import_model, load_model, parse_shape_specs
 from tigris_ir.plan.memory import parse_budget
 from tigris_ir.tools.cli import (
     MCPU_HELP,
@@ -211,6 +210,9 @@ class TigrisOptMain(xDSLOptMain):
 
     # -- import --------------------------------------------------------------
     def import_onnx(self, io: IO[bytes]) -> ModuleOp:
+        # onnx (and its ml_dtypes, about 1 s) loads only for an .onnx input
+        from tigris_ir.frontend.onnx_import import import_model, load_model, parse_shape_specs
+
         origin = self.get_input_name()
         try:
             shapes = parse_shape_specs(self.args.input_shape)

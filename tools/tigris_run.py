@@ -224,7 +224,7 @@ def check_host_memory(module, origin: str) -> None:
     from xdsl.dialects.builtin import MemRefType, TensorType
 
     from tigris_ir.dialects import nn
-    from tigris_ir.frontend.validate import format_size
+    from tigris_ir.frontend.diagnostic import format_size
 
     total = 0
     for op in module.walk():

@@ -43,7 +43,8 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
 from tigris_ir.dialects import nn
-from tigris_ir.frontend import validate
+from tigris_ir.frontend import diagnostic, validate
+from tigris_ir.frontend.diagnostic import ImportDiagnostic
 from tigris_ir.frontend.qoperator import QOperatorError
 from tigris_ir.frontend.simplify import (
     Simplified,
@@ -53,6 +54,7 @@ from tigris_ir.frontend.simplify import (
     subgraphs,
 )
 from tigris_ir.reference import kernels as K
+from tigris_ir.reference.executor import module_io
 
 Layout = str  # "cl": channels-last permutation of ONNX's NC..., "plain": as in ONNX
 
@@ -126,15 +128,6 @@ _ONNX_DTYPES: dict[int, type[np.generic]] = {
     onnx.TensorProto.INT64: np.int64,
     onnx.TensorProto.BOOL: np.bool_,
 }
-
-
-class ImportDiagnostic(Exception):
-    """A user-facing problem with the model, with its location."""
-
-    def __init__(self, where: str, message: str):
-        super().__init__(f"{where}: error: {message}")
-        self.where = where
-        self.message = message
 
 
 @dataclass
@@ -357,10 +350,10 @@ class _Importer:
             if any(d < 1 for d in s):
                 raise self.fail("the result would be empty (a dimension below 1)")
             n = math.prod(s) * np.dtype(dtype).itemsize
-            if n > validate.MAX_TENSOR_BYTES:
+            if n > diagnostic.MAX_TENSOR_BYTES:
                 raise self.fail(
-                    f"the result would take {validate.format_size(n)}; no target holds a "
-                    f"tensor above {validate.format_size(validate.MAX_TENSOR_BYTES)} "
+                    f"the result would take {diagnostic.format_size(n)}; no target holds a "
+                    f"tensor above {diagnostic.format_size(diagnostic.MAX_TENSOR_BYTES)} "
                     "(a 32-bit address space)"
                 )
         op = cls.create(
@@ -739,13 +732,13 @@ class _Importer:
                 )
             dims = list(given)
             try:
-                validate.check_tensor_size(
+                diagnostic.check_tensor_size(
                     f"{self.origin}: input '{inp.name}'",
                     f"--input-shape {inp.name}:{'x'.join(map(str, dims))}",
                     dims,
                     np.dtype(_ONNX_DTYPES[elem]).itemsize,
                 )
-            except validate.ModelInvalid as e:
+            except diagnostic.ModelInvalid as e:
                 raise ImportDiagnostic(e.where, e.message) from None
         elif symbolic:
             raise ImportDiagnostic(
@@ -1974,7 +1967,7 @@ def load_model(data: bytes, origin: str, base_dir: str | Path | None = None) -> 
     _load_external_data(model, origin, base_dir)
     try:  # the checker reads the weights as loaded, not the file's references
         validate.check_model(model.SerializeToString() if external else data, model, origin)
-    except validate.ModelInvalid as e:
+    except diagnostic.ModelInvalid as e:
         raise ImportDiagnostic(e.where, e.message) from None
     return model
 
@@ -2050,7 +2043,7 @@ def import_model(
         )
     try:
         validate.check_input_shapes(model, shapes, origin)
-    except validate.ModelInvalid as e:
+    except diagnostic.ModelInvalid as e:
         raise ImportDiagnostic(e.where, e.message) from None
     model = onnx.ModelProto.FromString(model.SerializeToString())  # we edit nodes
     _check_opset(model, origin)
@@ -2072,7 +2065,7 @@ def import_model(
         )
     try:
         validate.check_imported(model, result.module, origin)
-    except validate.ModelInvalid as e:
+    except diagnostic.ModelInvalid as e:
         raise ImportDiagnostic(e.where, e.message) from None
     if weights_ref is not None:
         result.module.attributes["nn.weights"] = StringAttr(weights_ref)
@@ -2090,32 +2083,6 @@ def import_file(
     model = load_model(data, str(path), base_dir=p.resolve().parent)
     return import_model(
         model, origin=str(path), input_shapes=input_shapes, weights_ref=str(p.resolve())
-    )
-
-
-def module_io(
-    module: ModuleOp,
-) -> tuple[func.FuncOp, list[str], list[str], list[str], list[str]]:
-    """The entry function and its input/output names and boundary layouts."""
-    fns = [op for op in module.ops if isinstance(op, func.FuncOp)]
-    if not fns:
-        raise ValueError("the module has no func.func to run")
-    fn = next((f for f in fns if f.sym_name.data == "main"), fns[0])
-
-    def strs(key: str, n: int, default: str) -> list[str]:
-        a = fn.attributes.get(key)
-        if isinstance(a, ArrayAttr):
-            return [s.data for s in a.data if isinstance(s, StringAttr)]
-        return [default if default != "name" else f"arg{i}" for i in range(n)]
-
-    n_in = len(fn.function_type.inputs.data)
-    n_out = len(fn.function_type.outputs.data)
-    return (
-        fn,
-        strs("nn.input_names", n_in, "name"),
-        strs("nn.input_layouts", n_in, "plain"),
-        strs("nn.output_names", n_out, "name"),
-        strs("nn.output_layouts", n_out, "plain"),
     )
 
 

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from tigris_ir.dialects import nn, tile
-from tigris_ir.frontend.onnx_import import import_file, module_io
 
 
 class ReferenceError_(Exception):
@@ -46,8 +45,37 @@ def load_weights(module: ModuleOp, base: Path | None = None) -> dict[str, np.nda
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
     if path.suffix == ".onnx":
+        # onnx (about a second to load) only when the weights are in a model
+        from tigris_ir.frontend.onnx_import import import_file
+
         return import_file(path).weights
     raise ReferenceError_(f"weights file '{path}' must be .onnx or .npz")
+
+
+def module_io(
+    module: ModuleOp,
+) -> tuple[func.FuncOp, list[str], list[str], list[str], list[str]]:
+    """The entry function and its input/output names and boundary layouts."""
+    fns = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    if not fns:
+        raise ValueError("the module has no func.func to run")
+    fn = next((f for f in fns if f.sym_name.data == "main"), fns[0])
+
+    def strs(key: str, n: int, default: str) -> list[str]:
+        a = fn.attributes.get(key)
+        if isinstance(a, ArrayAttr):
+            return [s.data for s in a.data if isinstance(s, StringAttr)]
+        return [default if default != "name" else f"arg{i}" for i in range(n)]
+
+    n_in = len(fn.function_type.inputs.data)
+    n_out = len(fn.function_type.outputs.data)
+    return (
+        fn,
+        strs("nn.input_names", n_in, "name"),
+        strs("nn.input_layouts", n_in, "plain"),
+        strs("nn.output_names", n_out, "name"),
+        strs("nn.output_layouts", n_out, "plain"),
+    )
 
 
 def save_weights(weights: dict[str, np.ndarray], path: Path) -> None:
@@ -179,8 +207,6 @@ def check_inputs(fn: func.FuncOp, names: list[str], inputs: list[np.ndarray]) ->
 def module_layouts(fn: func.FuncOp) -> tuple[list[str], list[str]]:
     def strs(key: str, n: int) -> list[str]:
         a = fn.attributes.get(key)
-        from xdsl.dialects.builtin import ArrayAttr
-
         if isinstance(a, ArrayAttr):
             return [s.data for s in a.data if isinstance(s, StringAttr)]
         return ["plain"] * n

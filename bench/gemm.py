@@ -45,7 +45,7 @@ from tigris_ir.passes.lower_gebp import LowerGebpPass  # noqa: E402
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass  # noqa: E402
 from tigris_ir.rtile import autotune, decide  # noqa: E402
 from tigris_ir.rtile import model as rt  # noqa: E402
-from tigris_ir.rtile.targets import host_target  # noqa: E402
+from tigris_ir.rtile.targets import host_cpu_name, host_target  # noqa: E402
 
 SHAPES = [
     (3136, 24, 144),
@@ -194,13 +194,6 @@ def table(rows: list[tuple[str, ...]], head: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
-def cpu_name() -> str:
-    path = Path("/proc/cpuinfo")
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown CPU"
 
 
 def main() -> None:
@@ -216,7 +209,8 @@ def main() -> None:
         ]
     t = host_target()
     print(
-        f"{cpu_name()}; target {t.name}: {t.isa}, {t.vector_bytes}-byte x {t.vector_registers} "
+        f"{host_cpu_name()}; target {t.name}: {t.isa}, "
+        f"{t.vector_bytes}-byte x {t.vector_registers} "
         f"vector registers, VNNI {t.vnni}; one thread each; flags "
         f"{' '.join(gebp.compile_flags())}"
     )

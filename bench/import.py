@@ -26,6 +26,7 @@ from pathlib import Path
 import onnx
 
 from tigris_ir.frontend.onnx_import import ImportDiagnostic, import_model
+from tigris_ir.rtile.targets import host_cpu_name
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 MODELS = (
@@ -55,15 +56,6 @@ def _ort_seconds(data: bytes) -> float | None:
     return time.perf_counter() - t
 
 
-def _cpu_name() -> str:
-    """The CPU's model name as Linux reports it ('' elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or ""
 
 
 def main() -> int:
@@ -71,7 +63,7 @@ def main() -> int:
     ap.add_argument("models", nargs="*", default=list(MODELS))
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    print(f"host: {platform.machine()} {_cpu_name()}".rstrip())
+    print(f"host: {platform.machine()} {host_cpu_name()}".rstrip())
     head = (
         f"{'model':<14} {'nodes':>6} {'after':>6} {'folded':>7} "
         f"{'import s':>9} {'ort s':>8} {'ratio':>6}"

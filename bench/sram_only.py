@@ -44,6 +44,7 @@ from tigris_ir.plan.ir import layer_by_layer_peak, main_func
 from tigris_ir.plan.memory import format_bytes
 from tigris_ir.plan.nn_graph import build_view
 from tigris_ir.plan.planner import Plan, min_budget, min_single_budget, plan
+from tigris_ir.rtile.targets import host_cpu_name
 
 KB = 1000
 KIB = 1024
@@ -146,18 +147,10 @@ def main() -> int:
         f"{args.boundary} (float: the int8 models take a float32 input, QuantizeLinear "
         "first, which a resident plan holds whole)."
     )
-    console.print(f"planning times on: {_cpu()}")
+    console.print(f"planning times on: {host_cpu_name()}")
     return 0
 
 
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "an unknown CPU"
 
 
 if __name__ == "__main__":

@@ -11,7 +11,16 @@ from hypothesis import strategies as st
 from tigris_ir.rtile import kernel as rk
 from tigris_ir.rtile import model as rt
 from tigris_ir.rtile.model import Geometry as G
-from tigris_ir.rtile.targets import Target, avx2, avx512, detect_target, get_target, neon, sse
+from tigris_ir.rtile.targets import (
+    Target,
+    avx2,
+    avx512,
+    cpu_model_name,
+    detect_target,
+    get_target,
+    neon,
+    sse,
+)
 
 PRESETS = (avx512, avx2, sse, neon)
 few_regs = dataclasses.replace(sse, name="tiny", vector_registers=5)
@@ -396,6 +405,12 @@ def test_detect_target_from_cpuinfo(flags: str, machine: str, isa: str, vnni: bo
     t = detect_target(f"processor\t: 0\nflags\t\t: {flags}\n", machine)
     assert (t.name, t.isa, t.vnni) == ("host", isa, vnni)
     assert rt.rn_cap(t) == (6 if t.vector_registers == 32 else 3)
+
+
+def test_the_cpu_model_name_is_read_from_cpuinfo():
+    text = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\nflags\t: fpu\n"
+    assert cpu_model_name(text) == "AMD EPYC 7B13"
+    assert cpu_model_name("processor\t: 0\nflags\t: fpu\n") == ""
 
 
 @pytest.mark.parametrize(

@@ -371,6 +371,25 @@ def host_target() -> Target:
     return detect_target(text, platform.machine())
 
 
+def cpu_model_name(cpuinfo: str) -> str:
+    """The CPU's model name in /proc/cpuinfo text ('' when it has none)."""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name":
+            return value.strip()
+    return ""
+
+
+def host_cpu_name() -> str:
+    """The running CPU's model name, for the tables the benchmarks print."""
+    path = Path("/proc/cpuinfo")
+    try:
+        text = path.read_text() if path.exists() else ""
+    except OSError:
+        text = ""
+    return cpu_model_name(text) or platform.processor() or "an unknown CPU"
+
+
 def host_has_vnni() -> bool:
     """Whether the running CPU has AVX512-VNNI."""
     return host_target().vnni

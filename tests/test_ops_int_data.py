@@ -5,12 +5,15 @@ and as C against the untiled reference (`ops_oracle.check_model`)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
 from ops_oracle import check_model, make_model, rand
 
 from tigris_ir.frontend.onnx_import import ImportDiagnostic, import_model
+from tigris_ir.loops.machine import LoopIRError
 
 RNG = np.random.default_rng(7)
 
@@ -138,6 +141,44 @@ def test_arg_max_keepdims_last_axis() -> None:
     nodes = [helper.make_node("ArgMax", ["x"], ["y"], axis=-1, keepdims=1)]
     m = make_model(nodes, {"x": (2, 5, 7)}, ["y"], types={"y": np.int64})
     check_model(m, {"x": rand((2, 5, 7), 5)}, min_tiles=1)
+
+
+@pytest.mark.parametrize(
+    ("opset", "axis", "shape"),
+    [
+        (13, None, (2, 5, 7)),  # opset 13: the last axis
+        (13, 1, (1, 6, 5, 5)),  # the channels of a feature map
+        (11, None, (2, 3, 4)),  # before 13: rows of prod(shape[1:]) as a whole
+        pytest.param(
+            11, 2, (2, 3, 4, 2),
+            marks=pytest.mark.xfail(
+                raises=LoopIRError, strict=True,
+                reason="a known planner bug: the reshape back from (6, 8) is cut into bands "
+                "that are not one contiguous span",
+            ),
+        ),
+        (11, 2, (2, 3, 4)),  # the last axis: one axis either way
+    ],
+)
+def test_hardmax_as_onnxruntime(opset: int, axis: int | None, shape: tuple[int, ...]) -> None:
+    """Hardmax with each opset's axis rule; ties (a coarse Floor) take the first."""
+    kw = {} if axis is None else {"axis": axis}
+    nodes = [
+        helper.make_node("Floor", ["x"], ["f"]),
+        helper.make_node("Hardmax", ["f"], ["y"], **kw),
+    ]
+    m = make_model(nodes, {"x": shape}, ["y"], opset=opset)
+    flattened = opset < 13 and math.prod(shape[(1 if axis is None else axis) + 1 :]) != 1
+    # a flattened Hardmax runs on whole matrices: no tile loop to count
+    got = check_model(m, {"x": rand(shape, 11, 3.0)}, min_tiles=0 if flattened else 1)
+    assert got.worst == [0.0]
+
+
+def test_hardmax_of_integers_is_refused_by_name() -> None:
+    nodes = [helper.make_node("Hardmax", ["x"], ["y"])]
+    m = make_model(nodes, {"x": (2, 5)}, ["y"], types={"x": np.int32, "y": np.int32})
+    with pytest.raises(ImportDiagnostic, match="Hardmax of .*i32.* is not supported"):
+        import_model(m)
 
 
 @pytest.mark.parametrize("idx_type", [np.int64, np.int32])

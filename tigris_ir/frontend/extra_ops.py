@@ -90,6 +90,16 @@ def _sub_node(
     return step
 
 
+def run_step(
+    imp: _Importer, node: onnx.NodeProto, op_type: str, inputs: list[str], output: str, **attrs
+) -> None:
+    """Import one step of `node` as a node of `op_type` (by its own handler),
+    reported under `node`'s name."""
+    step = _sub_node(imp, node, op_type, inputs, output)
+    step.attribute.extend(onnx.helper.make_attribute(k, v) for k, v in attrs.items())
+    _run(imp, step, base._HANDLERS[op_type])  # noqa: SLF001
+
+
 def _run(imp: _Importer, step: onnx.NodeProto, handler: base.Handler) -> None:
     saved = imp.current
     imp.current = step

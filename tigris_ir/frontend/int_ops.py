@@ -2,7 +2,8 @@
 
 Registered with `onnx_import`'s `_handles` like `extra_ops` (imported at the
 end of `onnx_import`): Cast between FLOAT, INT8, UINT8, INT32, INT64 and
-BOOL; Not, And, Or, Xor; Where; ArgMax and ArgMin; Gather with run-time
+BOOL; Not, And, Or, Xor; Where; ArgMax and ArgMin, and Hardmax through them;
+Gather with run-time
 indices (`nn.take`); Shape and Size of what the shape inference left open
 (the importer knows every static shape); Range, whose length would depend on
 run-time values, refused by name.
@@ -10,12 +11,15 @@ run-time values, refused by name.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx
 from xdsl.ir import Attribute, SSAValue
 
 from tigris_ir.dialects import nn
 from tigris_ir.frontend import onnx_import as base
+from tigris_ir.frontend.extra_ops import run_step
 from tigris_ir.frontend.onnx_import import _handles, _Importer, _Val
 
 _CAST_TYPES = base._ONNX_DTYPES
@@ -105,6 +109,43 @@ def _arg_reduce(imp: _Importer, node: onnx.NodeProto) -> None:
     imp.finish(node, op, layout)
 
 
+@_handles("Hardmax")
+def _hardmax(imp: _Importer, node: onnx.NodeProto) -> None:
+    """Hardmax as ArgMax (keeping the axis), Equal with the positions along
+    the axis, and Cast to FLOAT: 1 at the first maximum, 0 elsewhere. Opset 13
+    on: along one axis (default -1). Before 13: the input read as a matrix of
+    prod(shape[:axis]) rows (default axis 1), each row as a whole."""
+    x = imp.value(node.input[0])
+    if nn.dtype_of(x.ssa) != np.float32 or nn.quant_of(x.ssa) is not None:
+        raise imp.fail(f"Hardmax of {x.ssa.type} is not supported; supported: FLOAT")
+    shape = base._plain_shape(x)  # noqa: SLF001
+    rank = len(shape)
+    legacy = imp.opset < 13
+    axis = int(imp.attrs(node).get("axis", 1 if legacy else -1))
+    if not -rank <= axis < rank:
+        raise imp.fail(f"axis {axis} is out of range for a rank-{rank} input")
+    axis %= rank
+    out = node.output[0]
+    src = node.input[0]
+    if legacy and math.prod(shape[axis + 1 :]) != 1:
+        rows = (math.prod(shape[:axis]), math.prod(shape[axis:]))
+        imp.consts[f"{out}::rows"] = np.array(rows, np.int64)
+        run_step(imp, node, "Reshape", [src, f"{out}::rows"], f"{out}::flat")
+        src, axis, work = f"{out}::flat", 1, rows
+    else:
+        work = tuple(shape)
+    dest = f"{out}::hard" if work != tuple(shape) else out
+    at = [1] * len(work)
+    at[axis] = work[axis]
+    imp.consts[f"{out}::positions"] = np.arange(work[axis], dtype=np.int64).reshape(at)
+    run_step(imp, node, "ArgMax", [src], f"{out}::index", axis=axis, keepdims=1)
+    run_step(imp, node, "Equal", [f"{out}::positions", f"{out}::index"], f"{out}::one")
+    run_step(imp, node, "Cast", [f"{out}::one"], dest, to=onnx.TensorProto.FLOAT)
+    if dest != out:
+        imp.consts[f"{out}::shape"] = np.array(shape, np.int64)
+        run_step(imp, node, "Reshape", [dest, f"{out}::shape"], out)
+
+
 def take(imp: _Importer, node: onnx.NodeProto) -> None:
     """Gather whose indices are computed at run time: `nn.take` in ONNX's layout."""
     x = imp.to_plain(imp.value(node.input[0]))
@@ -161,7 +202,10 @@ def _range(imp: _Importer, node: onnx.NodeProto) -> None:
     raise imp.fail("Range of constants should have been folded at import")
 
 
-_NEW = ("Cast", "Not", "And", "Or", "Xor", "Where", "ArgMax", "ArgMin", "Shape", "Size", "Range")
+_NEW = (
+    "Cast", "Not", "And", "Or", "Xor", "Where", "ArgMax", "ArgMin", "Hardmax", "Shape", "Size",
+    "Range",
+)
 base.SUPPORTED_OPS = tuple(sorted({*base.SUPPORTED_OPS, *_NEW}))
 
 

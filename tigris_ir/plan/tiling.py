@@ -462,6 +462,11 @@ def node_band(graph: PlanGraph, k: int) -> NodeBand:
         elif cls in (TilingClass.MATRIX_ROWS, TilingClass.RESHAPE):
             base = node.op.rsplit(".", 1)[-1].lower()
             if cls is TilingClass.RESHAPE or base in ("reshape", "flatten"):
+                if math.prod(out.shape[:out_axis]) != 1 or math.prod(t.shape[:axis]) != 1:
+                    # rows of a batch of more than one are not one contiguous span
+                    return NodeBand(
+                        0, (), f"'{node.name}' reshapes rows that are not one contiguous span"
+                    )
                 m = (BYTES, out.nbytes // out_h, t.row_bytes, 0, 0)
             elif pos == 0 and t.height == out_h:
                 m = IDENT_MAP

@@ -315,14 +315,16 @@ def _rq_short(acc: np.ndarray, p: int, zp: int) -> np.ndarray:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    real=st.floats(2.0**-30, 0.4999, allow_nan=False),
+    real=st.floats(2.0**-22, 0.4999, allow_nan=False),
     zp=st.integers(-128, 127),
     seed=st.integers(0, 2**31),
 )
 def test_short_form_equals_the_fixed_point_rule(real: float, zp: int, seed: int) -> None:
-    """Where band.short_form accepts a multiplier for accumulators up to a
-    bound, its few-instruction form is multiply_fixed + zp for every such
-    accumulator: ties of both roundings, zero, -1 and the bound itself."""
+    """band.short_form accepts every multiplier in [2^-22, 0.5) with any int8
+    zero point for accumulators up to 2^29 (below 2^-22 the rounding constant
+    2^(k-1) (2 |zp| + 1) can pass int32: refused, see the next test), and its
+    few-instruction form is multiply_fixed + zp for every such accumulator:
+    ties of both roundings, zero, -1 and the bound itself."""
     from tigris_ir.backend.c.band import pack_fixed, short_form
 
     p = int(pack_fixed(np.float32(real)).reshape(-1)[0])
@@ -358,3 +360,5 @@ def test_short_form_refuses_what_it_cannot_compute() -> None:
     tiny = pack_fixed(np.float32(2.0**-25 * 0.75))
     assert short_form(tiny, np.array([100]), 0)
     assert not short_form(tiny, np.array([100]), 127)
+    # k = 29 (2^-30): with zero point 3 and accumulators to 2^29, h + c = 2^31 + 1
+    assert not short_form(pack_fixed(np.float32(2.0**-30)), np.array([2**29]), 3)

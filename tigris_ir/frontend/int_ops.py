@@ -3,8 +3,7 @@
 Registered with `onnx_import`'s `_handles` like `extra_ops` (imported at the
 end of `onnx_import`): Cast between FLOAT, INT8, UINT8, INT32, INT64 and
 BOOL; Not, And, Or, Xor; Where; ArgMax and ArgMin, and Hardmax through them;
-Gather with run-time
-indices (`nn.take`); Shape and Size of what the shape inference left open
+Gather with run-time indices (`nn.take`); Shape and Size of what the shape inference left open
 (the importer knows every static shape); Range, whose length would depend on
 run-time values, refused by name.
 """

@@ -60,22 +60,24 @@ def module_io(
     if not fns:
         raise ValueError("the module has no func.func to run")
     fn = next((f for f in fns if f.sym_name.data == "main"), fns[0])
-
-    def strs(key: str, n: int, default: str) -> list[str]:
-        a = fn.attributes.get(key)
-        if isinstance(a, ArrayAttr):
-            return [s.data for s in a.data if isinstance(s, StringAttr)]
-        return [default if default != "name" else f"arg{i}" for i in range(n)]
-
     n_in = len(fn.function_type.inputs.data)
     n_out = len(fn.function_type.outputs.data)
+    in_layouts, out_layouts = module_layouts(fn)
     return (
         fn,
-        strs("nn.input_names", n_in, "name"),
-        strs("nn.input_layouts", n_in, "plain"),
-        strs("nn.output_names", n_out, "name"),
-        strs("nn.output_layouts", n_out, "plain"),
+        _strings(fn, "nn.input_names", [f"arg{i}" for i in range(n_in)]),
+        in_layouts,
+        _strings(fn, "nn.output_names", [f"arg{i}" for i in range(n_out)]),
+        out_layouts,
     )
+
+
+def _strings(fn: func.FuncOp, key: str, default: list[str]) -> list[str]:
+    """The strings of `fn`'s array attribute `key`, or `default` without one."""
+    a = fn.attributes.get(key)
+    if isinstance(a, ArrayAttr):
+        return [s.data for s in a.data if isinstance(s, StringAttr)]
+    return default
 
 
 def save_weights(weights: dict[str, np.ndarray], path: Path) -> None:
@@ -205,15 +207,10 @@ def check_inputs(fn: func.FuncOp, names: list[str], inputs: list[np.ndarray]) ->
 
 
 def module_layouts(fn: func.FuncOp) -> tuple[list[str], list[str]]:
-    def strs(key: str, n: int) -> list[str]:
-        a = fn.attributes.get(key)
-        if isinstance(a, ArrayAttr):
-            return [s.data for s in a.data if isinstance(s, StringAttr)]
-        return ["plain"] * n
-
+    """`fn`'s input and output boundary layouts ("plain" where none is given)."""
     return (
-        strs("nn.input_layouts", len(fn.function_type.inputs.data)),
-        strs("nn.output_layouts", len(fn.function_type.outputs.data)),
+        _strings(fn, "nn.input_layouts", ["plain"] * len(fn.function_type.inputs.data)),
+        _strings(fn, "nn.output_layouts", ["plain"] * len(fn.function_type.outputs.data)),
     )
 
 

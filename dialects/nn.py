@@ -3158,6 +3158,81 @@ class ArgMinOp(ArgReduceOp):
     MAX: ClassVar[bool] = False
 
 
+class TopKOp(NNOp):
+    """ONNX TopK with a constant K, one op per result: `nn.top_k_values` (the
+    input's type) and `nn.top_k_indices` (int64) along `axis`, the K largest
+    (or smallest) elements in order, ties broken by the lower index, NaN
+    counting as the largest (numpy's rule for ArgMax). An unsorted request
+    (sorted=0) gets the sorted order, which ONNX allows. On quantized values
+    it orders the stored integers, which order the real values the same way.
+
+    Bands cut an axis other than `axis`; the C keeps each row's best K in its
+    result, inserted in order (K x n comparisons per row at worst)."""
+
+    TILING: ClassVar[TilingClass] = TilingClass.INDEPENDENT_AXIS
+    QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64])
+    k = prop_def(IntegerAttr[I64])
+    largest = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    INDICES: ClassVar[bool] = False
+
+    def top_axis(self) -> int:
+        return _norm_axis(self.int_("axis"), _rank(self.input), self.name)
+
+    def check_operands(self) -> None:
+        _require(
+            dtype_of(self.input) != np.bool_,
+            f"{self.name}: the input must be numeric, got {self.input.type}",
+        )
+        if self.INDICES:
+            _check_plain(self, self.output, "the result", (np.int64,))
+        else:
+            _require(
+                quant_of(self.input) == quant_of(self.output)
+                and dtype_of(self.input) == dtype_of(self.output),
+                f"{self.name}: the result must have the input's type {self.input.type}, "
+                f"got {self.output.type}",
+            )
+        _require(self.int_("largest") in (0, 1), f"{self.name}: largest must be 0 or 1")
+        _require(_rank(self.input) >= 2, f"{self.name}: the input must have rank >= 2")
+
+    def infer_shapes(self) -> list[tuple[int, ...]]:
+        xs, ax, k = list(shape_of(self.input)), self.top_axis(), self.int_("k")
+        _require(
+            1 <= k <= xs[ax],
+            f"{self.name}: k = {k} must be in [1, {xs[ax]}], the length of axis {ax}",
+        )
+        xs[ax] = k
+        return [tuple(xs)]
+
+    def independent_axes(self) -> tuple[int, tuple[int, ...]] | None:
+        """The first non-unit axis other than `axis` (rank >= 2 leaves one)."""
+        xs, r = shape_of(self.input), self.top_axis()
+        kept = [a for a in range(len(xs)) if a != r]
+        a = next((a for a in kept if xs[a] != 1), kept[0])
+        return a, (a,)
+
+    def compute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        values, indices = K.top_k(
+            args[0], k=self.int_("k"), axis=self.top_axis(), largest=bool(self.int_("largest"))
+        )
+        return [indices if self.INDICES else values]
+
+
+@irdl_op_definition
+class TopKValuesOp(TopKOp):
+    name = "nn.top_k_values"
+
+
+@irdl_op_definition
+class TopKIndicesOp(TopKOp):
+    name = "nn.top_k_indices"
+    INDICES: ClassVar[bool] = True
+
+
 @irdl_op_definition
 class TakeOp(NNOp):
     """ONNX Gather with run-time indices: y = take(data, indices, axis), the
@@ -3219,6 +3294,8 @@ INT_DATA_OPS: list[type[IRDLOperation]] = [
     WhereOp,
     ArgMaxOp,
     ArgMinOp,
+    TopKValuesOp,
+    TopKIndicesOp,
     TakeOp,
 ]
 """Operators of integer and boolean data, in the catalogue `NN_OPS` too."""

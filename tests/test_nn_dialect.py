@@ -162,9 +162,13 @@ SPEC_TILING: dict[str, T] = {
     "nn.instance_norm": T.WHOLE,
     **{f"nn.{n}": T.INDEPENDENT_AXIS for n in ("slice", "tile", "expand", "gather")},
     # integer and boolean data: comparisons, logic, Where, Cast with the tile;
-    # ArgMax / ArgMin and a run-time Gather along an independent axis
+    # ArgMax / ArgMin, TopK (as ArgMax: along an axis it does not order) and
+    # a run-time Gather along an independent axis
     **{f"nn.{n}": T.POINTWISE for n in ("cast", "not", "and", "or", "xor", "where")},
-    **{f"nn.{n}": T.INDEPENDENT_AXIS for n in ("argmax", "argmin", "take")},
+    **{
+        f"nn.{n}": T.INDEPENDENT_AXIS
+        for n in ("argmax", "argmin", "top_k_values", "top_k_indices", "take")
+    },
     "nn.matmul_integer": T.MATRIX_ROWS,
     "nn.conv_integer": T.HALO,
     "nn.quantize_linear": T.POINTWISE,
@@ -209,6 +213,7 @@ SPEC_QUANT: dict[str, nn.QuantKind] = {
             "nn.reshape", "nn.flatten", "nn.squeeze", "nn.unsqueeze", "nn.transpose",
             "nn.pad", "nn.reduce_max", "nn.reduce_min", "nn.slice", "nn.tile", "nn.expand",
             "nn.gather", "nn.argmax", "nn.argmin", "nn.take",
+            "nn.top_k_values", "nn.top_k_indices",
         )
     },
     # one integer definition: an exp table, int64 sums (kernels.softmax_quantized)
@@ -629,6 +634,17 @@ CASES: list[Case] = [
     Case(nn.ArgMinOp, [f32(2, 3)], [tt((2, 1), np.int64)], [arr([[1, 0, 0], [7, 0, 7]])],
          [arr([[2], [1]], np.int64)], {"axes": ints(1), "keepdims": i(1),
                                        "select_last_index": i(1)}),
+    # the 2 largest of each row in order, ties by the lower index, NaN the largest;
+    # the 2 smallest of each column
+    Case(nn.TopKValuesOp, [f32(2, 4)], [f32(2, 2)],
+         [arr([[1, 5, 2, 5], [7, np.nan, 0, 7]])], [arr([[5, 5], [np.nan, 7]])],
+         {"axis": i(1), "k": i(2), "largest": i(1)}),
+    Case(nn.TopKIndicesOp, [f32(2, 4)], [tt((2, 2), np.int64)],
+         [arr([[1, 5, 2, 5], [7, np.nan, 0, 7]])], [arr([[1, 3], [1, 0]], np.int64)],
+         {"axis": i(1), "k": i(2), "largest": i(1)}),
+    Case(nn.TopKIndicesOp, [f32(3, 2)], [tt((2, 2), np.int64)],
+         [arr([[4, 1], [4, 0], [3, 1]])], [arr([[2, 1], [0, 0]], np.int64)],
+         {"axis": i(0), "k": i(2), "largest": i(0)}),
     Case(nn.TakeOp, [f32(3, 2), tt((2,), np.int64)], [f32(2, 2)],
          [arr([[1, 2], [3, 4], [5, 6]]), arr([-1, 0], np.int64)], [arr([[5, 6], [1, 2]])],
          {"axis": i(0)}),

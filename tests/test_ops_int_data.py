@@ -1,5 +1,5 @@
 """Integer and boolean tensors as data: Cast, comparisons, logic, Where,
-ArgMax / ArgMin, Gather with run-time indices, integer and bool model inputs
+ArgMax / ArgMin, TopK, Gather with run-time indices, integer and bool model inputs
 and scalars. Each model against onnxruntime, then tiled in the interpreter
 and as C against the untiled reference (`ops_oracle.check_model`)."""
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper
 from ops_oracle import check_model, make_model, rand
@@ -171,6 +172,72 @@ def test_hardmax_of_integers_is_refused_by_name() -> None:
     m = make_model(nodes, {"x": (2, 5)}, ["y"], types={"x": np.int32, "y": np.int32})
     with pytest.raises(ImportDiagnostic, match="Hardmax of .*i32.* is not supported"):
         import_model(m)
+
+
+def _top_k_model(
+    opset: int, shape: tuple[int, ...], axis: int, k: int, largest: int | None, x_type: type
+) -> onnx.ModelProto:
+    """Floor (ties) then TopK, both outputs; K an attribute before opset 10."""
+    kw: dict[str, int] = {"axis": axis}
+    if largest is not None:
+        kw["largest"] = largest
+    inits: dict[str, np.ndarray] = {}
+    ins = ["f", "K"]
+    if opset < 10:
+        kw["k"], ins = k, ["f"]
+    else:
+        inits["K"] = np.array([k], np.int64)
+    first = (
+        helper.make_node("Floor", ["x"], ["f"])
+        if x_type == np.float32
+        else helper.make_node("Identity", ["x"], ["f"])
+    )
+    nodes = [first, helper.make_node("TopK", ins, ["v", "i"], **kw)]
+    types = {"x": x_type, "v": x_type, "i": np.int64}
+    return make_model(nodes, {"x": shape}, ["v", "i"], inits, opset=opset, types=types)
+
+
+@pytest.mark.parametrize(
+    ("opset", "shape", "axis", "k", "largest"),
+    [
+        (9, (1, 1000), 1, 5, None),  # a classifier's top-5, k an attribute
+        (10, (2, 3, 10), -1, 4, None),  # K an input, the last axis of a batch
+        (11, (1, 8, 6, 6), 1, 3, 0),  # the 3 smallest channels of a feature map
+        (11, (1, 4, 9, 5), 2, 9, 1),  # K = the whole axis: a stable sort
+        (13, (7,), 0, 3, 1),  # rank 1
+    ],
+)
+def test_top_k_as_onnxruntime(
+    opset: int, shape: tuple[int, ...], axis: int, k: int, largest: int | None
+) -> None:
+    """TopK's values and indices, ties (a coarse Floor) taking the lower index."""
+    m = _top_k_model(opset, shape, axis, k, largest, np.float32)
+    tiles = 1 if len(shape) > 1 and math.prod(shape) // shape[axis] > 1 else 0
+    got = check_model(m, {"x": rand(shape, 12, 5.0)}, min_tiles=tiles)
+    assert got.worst == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("x_type", [np.int32, np.int64, np.int8])
+def test_top_k_of_integers(x_type: type) -> None:
+    """Integers at the ends of their range order without overflow."""
+    info = np.iinfo(x_type)
+    x = _ints((3, 12), -100, 100, x_type)
+    x[0, :3] = [info.min, info.max, info.min]
+    m = _top_k_model(11, (3, 12), 1, 4, 1, x_type)
+    got = check_model(m, {"x": x}, min_tiles=1)
+    assert got.worst == [0.0, 0.0]
+
+
+def test_top_k_refusals_name_k() -> None:
+    too_many = _top_k_model(11, (2, 6), 1, 7, 1, np.float32)
+    with pytest.raises(ImportDiagnostic, match=r"K = 7 must be in \[1, 6\]"):
+        import_model(too_many)
+    nodes = [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1)]
+    runtime = make_model(
+        nodes, {"x": (2, 6), "k": (1,)}, ["v", "i"], types={"k": np.int64, "i": np.int64}
+    )
+    with pytest.raises(ImportDiagnostic, match=r"K \('k'\) must be a constant at import"):
+        import_model(runtime)
 
 
 @pytest.mark.parametrize("idx_type", [np.int64, np.int32])

@@ -2,7 +2,7 @@
 
 Registered with `onnx_import`'s `_handles` like `extra_ops` (imported at the
 end of `onnx_import`): Cast between FLOAT, INT8, UINT8, INT32, INT64 and
-BOOL; Not, And, Or, Xor; Where; ArgMax and ArgMin, and Hardmax through them;
+BOOL; Not, And, Or, Xor; Where; ArgMax and ArgMin, and Hardmax through them; TopK with a constant K;
 Gather with run-time indices (`nn.take`); Shape and Size of what the shape inference left open
 (the importer knows every static shape); Range, whose length would depend on
 run-time values, refused by name.
@@ -145,6 +145,63 @@ def _hardmax(imp: _Importer, node: onnx.NodeProto) -> None:
         run_step(imp, node, "Reshape", [dest, f"{out}::shape"], out)
 
 
+@_handles("TopK")
+def _top_k(imp: _Importer, node: onnx.NodeProto) -> None:
+    """TopK with a constant K (opset 1: the attribute k; 10 on: the input K):
+    `nn.top_k_values` and `nn.top_k_indices` for the outputs the graph uses.
+    A rank-1 input runs as one row of a (1, n) matrix."""
+    a = imp.attrs(node)
+    if imp.opset < 10:
+        if "k" not in a:
+            raise imp.fail("TopK before opset 10 needs its attribute k")
+        k = int(a["k"])
+    else:
+        if len(node.input) < 2 or not node.input[1]:
+            raise imp.fail("TopK from opset 10 takes K as its second input; it has none")
+        kc = imp.require_const(node, node.input[1], "K")
+        if kc.size != 1 or not np.issubdtype(kc.dtype, np.integer):
+            raise imp.fail(f"K must hold one integer, got {kc.dtype} of shape {list(kc.shape)}")
+        k = int(kc.reshape(-1)[0])
+    x = imp.value(node.input[0])
+    if nn.dtype_of(x.ssa) == np.bool_:
+        raise imp.fail(f"TopK of {x.ssa.type} is not supported; it orders numbers")
+    shape = base._plain_shape(x)  # noqa: SLF001
+    rank = len(shape)
+    axis = int(a.get("axis", -1))
+    if not -rank <= axis < rank:
+        raise imp.fail(f"axis {axis} is out of range for a rank-{rank} input")
+    axis %= rank
+    if not 1 <= k <= shape[axis]:
+        raise imp.fail(
+            f"K = {k} must be in [1, {shape[axis]}], the length of axis {axis} of '{node.input[0]}'"
+        )
+    outs = list(node.output) + [""] * (2 - len(node.output))
+    if rank == 1:
+        row = f"{node.output[0] or node.output[1]}::row"
+        imp.consts[f"{row}::shape"] = np.array([1, shape[0]], np.int64)
+        run_step(imp, node, "Reshape", [node.input[0], f"{row}::shape"], row)
+        x, axis = imp.value(row), 1
+    internal = base._cl_axis(axis, rank) if x.layout == "cl" else axis  # noqa: SLF001
+    props: dict[str, Attribute] = {
+        "axis": nn.int_prop(internal),
+        "k": nn.int_prop(k),
+        "largest": nn.int_prop(int(a.get("largest", 1))),
+    }
+    kinds = ((nn.TopKValuesOp, nn.dtype_of(x.ssa)), (nn.TopKIndicesOp, np.dtype(np.int64)))
+    for name, (cls, dt) in zip(outs, kinds):
+        if not name or not (imp.consumers.get(name) or name in imp.graph_outputs):
+            continue
+        quant = nn.quant_of(x.ssa) if cls is nn.TopKValuesOp else None
+        op = imp.emit(cls, [x.ssa], props, dtype=dt, quant=quant)
+        if rank == 1:
+            tmp = f"{name}::row"
+            imp.env[tmp] = _Val(op.results[0], "plain")
+            imp.consts[f"{tmp}::shape"] = np.array([k], np.int64)
+            run_step(imp, node, "Reshape", [tmp, f"{tmp}::shape"], name)
+        else:
+            imp.env[name] = _Val(op.results[0], x.layout)
+
+
 def take(imp: _Importer, node: onnx.NodeProto) -> None:
     """Gather whose indices are computed at run time: `nn.take` in ONNX's layout."""
     x = imp.to_plain(imp.value(node.input[0]))
@@ -203,7 +260,7 @@ def _range(imp: _Importer, node: onnx.NodeProto) -> None:
 
 _NEW = (
     "Cast", "Not", "And", "Or", "Xor", "Where", "ArgMax", "ArgMin", "Hardmax", "Shape", "Size",
-    "Range",
+    "Range", "TopK",
 )
 base.SUPPORTED_OPS = tuple(sorted({*base.SUPPORTED_OPS, *_NEW}))
 

@@ -1479,6 +1479,29 @@ def arg_reduce(
     return np.ascontiguousarray(idx)
 
 
+def top_k(x: ArrayLike, *, k: int, axis: int, largest: bool) -> tuple[Array, Array]:
+    """ONNX TopK: the `k` largest (or smallest) values along `axis` and their
+    int64 indices, in order, ties taking the lower index first, a NaN counting
+    as larger than every number (first when largest, last otherwise)."""
+    xa = np.moveaxis(np.asarray(x), axis, -1)
+    n = xa.shape[-1]
+    if np.issubdtype(xa.dtype, np.floating):
+        nan = np.isnan(xa)
+        key = np.where(nan, 0.0, -xa.astype(np.float64) if largest else xa)
+    else:  # ~v reverses the order of int64 without overflow
+        nan = np.zeros(xa.shape, bool)
+        wide = xa.astype(np.int64)
+        key = ~wide if largest else wide
+    pos = np.broadcast_to(np.arange(n), xa.shape)
+    nan_rank = ~nan if largest else nan
+    order = np.lexsort((pos, key, nan_rank), axis=-1)[..., :k]
+    values = np.take_along_axis(xa, order, axis=-1)
+    return (
+        np.ascontiguousarray(np.moveaxis(values, -1, axis)),
+        np.ascontiguousarray(np.moveaxis(order.astype(np.int64), -1, axis)),
+    )
+
+
 def take(data: ArrayLike, indices: ArrayLike, *, axis: int, what: str = "Gather") -> Array:
     """ONNX Gather: numpy's take along `axis`, negative indices counted from
     the end; an index outside [-n, n) raises ValueError."""

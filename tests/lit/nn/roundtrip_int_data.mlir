@@ -14,6 +14,8 @@
 // CHECK-NEXT: %6 = nn.argmax %5 {axes = array<i64: 3>, keepdims = 0 : i64, select_last_index = 0 : i64} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4xi64>
 // CHECK-NEXT: %7 = nn.argmin %5 {axes = array<i64: 1>, keepdims = 1 : i64, select_last_index = 1 : i64} : (tensor<1x4x4x8xf32>) -> tensor<1x1x4x8xi64>
 // CHECK-NEXT: %8 = nn.take %t, %ids {axis = 0 : i64} : (tensor<10x8xf32>, tensor<2x3xi64>) -> tensor<2x3x8xf32>
+// CHECK-NEXT: %9 = nn.top_k_values %5 {axis = 3 : i64, k = 3 : i64, largest = 1 : i64} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x3xf32>
+// CHECK-NEXT: %10 = nn.top_k_indices %5 {axis = 3 : i64, k = 3 : i64, largest = 0 : i64} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x3xi64>
 // CHECK-NEXT: func.return %5 : tensor<1x4x4x8xf32>
 // CHECK-NEXT: }
 
@@ -27,6 +29,8 @@ func.func @data(%x: tensor<1x4x4x8xi32>, %m: tensor<1x4x4x1xi1>, %ids: tensor<2x
   %6 = nn.argmax %5 {axes = array<i64: 3>, keepdims = 0, select_last_index = 0} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4xi64>
   %7 = nn.argmin %5 {axes = array<i64: 1>, keepdims = 1, select_last_index = 1} : (tensor<1x4x4x8xf32>) -> tensor<1x1x4x8xi64>
   %8 = nn.take %t, %ids {axis = 0} : (tensor<10x8xf32>, tensor<2x3xi64>) -> tensor<2x3x8xf32>
+  %9 = nn.top_k_values %5 {axis = 3, k = 3, largest = 1} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x3xf32>
+  %10 = nn.top_k_indices %5 {axis = 3, k = 3, largest = 0} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x3xi64>
   func.return %5 : tensor<1x4x4x8xf32>
 }
 

@@ -2167,6 +2167,55 @@ def emit_arg_reduce(
     return fn.call(unit)
 
 
+@register("band", nn.TopKOp)
+def emit_top_k(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
+    """TopK along an axis the band does not cut: per row, the best K so far
+    kept in order in the result (the values, or the indices whose input
+    values are compared), a new element inserted after its equals, so that
+    ties keep the lower index first; a NaN is larger than every number."""
+    assert isinstance(op, nn.TopKOp)
+    x, y = ins[0], outs[0]
+    rank = x.rank
+    r = op.top_axis()
+    if r in x.cut or r in y.cut:
+        raise CLoweringError(f"{op.name}: a band cuts the axis it orders")
+    kept = [a for a in range(rank) if a != r]
+    fn = _Fn(_short(op))
+    xs = fn.ptr(x.ctype, x.name)
+    ys = fn.ptr(y.ctype, y.name, out=True)
+    w = fn.code
+    cx, cy = xs, ys
+    for a in kept:
+        fn.check(_inside(x.origin[a], x.extent[a], y.origin[a], y.extent[a], op.name))
+        off = fn.int_(_sub(y.origin[a], x.origin[a]))
+        w.open(f"for (int k{a} = 0; k{a} < {fn.int_(y.extent[a])}; k{a}++)")
+        w(f"const {x.ctype} *x_{a} = {cx} + (k{a} + {off}) * {x.strides[a]};")
+        w(f"{y.ctype} *y_{a} = {cy} + k{a} * {y.strides[a]};")
+        cx, cy = f"x_{a}", f"y_{a}"
+    n, k, sx, sy = x.shape[r], op.int_("k"), x.strides[r], y.strides[r]
+    flt = x.ctype == "float"
+    if op.int_("largest"):
+        better = "(v != v && b == b) || v > b" if flt else "v > b"
+    else:
+        better = "(b != b && v == v) || v < b" if flt else "v < b"
+    held = f"{cx}[{cy}[(p - 1) * {sy}] * {sx}]" if op.INDICES else f"{cy}[(p - 1) * {sy}]"
+    w.open("")
+    w("int count = 0;")
+    w.open(f"for (int j = 0; j < {n}; j++)")
+    w(f"const {x.ctype} v = {cx}[j * {sx}];")
+    w("int p = count;")
+    w.open("while (p > 0)")
+    w(f"const {x.ctype} b = {held};")
+    w(f"if (!({better})) break;")
+    w(f"if (p < {k}) {cy}[p * {sy}] = {cy}[(p - 1) * {sy}];")
+    w("p--;")
+    w.close(1)
+    w(f"if (p < {k}) {cy}[p * {sy}] = {'j' if op.INDICES else 'v'};")
+    w(f"if (count < {k}) count++;")
+    w.close(2 + len(kept))
+    return fn.call(unit)
+
+
 @register("band", nn.TakeOp)
 def emit_take(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
     """Gather with run-time indices: per output element, the data element at

@@ -1743,7 +1743,7 @@ class TransposeOp(NNOp):
 
 @irdl_op_definition
 class PadOp(NNOp):
-    """Constant, reflect or edge padding; pads are begin per axis then end per axis."""
+    """Constant, reflect, edge or wrap padding; pads are begin per axis then end per axis."""
 
     name = "nn.pad"
     TILING: ClassVar[TilingClass] = TilingClass.INDEPENDENT_AXIS
@@ -1764,8 +1764,9 @@ class PadOp(NNOp):
             f"{len(self.ints('pads'))}",
         )
         _require(
-            self.str_("mode") in ("constant", "reflect", "edge"),
-            f"{self.name}: mode must be constant, reflect or edge, got {self.str_('mode')}",
+            self.str_("mode") in ("constant", "reflect", "edge", "wrap"),
+            f"{self.name}: mode must be constant, reflect, edge or wrap, got "
+            f"{self.str_('mode')}",
         )
 
     def infer_shapes(self) -> list[tuple[int, ...]]:

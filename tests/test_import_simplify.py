@@ -313,6 +313,23 @@ def test_pad_value_follows_the_opset(opset: int) -> None:
     np.testing.assert_array_equal(got, want)
 
 
+def test_pad_wrap_of_opset_19_runs_tiled() -> None:
+    """Wrap padding (opset 19) of a feature map, then a conv: against
+    onnxruntime, tiled in the interpreter and the C; before 19 it is refused."""
+    from ops_oracle import check_model, make_model, rand  # noqa: PLC0415
+
+    nodes = [
+        helper.make_node("Pad", ["x", "p"], ["xp"], mode="wrap"),
+        helper.make_node("Conv", ["xp", "w"], ["y"]),
+    ]
+    inits = {"p": np.array([0, 0, 2, 1, 0, 0, 1, 3], np.int64), "w": rand((4, 3, 3, 3), 2, 0.4)}
+    model = make_model(nodes, {"x": (1, 3, 8, 6)}, ["y"], inits, opset=19)
+    check_model(model, {"x": rand((1, 3, 8, 6), 3)})
+    old = make_model(nodes, {"x": (1, 3, 8, 6)}, ["y"], inits, opset=18)
+    with pytest.raises(ImportDiagnostic, match="mode 'wrap' exists from opset 19"):
+        import_model(old, origin="pad")
+
+
 @pytest.mark.parametrize("opset", [7, 9, 10])
 def test_upsample_and_resize_10_scale_asymmetrically(opset: int) -> None:
     scales = np.array([1, 1, 2, 3], np.float32)

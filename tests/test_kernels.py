@@ -772,7 +772,7 @@ def test_resize_one_axis_and_integer_nearest() -> None:
 # Pad
 
 
-@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
 @pytest.mark.parametrize(
     "pads_nchw",
     [
@@ -786,7 +786,7 @@ def test_pad(mode: str, pads_nchw: tuple[int, ...]) -> None:
     consts: dict[str, Array] = {"p": np.array(pads_nchw, dtype=np.int64)}
     if mode == "constant":
         consts["v"] = np.array(1.5, dtype=np.float32)
-    want = run_onnx("Pad", {"x": x}, consts, mode=mode)
+    want = run_onnx("Pad", {"x": x}, consts, mode=mode, opset=19 if mode == "wrap" else 13)
     order = [0, 2, 3, 1]
     pads = [pads_nchw[i] for i in order] + [pads_nchw[4 + i] for i in order]
     got = K.pad(nhwc(x), pads=pads, mode=mode, value=1.5)

@@ -1607,6 +1607,10 @@ def _pad(imp: _Importer, node: onnx.NodeProto) -> None:
     a = imp.attrs(node)
     mode = a.get("mode", b"constant")
     mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    if mode == "wrap" and imp.opset < 19:
+        raise imp.fail(f"Pad's mode 'wrap' exists from opset 19; this model is opset {imp.opset}")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise imp.fail(f"Pad's mode must be constant, reflect, edge or wrap, got {mode!r}")
     vals, q = _exact_or_real(imp, node, [node.input[0]])
     x = vals[0]
     value = 0.0

@@ -567,8 +567,8 @@ def pad(
 ) -> Array:
     """ONNX Pad over every axis (all begins, then all ends); negative pads crop.
 
-    Modes "constant" (with `value`), "reflect" (mirror without the edge) and
-    "edge" (repeat the edge).
+    Modes "constant" (with `value`), "reflect" (mirror without the edge),
+    "edge" (repeat the edge) and "wrap" (the axis read as a cycle).
     """
     xa = np.asarray(x)
     p = _ints(pads, 2 * xa.ndim, "pads")
@@ -581,7 +581,7 @@ def pad(
     width = [(max(b, 0), max(e, 0)) for b, e in zip(begin, end, strict=True)]
     if mode == "constant":
         return np.pad(xa, width, mode="constant", constant_values=value)
-    if mode in ("reflect", "edge"):
+    if mode in ("reflect", "edge", "wrap"):
         return np.pad(xa, width, mode=mode)
     raise ValueError(f"unsupported pad mode {mode!r}")
 

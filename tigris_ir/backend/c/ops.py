@@ -2120,6 +2120,24 @@ def emit_where(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], uni
     return _elementwise(unit, _short(op), op.name, outs[:1], reads, body)
 
 
+def _row_loops(
+    fn: _Fn, x: CTensor, y: CTensor, out_axis: dict[int, int], what: str
+) -> tuple[str, str]:
+    """Open one loop per input axis of `out_axis` (input axis -> result axis)
+    over the band's result rows; the C names of the row's first input and
+    result elements."""
+    w = fn.code
+    cx, cy = fn.ptr(x.ctype, x.name), fn.ptr(y.ctype, y.name, out=True)
+    for a, oa in out_axis.items():
+        fn.check(_inside(x.origin[a], x.extent[a], y.origin[oa], y.extent[oa], what))
+        off = fn.int_(_sub(y.origin[oa], x.origin[a]))
+        w.open(f"for (int k{a} = 0; k{a} < {fn.int_(y.extent[oa])}; k{a}++)")
+        w(f"const {x.ctype} *x_{a} = {cx} + (k{a} + {off}) * {x.strides[a]};")
+        w(f"{y.ctype} *y_{a} = {cy} + k{a} * {y.strides[oa]};")
+        cx, cy = f"x_{a}", f"y_{a}"
+    return cx, cy
+
+
 @register("band", nn.ArgReduceOp)
 def emit_arg_reduce(
     op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit
@@ -2136,18 +2154,8 @@ def emit_arg_reduce(
     kept = [a for a in range(rank) if a != r]
     out_axis = {a: (a if keep else kept.index(a)) for a in kept}
     fn = _Fn(_short(op))
-    xs = fn.ptr(x.ctype, x.name)
-    ys = fn.ptr(y.ctype, y.name, out=True)
     w = fn.code
-    cx, cy = xs, ys
-    for a in kept:
-        oa = out_axis[a]
-        fn.check(_inside(x.origin[a], x.extent[a], y.origin[oa], y.extent[oa], op.name))
-        off = fn.int_(_sub(y.origin[oa], x.origin[a]))
-        w.open(f"for (int k{a} = 0; k{a} < {fn.int_(y.extent[oa])}; k{a}++)")
-        w(f"const {x.ctype} *x_{a} = {cx} + (k{a} + {off}) * {x.strides[a]};")
-        w(f"int64_t *y_{a} = {cy} + k{a} * {y.strides[oa]};")
-        cx, cy = f"x_{a}", f"y_{a}"
+    cx, cy = _row_loops(fn, x, y, out_axis, op.name)
     n, st = x.shape[r], x.strides[r]
     last = bool(op.int_("select_last_index"))
     first = n - 1 if last else 0
@@ -2181,17 +2189,8 @@ def emit_top_k(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], uni
         raise CLoweringError(f"{op.name}: a band cuts the axis it orders")
     kept = [a for a in range(rank) if a != r]
     fn = _Fn(_short(op))
-    xs = fn.ptr(x.ctype, x.name)
-    ys = fn.ptr(y.ctype, y.name, out=True)
     w = fn.code
-    cx, cy = xs, ys
-    for a in kept:
-        fn.check(_inside(x.origin[a], x.extent[a], y.origin[a], y.extent[a], op.name))
-        off = fn.int_(_sub(y.origin[a], x.origin[a]))
-        w.open(f"for (int k{a} = 0; k{a} < {fn.int_(y.extent[a])}; k{a}++)")
-        w(f"const {x.ctype} *x_{a} = {cx} + (k{a} + {off}) * {x.strides[a]};")
-        w(f"{y.ctype} *y_{a} = {cy} + k{a} * {y.strides[a]};")
-        cx, cy = f"x_{a}", f"y_{a}"
+    cx, cy = _row_loops(fn, x, y, {a: a for a in kept}, op.name)
     n, k, sx, sy = x.shape[r], op.int_("k"), x.strides[r], y.strides[r]
     flt = x.ctype == "float"
     if op.int_("largest"):

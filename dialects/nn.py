@@ -1756,7 +1756,7 @@ class PadOp(NNOp):
     traits = traits_def(Pure())
 
     def check_operands(self) -> None:
-        _check_values(self)
+        _check_data(self)
         r = _rank(self.input)
         _require(
             len(self.ints("pads")) == 2 * r,

@@ -240,6 +240,21 @@ def test_top_k_refusals_name_k() -> None:
         import_model(runtime)
 
 
+@pytest.mark.parametrize("mode", ["constant", "edge", "wrap"])
+def test_pad_of_integers(mode: str) -> None:
+    """Pad moves integer data as it does float32 (onnx's own edge and wrap
+    cases are int32), the constant a value of the data's type."""
+    inits = {"p": np.array([0, 0, 2, 1, 0, 0, 1, 2], np.int64)}
+    ins = ["x", "p"]
+    if mode == "constant":
+        inits["v"], ins = np.array(-7, np.int32), ["x", "p", "v"]
+    nodes = [helper.make_node("Pad", ins, ["y"], mode=mode)]
+    types = {"x": np.int32, "y": np.int32}
+    m = make_model(nodes, {"x": (3, 4, 5, 3)}, ["y"], inits, opset=19, types=types)
+    got = check_model(m, {"x": _ints((3, 4, 5, 3), -1000, 1000, np.int32)}, min_tiles=1)
+    assert got.worst == [0.0]
+
+
 @pytest.mark.parametrize("idx_type", [np.int64, np.int32])
 def test_gather_runtime_indices(idx_type: type) -> None:
     """An embedding lookup: token ids (negative ones from the end) into a table."""

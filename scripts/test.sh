@@ -7,6 +7,6 @@ ruff check .
 echo "== pyright"
 pyright
 echo "== pytest"
-python -m pytest -q -p no:cacheprovider tests
+python -m pytest -q -p no:cacheprovider -n auto --dist loadscope tests
 echo "== lit"
 lit -s tests/lit

@@ -432,6 +432,19 @@ def test_micro_rows_fill_the_fma_pipeline(target: tg.Target, g: G, m: int | None
     assert rk.plan(target, g, 64, True, "rows", m).rows == g.rm  # int8: the geometry's rows
 
 
+@pytest.mark.parametrize(
+    ("m", "blocked"),
+    [(1, False), (4, False), (5, True), (None, True)],  # one row tile of rm4 rn6: 4 rows
+)
+def test_one_row_tile_sweeps_the_whole_contraction(m: int | None, blocked: bool):
+    """A float site of no more rows than one micro-tile (a fully connected
+    layer's one row) takes no K blocks: no later tile would reuse a block."""
+    g, k = G(min(4, m or 4), 6, 16), 1280
+    plan = rk.plan(tg.avx512, g, k, False, "rows", m)
+    assert plan.kc == (rk._k_block(g, k) if blocked else k)  # pyright: ignore[reportPrivateUsage]
+    assert rk._k_block(g, k) < k  # pyright: ignore[reportPrivateUsage]
+
+
 def plan_module(text: str, target: str) -> ModuleOp:
     """A gemm of `text` planned (lower-to-loops), register-tiled and lowered."""
     module = parse(text)

@@ -441,8 +441,8 @@ def test_one_row_tile_sweeps_the_whole_contraction(m: int | None, blocked: bool)
     layer's one row) takes no K blocks: no later tile would reuse a block."""
     g, k = G(min(4, m or 4), 6, 16), 1280
     plan = rk.plan(tg.avx512, g, k, False, "rows", m)
-    assert plan.kc == (rk._k_block(g, k) if blocked else k)  # pyright: ignore[reportPrivateUsage]
-    assert rk._k_block(g, k) < k  # pyright: ignore[reportPrivateUsage]
+    assert plan.kc == (rk._k_block(g, k) if blocked else k)
+    assert rk._k_block(g, k) < k
 
 
 def plan_module(text: str, target: str) -> ModuleOp:

@@ -105,9 +105,14 @@ def _calls_per_round(f: Callable[[], object], seconds: float) -> int:
         n *= 4
 
 
+ROUND_SECONDS = 0.002
+"""One round of a contender: short, so that on a shared machine many rounds
+run without being preempted and the best of them is the kernel's own time."""
+
+
 def race(contenders: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
     """Best seconds per call of each contender, measured in alternating rounds."""
-    reps = {k: _calls_per_round(f, 0.02) for k, f in contenders.items()}
+    reps = {k: _calls_per_round(f, ROUND_SECONDS) for k, f in contenders.items()}
     best = dict.fromkeys(contenders, float("inf"))
     for _ in range(rounds):
         for key, f in contenders.items():
@@ -198,7 +203,7 @@ def table(rows: list[tuple[str, ...]], head: tuple[str, ...]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--shapes", default="", help="MxNxK,... (default: all)")
     parser.add_argument("--no-int8", action="store_true")
     args = parser.parse_args()

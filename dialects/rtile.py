@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
     DenseArrayBase,
+    DictionaryAttr,
     Float32Type,
     FloatAttr,
     IntAttr,
@@ -227,6 +228,40 @@ TARGET = "rtile.target"
 """... the name of the target the geometry was fitted to."""
 REQUEST = "rtile.request"
 """A geometry the user asks for on one op: honoured when `check` accepts it."""
+CLAMP = "rtile.clamp"
+"""A float32 depthwise convolution's fused activation (`lower-gebp` removed
+its Relu or Clip band): `{lo = ..., hi = ...}`, either bound or both, applied
+as `rtile.epilogue "bias_clamp"` applies them, to every value it stores."""
+
+
+def clamp_attr(lo: float | None, hi: float | None) -> DictionaryAttr:
+    """The `rtile.clamp` of an activation clamping below by lo, above by hi."""
+    bounds = {k: FloatAttr(v, f32) for k, v in (("lo", lo), ("hi", hi)) if v is not None}
+    if not bounds:
+        raise VerifyException(f"{CLAMP}: needs lo, hi or both")
+    return DictionaryAttr(dict(bounds))
+
+
+def clamp_of(op: Operation) -> tuple[float | None, float | None] | None:
+    """(lo, hi) of the activation fused into an op: its kernel's epilogue
+    (`bias_clamp`) or its `rtile.clamp`; None where none is."""
+    kern = kernel_of(op)
+    if kern is not None:
+        return kern.epilogue.clamp
+    attr = op.attributes.get(CLAMP)
+    if attr is None:
+        return None
+    if not isinstance(attr, DictionaryAttr) or not set(attr.data) <= {"lo", "hi"}:
+        raise VerifyException(
+            f"{CLAMP} must be {{lo = f32, hi = f32}} (either or both), got {attr}"
+        )
+    out: list[float | None] = []
+    for key in ("lo", "hi"):
+        v = attr.data.get(key)
+        if v is not None and not isinstance(v, FloatAttr):
+            raise VerifyException(f"{CLAMP}: {key} must be a float, got {v}")
+        out.append(float(v.value.data) if isinstance(v, FloatAttr) else None)
+    return out[0], out[1]
 
 
 def _matrix_shape(value: SSAValue, what: str) -> tuple[int, int]:

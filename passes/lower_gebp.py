@@ -11,8 +11,10 @@ an in-place Relu or Clip band on its output (the activation's band reads and
 writes the buffer the convolution's band wrote, with only address arithmetic
 between them) takes the activation into its epilogue (`bias_clamp`) and the
 activation's band is removed: the buffer holds the activated values as soon
-as the product is stored, and nothing reads it in between. The C backend
-prints exactly those ops. A site
+as the product is stored, and nothing reads it in between. A float32
+depthwise convolution (no matrix product, no kernel op) takes such a band the
+same way, as its `rtile.clamp` attribute. The C backend prints exactly those
+ops. A site
 `gebp-tile` gave no geometry (no register tile fits it) keeps no kernel: its
 band runs the direct loop nest. The tensor-level functions of the module (the
 untiled reference) are left alone.
@@ -35,7 +37,14 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from tigris_ir.dialects import loop, nn
-from tigris_ir.dialects.rtile import TARGET, EpilogueOp, KernelOp, kernel_of
+from tigris_ir.dialects.rtile import (
+    CLAMP,
+    TARGET,
+    EpilogueOp,
+    KernelOp,
+    clamp_attr,
+    kernel_of,
+)
 from tigris_ir.rtile import decide
 from tigris_ir.rtile import kernel as rk
 from tigris_ir.rtile.lower import kernel
@@ -149,6 +158,24 @@ def fuse_activation(op: Operation) -> bool:
     return True
 
 
+def fuse_depthwise_activation(op: nn.ConvOp) -> bool:
+    """Take the in-place Relu / Clip band after a float32 depthwise
+    convolution's band into the convolution (`rtile.clamp`: its kernel clamps
+    every value it stores) and remove that band; False where there is none."""
+    if CLAMP in op.attributes or nn.quant_of(op.output) is not None:
+        return False
+    if nn.dtype_of(op.input) != "float32":
+        return False
+    act_band = fusable_activation(op)
+    if act_band is None:
+        return False
+    op.attributes[CLAMP] = clamp_attr(*_clamp_of(act_band.nn_op))
+    feeders = [v.owner for v in act_band.operands if isinstance(v.owner, Operation)]
+    Rewriter.erase_op(act_band)
+    _erase_dead(feeders)
+    return True
+
+
 @dataclass(frozen=True)
 class LowerGebpPass(ModulePass):
     """Give every register-tiled matrix-product band its `rtile.kernel`."""
@@ -164,6 +191,9 @@ class LowerGebpPass(ModulePass):
         for site_op, site in list(decide.sites(op)):
             site_kernel(site_op, site)
             fuse_activation(site_op)
+        for dw in list(decide.depthwise_ops(op)):
+            if isinstance(dw, nn.ConvOp):
+                fuse_depthwise_activation(dw)
 
 
 def tile_and_lower(module: ModuleOp, target: str = "host") -> None:

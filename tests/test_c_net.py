@@ -52,7 +52,7 @@ from tigris_ir.backend.c.network import (
     print_network,
 )
 from tigris_ir.dialects import loop, nn
-from tigris_ir.dialects.rtile import kernel_of
+from tigris_ir.dialects.rtile import clamp_of
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.interp.loop_ir import run_loop_module
 from tigris_ir.interp.program import RunResult
@@ -99,8 +99,7 @@ def _toy_conv(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit
     cout, cg = y.shape[3], w.shape[3]
     og = cout // op.groups()
     wn, bn = unit.const("toy_w", w.value), unit.const("toy_b", b.value)
-    kern = kernel_of(op)  # a Relu lower-gebp fused into the epilogue
-    clamp = kern.epilogue.clamp if kern is not None else None
+    clamp = clamp_of(op)  # a Relu lower-gebp fused into the epilogue or rtile.clamp
     assert clamp in (None, (0.0, None)), "the toy kernels fuse only Relu"
     act = "acc" if clamp is None else "TOY_RELU(acc)"
     fn = unit.fresh("toy_conv")

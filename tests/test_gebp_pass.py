@@ -432,6 +432,19 @@ def test_micro_rows_fill_the_fma_pipeline(target: tg.Target, g: G, m: int | None
     assert rk.plan(target, g, 64, True, "rows", m).rows == g.rm  # int8: the geometry's rows
 
 
+@pytest.mark.parametrize(
+    ("m", "blocked"),
+    [(1, False), (4, False), (5, True), (None, True)],  # one row tile of rm4 rn6: 4 rows
+)
+def test_one_row_tile_sweeps_the_whole_contraction(m: int | None, blocked: bool):
+    """A float site of no more rows than one micro-tile (a fully connected
+    layer's one row) takes no K blocks: no later tile would reuse a block."""
+    g, k = G(min(4, m or 4), 6, 16), 1280
+    plan = rk.plan(tg.avx512, g, k, False, "rows", m)
+    assert plan.kc == (rk._k_block(g, k) if blocked else k)
+    assert rk._k_block(g, k) < k
+
+
 def plan_module(text: str, target: str) -> ModuleOp:
     """A gemm of `text` planned (lower-to-loops), register-tiled and lowered."""
     module = parse(text)
@@ -576,11 +589,12 @@ def _fused_plan(name: str, budget: int):
 
 def test_an_in_place_activation_is_fused_into_the_epilogue():
     """lower-gebp takes the in-place Clip band after a pointwise convolution's
-    band into its epilogue (bias_clamp lo 0 hi 6) and removes it: the plan has
+    band into its epilogue (bias_clamp lo 0 hi 6), and after a depthwise
+    convolution's band into its `rtile.clamp`, and removes it: the plan has
     fewer Clip bands than the graph has Clips, a second run keeps the fusion,
     and the interpreter and the C (vector and portable) equal the reference."""
     from tigris_ir.backend.c.build import run_c
-    from tigris_ir.dialects.rtile import EpilogueOp, KernelOp
+    from tigris_ir.dialects.rtile import CLAMP, EpilogueOp, KernelOp, clamp_of
     from tigris_ir.interp.loop_ir import run_loop_module
     from tigris_ir.interp.program import untiled_reference
     from tigris_ir.passes.lower_gebp import fusable_activation
@@ -595,17 +609,25 @@ def test_an_in_place_activation_is_fused_into_the_epilogue():
     def clamps() -> list[EpilogueOp]:
         return [e for e in fn.walk() if isinstance(e, EpilogueOp) and e.clamp is not None]
 
-    fused = clamps()
+    def dw_clamps() -> list[nn.ConvOp]:
+        return [o for o in fn.walk() if isinstance(o, nn.ConvOp) and CLAMP in o.attributes]
+
+    fused, dw_fused = clamps(), dw_clamps()
     assert fused and all(e.clamp == (0.0, 6.0) for e in fused)
+    # the depthwise convolutions' Clips too, as rtile.clamp
+    assert dw_fused and all(o.is_depthwise() and clamp_of(o) == (0.0, 6.0) for o in dw_fused)
+    assert all(fusable_activation(o) is None for o in dw_fused)
     clips = sum(isinstance(o, nn.ClipOp) for o in fn.walk())
-    assert clips + len(fused) == sum(isinstance(o, nn.ClipOp) for o in ref_fn.walk())
+    assert clips + len(fused) + len(dw_fused) == sum(
+        isinstance(o, nn.ClipOp) for o in ref_fn.walk()
+    )
     for e in fused:  # the Clip band after the site is gone
         kern = e.parent_op()
         site = kern.site.owner if isinstance(kern, KernelOp) else None
         assert isinstance(site, nn.ConvOp) and fusable_activation(site) is None
     GebpTilePass(target="host").apply(context(), module)  # the same tiles: kept
     LowerGebpPass().apply(context(), module)
-    assert len(clamps()) == len(fused)
+    assert len(clamps()) == len(fused) and len(dw_clamps()) == len(dw_fused)
     want = untiled_reference(ref_fn, weights, x)
     got = run_loop_module(module, weights, x).outputs
     for g_, w_ in zip(got, want, strict=True):

@@ -15,11 +15,14 @@ from tigris_ir.rtile.targets import (
     Target,
     avx2,
     avx512,
+    avx512_vnni,
     cpu_model_name,
     detect_target,
     get_target,
+    label,
     neon,
     sse,
+    zen4,
 )
 
 PRESETS = (avx512, avx2, sse, neon)
@@ -386,7 +389,7 @@ def test_target_presets():
 
 
 def test_unknown_target_lists_the_known_names():
-    known = "avx512, avx512-vnni, avx2, sse, neon, cortex-m4, cortex-m7, cortex-m55, host"
+    known = "avx512, avx512-vnni, zen4, avx2, sse, neon, cortex-m4, cortex-m7, cortex-m55, host"
     with pytest.raises(ValueError, match=known):
         get_target("avx1024")
 
@@ -405,6 +408,48 @@ def test_detect_target_from_cpuinfo(flags: str, machine: str, isa: str, vnni: bo
     t = detect_target(f"processor\t: 0\nflags\t\t: {flags}\n", machine)
     assert (t.name, t.isa, t.vnni) == ("host", isa, vnni)
     assert rt.rn_cap(t) == (6 if t.vector_registers == 32 else 3)
+
+
+def _cpuinfo(vendor: str, family: int, flags: str) -> str:
+    return (
+        f"processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\n"
+        f"model name\t: a CPU\nflags\t\t: {flags}\n"
+    )
+
+
+_AVX512_VNNI = "fpu sse sse2 avx avx2 fma avx512f avx512bw avx512vl avx512_vnni"
+
+
+@pytest.mark.parametrize(
+    ("vendor", "family", "flags", "preset"),
+    [
+        ("AuthenticAMD", 25, _AVX512_VNNI, "zen4"),  # Zen 4: family 19h with AVX-512
+        ("AuthenticAMD", 25, "fpu sse sse2 avx avx2 fma", "avx2"),  # Zen 3: the same family
+        ("AuthenticAMD", 26, _AVX512_VNNI, "avx512-vnni"),  # Zen 5: full-width FMA
+        ("GenuineIntel", 6, _AVX512_VNNI, "avx512-vnni"),
+    ],
+)
+def test_zen4_is_detected_by_vendor_and_family(vendor: str, family: int, flags: str, preset: str):
+    t = detect_target(_cpuinfo(vendor, family, flags), "x86_64")
+    assert t.name == "host"
+    assert label(t) == preset
+
+
+def test_zen4_fits_float_tiles_to_its_fma_width_and_int8_to_its_registers():
+    """Zen 4 executes a 512-bit FMA as two 256-bit halves: its float32 tiles are
+    fitted to a 32-byte file of its 32 registers, the spec's model unchanged
+    there (the avx512 presets keep the 64-byte file); VNNI keeps zmm."""
+    f = zen4.float_file()
+    assert (f.vector_bytes, f.vector_registers) == (32, 32)
+    assert avx512.float_file() is avx512 and avx512_vnni.float_file() is avx512_vnni
+    assert rt.rn_cap(f) == 6 and rt.budget(f) == rt.budget(avx512)
+    # 3136x24 (MobileNetV2's 1x1 conv): the 16-lane default has a half-empty
+    # column tail; the 32-byte file's default covers it with three 8-lane vectors
+    assert rt.default(avx512, 3136, 24) == rt.Geometry(4, 1, 16)
+    assert rt.default(f, 3136, 24) == rt.Geometry(4, 3, 8)
+    assert rt.default(f, 256, 256) == rt.Geometry(4, 6, 8)
+    i = zen4.int8_file()
+    assert (i.vector_bytes, zen4.int8_dot) == (64, "vpdpbusd")
 
 
 def test_the_cpu_model_name_is_read_from_cpuinfo():

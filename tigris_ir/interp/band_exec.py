@@ -28,7 +28,7 @@ import numpy as np
 from xdsl.dialects.builtin import TensorType
 
 from tigris_ir.dialects import nn
-from tigris_ir.dialects.rtile import kernel_of
+from tigris_ir.dialects.rtile import clamp_of, kernel_of
 from tigris_ir.interp import rtile_exec
 from tigris_ir.plan.band import WHOLE, Band, BandError, Range, band_shape
 from tigris_ir.plan.tiling import TRANSPOSED, WINDOW, map_range
@@ -244,13 +244,12 @@ def _conv(op: nn.ConvOp, args: list[np.ndarray], held: Band, out: Band) -> list[
     sizes = tuple(b - a for a, b in (out.get(1 + i, (0, out_shape[1 + i])) for i in range(n)))
     args = _channel_group_consts(op, list(args), out, out_shape)
 
-    kern = kernel_of(op)
-    clamp = kern.epilogue.clamp if kern is not None else None
+    clamp = clamp_of(op)
 
     def real(a: list[np.ndarray]) -> list[np.ndarray]:
         acc = _conv_core(a[0][sl], _as_f64(a[1]), op, pads, sizes)
         y = (acc + a[2].astype(np.float64)).astype(np.float32)
-        if clamp is not None:  # an activation fused into the epilogue (lower-gebp)
+        if clamp is not None:  # an activation fused by lower-gebp (kernel epilogue, rtile.clamp)
             y = K.clip(y, lo=clamp[0], hi=clamp[1])
         return [y]
 

@@ -56,9 +56,9 @@ def depthwise_ops(module: ModuleOp) -> Iterator[Operation]:
 
 
 def file_of(target: tg.Target, site: Site) -> tg.Target:
-    """The register file a site's geometry is fitted to: the target's own, or
-    that of its int8 instruction."""
-    return target.int8_file() if site.dtype == "int8" else target
+    """The register file a site's geometry is fitted to: that of the target's
+    float32 FMA (`Target.float_file`) or of its int8 instruction."""
+    return target.int8_file() if site.dtype == "int8" else target.float_file()
 
 
 def target_label(target: tg.Target) -> str:

@@ -109,8 +109,11 @@ def plan(
     """The kernel decisions for a k-long contraction of (up to) m rows tiled by
     `g` on `target`."""
     if not int8:
-        kc = _k_block(g, k)
         rows = micro_rows(target, g, m)
+        # one row tile sweeps each panel once: no later tile reuses a K block
+        # of it, so the blocks would only restart the accumulators (and break
+        # the panel's one sequential stream into strided pieces)
+        kc = k if m is not None and m <= rows else _k_block(g, k)
         if packing == "rows":
             return KernelPlan("fma", k, kc, ROW_BLOCK // rows * rows, 0, rows)
         mc = _block_rows(rows, 4 * k, target.scratch_bytes)

@@ -225,6 +225,15 @@ class Target:
     mcu: Mcu | None = None
     """The M-profile CPU and its board, for the Cortex-M targets (None: an
     application processor whose code may run on this machine)."""
+    fma_bytes: int = 0
+    """The width one float32 multiply-accumulate issue works on, where it is
+    narrower than a register (0: the register's width). Zen 4 executes a
+    512-bit FMA as two 256-bit halves, so a zmm tile does no more float work
+    per cycle than a ymm one while its column tail wastes twice the lanes
+    (3136x24x144 single-thread on Zen 4: rm4 rn1 lanes16 77 GFLOP/s, rm4 rn3
+    lanes8 108): its float32 register tiles are fitted to a file of this
+    width (`float_file`: the same registers), its int8 ones keep the
+    register's."""
     tiled: tuple[str, ...] = ("float32", "int8")
     """The element types whose matrix products the C prints as register-tiled
     kernels for this target; `gebp-tile` fits geometries only to those, the
@@ -269,6 +278,13 @@ class Target:
             return "pmaddwd"
         return "none"
 
+    def float_file(self) -> Target:
+        """The register file the float32 kernels tile: the registers at the
+        width of one FMA issue (`fma_bytes`), where that is narrower."""
+        if 0 < self.fma_bytes < self.vector_bytes:
+            return replace(self, vector_bytes=self.fma_bytes)
+        return self
+
     def int8_file(self) -> Target:
         """The register file the int8 kernels tile: int32 accumulators in the
         width their dot-product instruction works on (`INT8_DOT_BYTES`)."""
@@ -308,6 +324,10 @@ avx512 = Target("avx512", vector_bytes=64, vector_registers=32, isa="avx512", fm
 avx512_vnni = Target(
     "avx512-vnni", vector_bytes=64, vector_registers=32, isa="avx512", vnni=True, fma_chains=8
 )
+zen4 = Target(
+    "zen4", vector_bytes=64, vector_registers=32, isa="avx512", vnni=True, fma_chains=8,
+    fma_bytes=32,
+)
 avx2 = Target("avx2", vector_bytes=32, vector_registers=16, isa="avx2", fma_chains=8)
 sse = Target("sse", vector_bytes=16, vector_registers=16, isa="sse", fma=False, fma_chains=8)
 neon = Target("neon", vector_bytes=16, vector_registers=32, isa="neon", fma_chains=8)
@@ -337,7 +357,7 @@ cortex_m55 = _cortex(
 
 PRESETS: dict[str, Target] = {
     t.name: t
-    for t in (avx512, avx512_vnni, avx2, sse, neon, cortex_m4, cortex_m7, cortex_m55)
+    for t in (avx512, avx512_vnni, zen4, avx2, sse, neon, cortex_m4, cortex_m7, cortex_m55)
 }
 
 
@@ -349,12 +369,18 @@ def detect_target(cpuinfo: str, machine: str) -> Target:
     if machine.lower() in ("aarch64", "arm64"):
         return replace(neon, name="host")
     flags: set[str] = set()
+    fields: dict[str, str] = {}
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
         if key.strip() == "flags":
             flags = set(value.split())
             break
-    if "avx512f" in flags:
+    # AMD family 19h with AVX-512 is Zen 4 (Zen 3, the same family, has none)
+    zen4_cpu = fields.get("vendor_id") == "AuthenticAMD" and fields.get("cpu family") == "25"
+    if "avx512f" in flags and "avx512_vnni" in flags and zen4_cpu:
+        base = zen4
+    elif "avx512f" in flags:
         base = avx512_vnni if "avx512_vnni" in flags else avx512
     elif "avx2" in flags:
         base = replace(avx2, fma="fma" in flags)

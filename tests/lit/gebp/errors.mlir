@@ -12,7 +12,7 @@
 // GEOM: gebp-tile: geometry 'rm4-lanes8' is not of the form rm<rows>-rn<vectors>-lanes<lanes> (e.g. geometry=rm4-rn2-lanes8)
 // LANES: gebp-tile: geometry 'rm4-rn2-lanes6': #rtile.geom<rm4 rn2 lanes6>: lanes must be a power of two >= 2, got 6
 
-// UNKNOWN: gebp-tile: unknown target 'z80'; known targets: avx512, avx512-vnni, avx2, sse, neon, cortex-m4, cortex-m7, cortex-m55, host
+// UNKNOWN: gebp-tile: unknown target 'z80'; known targets: avx512, avx512-vnni, zen4, avx2, sse, neon, cortex-m4, cortex-m7, cortex-m55, host
 // UNKNOWN-NOT: Traceback
 // FEW: gebp-tile: target 'sse' has 5 vector registers, too few for any register tile: a 4-row tile of one vector column keeps 6 resident
 // FEW-NOT: Traceback

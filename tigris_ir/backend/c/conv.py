@@ -71,6 +71,7 @@ from tigris_ir.dialects.rtile import (
     KernelOp,
     PackOp,
     PanelsOp,
+    clamp_of,
     kernel_of,
 )
 from tigris_ir.rtile import kernel as rk
@@ -945,6 +946,22 @@ typedef int {vi} __attribute__((vector_size({4 * lanes})));
     unit.helper(f"c_conv.clamp{lanes}", code)
 
 
+def _vclamp_prelude(unit: CUnit, lanes: int) -> None:
+    """`TG_VLO(v, c)` and `TG_VHI(v, c)` on the `tg_vf` vectors of the
+    depthwise kernels: `v < c ? c : v` and `v > c ? c : v` lane-wise, as selects
+    through the comparison's mask (a NaN stays a NaN, as in the scalar op)."""
+    code = f"""#ifdef TG_VECTOR
+typedef int tg_vfi __attribute__((vector_size({4 * lanes})));
+#define TG_VLO(v, c) \\
+  do {{ const tg_vfi m_ = (v) < (c); \\
+       (v) = (tg_vf)((m_ & (tg_vfi)(c)) | (~m_ & (tg_vfi)(v))); }} while (0)
+#define TG_VHI(v, c) \\
+  do {{ const tg_vfi m_ = (v) > (c); \\
+       (v) = (tg_vf)((m_ & (tg_vfi)(c)) | (~m_ & (tg_vfi)(v))); }} while (0)
+#endif"""
+    unit.helper("c_conv.vclamp", code)
+
+
 def _fclamp(p: _Panels, x: str) -> str:
     """C of the fused activation of a float32 kernel's value x (x itself without one)."""
     return _clamp_expr(p.clamp, x)
@@ -1623,8 +1640,7 @@ def _emit_generic_conv(
     """Every convolution band: direct loops over global indices (plain C); a
     register-tiled site's band the GEBP cannot run (strided channels, run-time
     weights) applies its kernel's fused activation (`rtile.epilogue`) too."""
-    kern = kernel_of(op)
-    clamp = kern.epilogue.clamp if kern is not None else None
+    clamp = clamp_of(op)
     x, w, b = ins[0], ins[1], ins[2]
     ws = ins[3] if len(ins) > 3 else None
     for t, what in ((w, "weight"), (b, "bias")):
@@ -1730,7 +1746,7 @@ def _conv(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CU
     xv, yv = _view(x, 4), _view(y, 4)
     group = _channel_group(g, x, y) if q is None and _consts_ready(ins, q) else 0
     if group:
-        return _emit_depthwise(unit, g, q, ins, y, xv, yv, group)
+        return _emit_depthwise(unit, g, q, ins, y, xv, yv, group, clamp_of(conv))
     if not (_consts_ready(ins, q) and _dense_channels(g, x, y)):
         return _emit_generic_conv(unit, conv, g, q, ins, y)
     w = ins[1].value
@@ -1742,7 +1758,7 @@ def _conv(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CU
         isa = arm_m.depthwise_isa(_target_label(conv))
         if q is not None and isa is not None:
             return arm_m.emit_depthwise(unit, isa, g, q, ins, y, xv, yv)
-        return _emit_depthwise(unit, g, q, ins, y, xv, yv)
+        return _emit_depthwise(unit, g, q, ins, y, xv, yv, clamp=clamp_of(conv))
     if not _tiled(conv):  # no register tile fits the site
         return _emit_generic_conv(unit, conv, g, q, ins, y)
     pointwise = (g.kh, g.kw, g.sh, g.sw) == (1, 1, 1, 1) and not any(conv.pads())
@@ -2014,9 +2030,12 @@ def _emit_depthwise(
     xv: _View,
     yv: _View,
     group: int = 0,
+    clamp: tuple[float | None, float | None] | None = None,
 ) -> str:
     """A depthwise convolution: per output pixel one pointer per tap (the pad
-    row where the tap leaves the image), vectors over channels.
+    row where the tap leaves the image), vectors over channels; `clamp`
+    (float32) the activation `lower-gebp` fused into it (`rtile.clamp`),
+    applied to every value stored.
 
     `group` > 0 (float32): a band of a channel group, its buffers holding
     `group` channels per pixel from the band's first channel (`yl3`); the
@@ -2032,9 +2051,27 @@ def _emit_depthwise(
     if q is None:
         _vec_prelude(unit)
         guard = "TG_VECTOR"
+        if clamp is not None:
+            _vclamp_prelude(unit, lanes)
     else:
+        if clamp is not None:
+            raise CLoweringError("an int8 depthwise convolution takes no fused activation")
         _i8_512_prelude(unit, q.fixed)
         guard = "TG_AVX2"
+
+    def vclamp(accs: Sequence[str], indent: str) -> list[str]:
+        """The fused activation on vector accumulators (nothing without one)."""
+        if clamp is None:
+            return []
+        out = []
+        for bound, macro in zip(clamp, ("TG_VLO", "TG_VHI")):
+            if bound is not None:
+                c = _flt(bound)
+                out.append(f"{indent}{{ const tg_vf c_ = {{{', '.join([c] * lanes)}}};")
+                out += [f"{indent}  {macro}({a}, c_);" for a in accs]
+                out.append(f"{indent}}}")
+        return out
+
     wt, it = ("float", "float") if q is None else ("int32_t", "int32_t")
     mid = [f"const {wt} *restrict w", f"const {it} *restrict bias"]
     if q is not None:
@@ -2049,7 +2086,7 @@ def _emit_depthwise(
         ]
     mid.append(f"const {xt} *restrict pad")
     c32 = -(-g.c // 32) * 32
-    key = f"dw.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q)}.{group}"
+    key = f"dw.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q)}.{group}.{clamp}"
 
     def block(nv: int, c: str) -> list[str]:
         if q is None:
@@ -2063,6 +2100,7 @@ def _emit_depthwise(
                 for j in range(nv)
             ]
             out.append("        }")
+            out += vclamp([f"a{j}" for j in range(nv)], "        ")
             out += [f"        TG_ST(yp + {c} + {j * lanes}, a{j});" for j in range(nv)]
             return ["        {", *out, "        }"]
         load = "tg_ld8u" if xt == "uint8_t" else "tg_ld8s"
@@ -2167,6 +2205,7 @@ def _emit_depthwise(
                     for j, o in enumerate(v)
                 ]
             body.append(f"            float *yp = yr + (long)(ox0 + p - yl2) * {yv.strides[2]};")
+            body += vclamp([f"a{j}" for j in range(len(v))], "            ")
             body += [f"            TG_ST(yp + {c} + {o}, a{j});" for j, o in enumerate(v)]
             return [*body, "          }", "        }"]
 
@@ -2184,7 +2223,7 @@ def _emit_depthwise(
                 f"          for (int c = {cv * lanes}; c < {nc}; ++c) {{",
                 "            float s = bias[c];",
                 f"            for (int k = 0; k < {t}; ++k) s += t_[k][c] * w[k * {cp} + c];",
-                "            yp[c] = s;",
+                f"            yp[c] = {_clamp_expr(clamp, 's')};",
                 "          }",
                 "        }",
             ]
@@ -2256,7 +2295,7 @@ def _emit_depthwise(
                 f" s += ((int32_t)tp[t][c] - {_lit(q.xzp)}) * w[t * {cp} + c];"
             )
         out += [
-            f"          yp[c] = {_store(q, 's', 'mult[c]')};",
+            f"          yp[c] = {_clamp_expr(clamp, _store(q, 's', 'mult[c]'))};",
             "        }",
             "      }",
         ]

@@ -57,6 +57,17 @@ def resolve_target(name: str, registers: int = 0) -> tg.Target:
     return target
 
 
+def target_default(target: tg.Target, site: Site) -> rt.Geometry | None:
+    """The model's default for a site, its rows capped where the target's int8
+    instruction caps them (`Target.int8_rows`: rm3 rn1 lanes2 for Helium's
+    VMLADAVA, whose accumulators only the even registers hold)."""
+    g = rt.default(target, site.m, site.n)
+    cap = target.int8_rows if site.dtype == "int8" else None
+    if g is None or cap is None or g.rm <= cap:
+        return g
+    return rt.Geometry(cap, g.rn, g.lanes)
+
+
 _GEOMETRY = re.compile(r"rm(\d+)\W*rn(\d+)\W*lanes(\d+)")
 
 
@@ -160,7 +171,7 @@ class GebpTilePass(ModulePass):
                     "it keeps the direct loops",
                 )
             return None
-        dflt = rt.default(target, site.m, site.n)
+        dflt = target_default(target, site)
         if request is not None or asked is not None:
             g = request.geometry if request is not None else asked
             assert g is not None

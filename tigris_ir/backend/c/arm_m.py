@@ -680,7 +680,7 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
 
     def build(name: str) -> str:
         out = cv._header(name, cv._conv_params(xt, yt, mid))
-        out[0] = out[0].replace("static void", "static TG_INORDER void", 1)
+        out[0] = out[0].replace("static TIGRIS_BAND void", "static TIGRIS_BAND TG_INORDER void", 1)
         out.append("  (void)w16; (void)w32; (void)fx;")
         out += cv._unpack("xb", "x", 4) + cv._unpack("yb", "y", 4)
         out += cv._batch_loop(xv, yv, xt, yt)

@@ -222,7 +222,8 @@ class _Fn:
     def call(self, unit: CUnit) -> str:
         voids = [f"  (void){n};" for n in self.ints.values()]
         sig = ", ".join(self.params) or "void"
-        text = "\n".join([f"static void @NAME@({sig}) {{", *voids, *self.code.lines, "}"])
+        head = f"static TIGRIS_BAND void @NAME@({sig}) {{"
+        text = "\n".join([head, *voids, *self.code.lines, "}"])
         name = _define(unit, self.hint, text)
         lines = [f"TIGRIS_BOUND({c});" for c in self.checks]
         lines.append(f"{name}({', '.join(self.args)});")

@@ -508,9 +508,9 @@ def block(unit: CUnit, p: _Panels, q: _Q) -> str:
 
 
 def depthwise_isa(target_name: str | None) -> str | None:
-    """The extension an int8 depthwise convolution of a Cortex-M target runs
-    on ("mve", "dsp"), from the op's `rtile.target` (gebp-tile's); None for
-    any other target (the x86 and portable kernels)."""
+    """The extension an int8 depthwise convolution (or Add, Sub) of a
+    Cortex-M target runs on ("mve", "dsp"), from the op's `rtile.target`
+    (gebp-tile's); None for any other target (the x86 and portable kernels)."""
     from tigris_ir.rtile import targets as tg
 
     if target_name is None or target_name not in tg.PRESETS:
@@ -768,3 +768,68 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
         ("aw16", w16), ("aw32", w32), ("ab", bias), ("am", m), ("afx", fx), ("apad", padv)
     )]
     return f"  {name}({x.name}, {xv.bounds()}, {', '.join(args)}, {y.name}, {yv.bounds()});"
+
+
+# ---------------------------------------------------------------------------
+# elementwise Add / Sub
+
+
+def mve_add_lanes(
+    unit: CUnit,
+    tables: tuple[str, str],
+    sign: str,
+    rule: tuple[str, tuple[int, int, int]],
+    zy: int,
+    lo: int,
+    hi: int,
+) -> Callable[[list[str], str, str], list[str]]:
+    """The Helium lanes of an int8 Add (sign "+") or Sub ("-") under fixed
+    point, four elements per step ahead of the scalar loop: each operand's
+    rescaled value gathered from its 256-entry table by its byte
+    (VLDRB.U32, VLDRW gather: the scalar loop's own tables), the two summed,
+    requantized in lanes -- the short form (`rule` ("short", (M, c, k)):
+    VQRDMULH, + c, the sign, >> k) or the general one (("fixed", (M, l,
+    k)): VQSHL, VQRDMULH, VRSHL with the negative lanes' fix, VQADD of the
+    zero point) -- clamped and stored as bytes (VSTRB.32). Returns the lines
+    given the operands' and the result's pointers and the element count; the
+    loop advances `k`."""
+    prelude(unit)
+    kind, (m, a, b) = rule
+    if kind == "short":
+        rq = [
+            "    const int32x4_t s_ = vshrq_n_s32(v_, 31);",
+            f"    v_ = vaddq_n_s32(vqrdmulhq_n_s32(v_, {m}), {a});",
+            f"    v_ = vshlq_r_s32(vaddq_s32(v_, s_), {-b});",
+        ]
+    else:
+        rq = [
+            *([f"    v_ = vqshlq_s32(v_, vdupq_n_s32({a}));"] if a else []),
+            f"    v_ = vqrdmulhq_n_s32(v_, {m});",
+            *(
+                [f"    v_ = vrshlq_s32(vqaddq_s32(v_, vshrq_n_s32(v_, 31)), vdupq_n_s32({-b}));"]
+                if b
+                else []
+            ),
+            f"    v_ = vqaddq_n_s32(v_, {zy});",
+        ]
+    op = "vaddq_s32" if sign == "+" else "vsubq_s32"
+
+    def lanes(xs: list[str], y: str, n: str) -> list[str]:
+        got = [
+            f"vldrwq_gather_shifted_offset_s32({t},"
+            f" vldrbq_u32((const uint8_t *)(const void *)({x} + k)))"
+            for t, x in zip(tables, xs)
+        ]
+        return [
+            "#ifdef TG_MVE",
+            f"for (; k + 4 <= {n}; k += 4) {{",
+            f"    int32x4_t v_ = {op}({got[0]},",
+            f"        {got[1]});",
+            *rq,
+            f"    v_ = vminq_s32(vmaxq_s32(v_, vdupq_n_s32({lo})), vdupq_n_s32({hi}));",
+            f"    vstrbq_s32((int8_t *)(void *)({y} + k), v_);",
+            "}",
+            "#endif",
+        ]
+
+    return lanes

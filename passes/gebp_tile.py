@@ -8,7 +8,10 @@ and k = kh*kw*Cin/group. The pass attaches the geometry `register_tile.default`
 picks for the site (`rtile.geom`), its decomposition (`rtile.cover`) and the
 target it was fitted to (`rtile.target`). Depthwise convolutions are no matrix
 product; for a Cortex-M target they get the `rtile.target` alone, which selects
-the CPU's depthwise kernel (DSP or Helium) in the C.
+the CPU's depthwise kernel (DSP or Helium) in the C, and so do its quantized
+Add and Sub ops (Helium lanes where the CPU has MVE). A Cortex-M target whose
+int8 instruction caps the tile's rows (`Target.int8_rows`: Helium's VMLADAVA)
+gets the model's default with its rows capped (`target_default`).
 
 On a loop-level plan (after `lower-to-loops`) the sites are the `nn` ops in the
 bodies of `loop.band` ops, and m is the rows of the largest band the op

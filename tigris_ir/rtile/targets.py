@@ -202,7 +202,9 @@ GPR_PAIRS = 6
 `vmladava`) tile accumulators in: r0-r12 and lr less the A, B and loop-end
 pointers the k loop keeps live leave 11, which hold a 4 x 2 tile's eight
 accumulators, one B pair and one streaming A word -- resident_floor of
-rm4 rn1 lanes2, counted in pairs (6, the A word rounded up to a pair)."""
+rm4 rn1 lanes2, counted in pairs (6, the A word rounded up to a pair).
+VMLADAVA's accumulators take even registers only: `INT8_DOT_ROWS` caps its
+tile at three rows."""
 
 
 @dataclass(frozen=True)

@@ -813,3 +813,21 @@ def test_the_header_bounds_the_kernels_stack_scratch():
         for t, n in re.findall(r"(float|int16_t) buf\[(\d+)\] __attribute__", src.c)
     ]
     assert sizes and int(m.group(1)) == max(sizes) <= 16384
+
+
+def test_band_kernels_stay_functions_of_their_own():
+    """Every band kernel of a network unit is TIGRIS_BAND (noinline under
+    GNU C): the run calls each once, and inlined there they made the run
+    one function so big that MobileNetV2-1.0 took twice as long to compile.
+    The compiled object keeps each one as a function."""
+    module = import_model(zoo.build("mobilenet_v2", size="small"))
+    m = lowered(module.module, 64 * 1024)
+    src = print_network(m, weights=module.weights)
+    assert "#define TIGRIS_BAND __attribute__((noinline))" in src.c
+    called = set(re.findall(r"^\s+((?:tg|tigris)_\w+)\(", src.c, re.M))
+    bands = set(re.findall(r"^static TIGRIS_BAND (?:\w+ )*void (\w+)\(", src.c, re.M))
+    assert bands and bands <= called
+    exe = build(src)
+    syms = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout
+    defined = {s.split(".")[0] for s in re.findall(r" [tT] (\S+)", syms)}
+    assert bands <= defined

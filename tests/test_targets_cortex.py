@@ -118,3 +118,29 @@ def test_cortex_board_is_a_qemu_machine(name: str):
     assert mcu is not None and QEMU is not None
     machines = subprocess.run([QEMU, "-M", "help"], capture_output=True, text=True).stdout
     assert any(line.split()[:1] == [mcu.board.machine] for line in machines.splitlines())
+
+
+@pytest.mark.parametrize(("name", "rows"), [("cortex-m4", 4), ("cortex-m7", 4), ("cortex-m55", 3)])
+def test_int8_tile_rows(name: str, rows: int):
+    """Helium's VMLADAVA adds into an even general register only, and lr
+    counts the k loop: seven accumulators, so gebp-tile gives its int8 sites
+    three rows of a pair (six); the DSP's SMLAD tiles keep the model's four.
+    The model's own default is the spec's on every file; float32 sites and
+    sites of fewer rows are not capped."""
+    from tigris_ir.passes.gebp_tile import target_default
+    from tigris_ir.rtile.sites import Site
+
+    t = tg.get_target(name)
+    file = t.int8_file()
+    assert rt.default(file, 64, 64) == rt.Geometry(4, 1, 2)
+    assert t.int8_rows == (3 if name == "cortex-m55" else None)
+    assert target_default(file, Site("conv", 64, 64, 32, "int8")) == rt.Geometry(rows, 1, 2)
+    assert target_default(file, Site("conv", 2, 64, 32, "int8")) == rt.Geometry(2, 1, 2)
+    assert target_default(file, Site("conv", 64, 64, 32, "float32")) == rt.default(file, 64, 64)
+    # a four-row request stays honourable: the cap is the default's, not a rule of check
+    assert rt.check(file, 64, 64, rt.Geometry(4, 1, 2)) is None
+
+
+def test_x86_int8_tiles_uncapped():
+    for t in (tg.avx512_vnni, tg.avx512, tg.avx2, tg.sse, tg.neon):
+        assert t.int8_rows is None

@@ -55,6 +55,21 @@ def depthwise_ops(module: ModuleOp) -> Iterator[Operation]:
                     yield op
 
 
+def int8_adds(module: ModuleOp) -> Iterator[Operation]:
+    """The quantized Add and Sub ops of a module's plan functions (every
+    function where the module holds no plan): the elementwise ops a Cortex-M
+    target prints lanes for where it has them."""
+    from tigris_ir.dialects import nn
+
+    plan = holds_plan(module)
+    for fn in module.ops:
+        if not isinstance(fn, func.FuncOp) or (plan and "loop.plan" not in fn.attributes):
+            continue
+        for op in fn.walk():
+            if isinstance(op, nn.AddOp | nn.SubOp) and op.is_quantized():
+                yield op
+
+
 def file_of(target: tg.Target, site: Site) -> tg.Target:
     """The register file a site's geometry is fitted to: that of the target's
     float32 FMA (`Target.float_file`) or of its int8 instruction."""

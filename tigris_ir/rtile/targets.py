@@ -189,12 +189,22 @@ instruction: zmm for VNNI, ymm for AVX2 (the plain loops count in AVX2's); the
 Cortex-M kernels keep one int32 accumulator per general register and count
 them in pairs (8 bytes: a "vector" of two columns, `GPR_PAIRS` of them)."""
 
+INT8_DOT_ROWS: dict[Int8Dot, int] = {"vmladava": 3}
+"""Row ceilings of the int8 micro-tile below the model's `rm_cap`, where an
+instruction's accumulators are fewer than four rows of a pair need:
+VMLADAVA adds into an even general register only (r0, r2, ..., r12, lr)
+and lr holds the k loop's count (DLS / LE), so seven accumulators at most,
+three rows of a pair of columns (rm3 rn1 lanes2: six; at eight gcc moves
+accumulators through the odd registers or the stack every k step)."""
+
 GPR_PAIRS = 6
 """The pairs of general registers the Cortex-M int8 micro-kernels (`smlad`,
 `vmladava`) tile accumulators in: r0-r12 and lr less the A, B and loop-end
 pointers the k loop keeps live leave 11, which hold a 4 x 2 tile's eight
 accumulators, one B pair and one streaming A word -- resident_floor of
-rm4 rn1 lanes2, counted in pairs (6, the A word rounded up to a pair)."""
+rm4 rn1 lanes2, counted in pairs (6, the A word rounded up to a pair).
+VMLADAVA's accumulators take even registers only: `INT8_DOT_ROWS` caps its
+tile at three rows."""
 
 
 @dataclass(frozen=True)
@@ -284,6 +294,12 @@ class Target:
         if 0 < self.fma_bytes < self.vector_bytes:
             return replace(self, vector_bytes=self.fma_bytes)
         return self
+
+    @property
+    def int8_rows(self) -> int | None:
+        """The rows an int8 micro-tile of this target may take where its
+        instruction caps them (`INT8_DOT_ROWS`: Helium's VMLADAVA), else None."""
+        return INT8_DOT_ROWS.get(self.int8_dot)
 
     def int8_file(self) -> Target:
         """The register file the int8 kernels tile: int32 accumulators in the

@@ -207,6 +207,14 @@ static inline __attribute__((always_inline, unused)) int32_t tg_rqx(int32_t acc,
 #ifndef TG_INORDER
 #define TG_INORDER
 #endif
+#if defined(TG_MVE) && defined(__GNUC__) && !defined(__clang__)
+/* the Helium GEBP: in source order, and each operand's loads at offsets from
+   its one pointer (gcc's auto-increment pass copies a pointer to
+   post-increment it, a move per load in the k loop) */
+#define TG_HELIUM __attribute__((optimize("no-schedule-insns", "no-auto-inc-dec")))
+#else
+#define TG_HELIUM TG_INORDER
+#endif
 #ifdef TG_DSP
 /* a compiler barrier: the odd pairs' words of B are loaded again, not kept */
 #define TG_MEMBAR() __asm__ volatile("" ::: "memory")
@@ -271,15 +279,46 @@ def whole_words(r: int, nc: int) -> bool:
     return r * nc + 2 * nc <= 8
 
 
+MVE_PARAMS = 3
+"""int32 values per column the Helium tiles' fixed-point epilogue reads
+(`mve_params`): the short form's M, c and -k, or the general rule's Q31
+mantissa, left shift and right shift."""
+
+
+def mve_params(q: _Q, j: str, valid: str | int, indent: str) -> list[str]:
+    """C filling `rq` with the `MVE_PARAMS` values of the columns j .. j +
+    valid - 1 of `mult` (`rq[3 * c]`, ...: column c of the panel), split from
+    the packed multipliers once per panel rather than once per tile."""
+    if q.short:
+        body = [
+            "const int k1_ = TG_FS_K1(p_);",
+            "rq[3 * c] = TG_FS_M(p_);",
+            f"rq[3 * c + 1] = TG_FS_C({q.yzp}, k1_);",
+            "rq[3 * c + 2] = -(k1_ + 1);",
+        ]
+    else:
+        body = ["rq[3 * c] = TG_FX_M(p_);", "rq[3 * c + 1] = TG_FX_L(p_);",
+                "rq[3 * c + 2] = TG_FX_K(p_);"]
+    return [
+        f"{indent}for (int c = 0; c < {valid}; ++c) {{",
+        f"{indent}  const int64_t p_ = mult[{j} + c];",
+        *(f"{indent}  {line}" for line in body),
+        f"{indent}}}",
+    ]
+
+
 def _mve_epilogue(r: int, nc: int, valid: int, q: _Q) -> list[str]:
     """Requantize per column in lanes: the r rows' accumulators of column j
-    moved into one vector (a row per lane), VCVT, VMUL by the column's
-    multiplier, VCVTN (round to nearest even, saturating), VQADD of the zero
-    point, the clamp, and one scatter store of r bytes down the column (lanes
-    past r predicated off). The fixed-point rule in lanes: VQSHL by the left
-    shift, VQRDMULH by the Q31 mantissa (its rounding is kernels.multiply_fixed's),
-    then VRSHL by minus the right shift after subtracting one from the
-    negative lanes (VRSHL rounds ties up; the rule rounds them away from zero)."""
+    moved into one vector (a row per lane: a VDUP and r - 1 lane moves), VCVT,
+    VMUL by the column's multiplier, VCVTN (round to nearest even,
+    saturating), VQADD of the zero point, the clamp, and one scatter store of
+    r bytes down the column (lanes past r predicated off). The fixed-point
+    rule in lanes, its parameters split per panel (`mve_params`): VQSHL by the
+    left shift, VQRDMULH by the Q31 mantissa (its rounding is
+    kernels.multiply_fixed's), then VRSHL by minus the right shift after
+    subtracting one from the negative lanes (VRSHL rounds ties up; the rule
+    rounds them away from zero); the short form VQRDMULH, the constant c and
+    one shift."""
     out = [
         "  const uint32x4_t rows = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)ldy);",
         f"  const int32x4_t lo = vdupq_n_s32({q.lo}), hi = vdupq_n_s32({q.hi});",
@@ -287,25 +326,21 @@ def _mve_epilogue(r: int, nc: int, valid: int, q: _Q) -> list[str]:
     pred = "" if r == 4 else "_p"
     tail = "" if r == 4 else f", vctp32q({r})"
     for j in range(min(nc, valid)):
-        lanes = [f"c{i}_{j}" if i < r else "0" for i in range(4)]
+        m, a, b = (f"rq[{MVE_PARAMS * j + i}]" for i in range(MVE_PARAMS))
         out += [
-            "  { int32x4_t v_ = vdupq_n_s32(0);",
-            *(f"    v_ = vsetq_lane_s32({lane}, v_, {i});" for i, lane in enumerate(lanes)
-              if i < r),
+            f"  {{ int32x4_t v_ = vdupq_n_s32(c0_{j});",
+            *(f"    v_ = vsetq_lane_s32(c{i}_{j}, v_, {i});" for i in range(1, r)),
             *(
                 [
-                    f"    const int64_t p_ = mult[{j}]; const int k1_ = TG_FS_K1(p_);",
                     "    const int32x4_t s_ = vshrq_n_s32(v_, 31);",
-                    "    v_ = vaddq_n_s32(vqrdmulhq_n_s32(v_, TG_FS_M(p_)),"
-                    f" TG_FS_C({q.yzp}, k1_));",
-                    "    v_ = vshlq_r_s32(vaddq_s32(v_, s_), -(k1_ + 1));",
+                    f"    v_ = vaddq_n_s32(vqrdmulhq_n_s32(v_, {m}), {a});",
+                    f"    v_ = vshlq_r_s32(vaddq_s32(v_, s_), {b});",
                 ]
                 if q.short
                 else [
-                    f"    const int64_t p_ = mult[{j}]; const int l_ = TG_FX_L(p_),"
-                    " k_ = TG_FX_K(p_);",
+                    f"    const int l_ = {a}, k_ = {b};",
                     "    if (l_) v_ = vqshlq_s32(v_, vdupq_n_s32(l_));",
-                    "    v_ = vqrdmulhq_n_s32(v_, TG_FX_M(p_));",
+                    f"    v_ = vqrdmulhq_n_s32(v_, {m});",
                     "    if (k_) v_ = vrshlq_s32(vqaddq_s32(v_, vshrq_n_s32(v_, 31)),"
                     " vdupq_n_s32(-k_));",
                     f"    v_ = vqaddq_n_s32(v_, {q.yzp});",
@@ -381,20 +416,30 @@ def _dsp_tile(unit: CUnit, p: _Panels, r: int, s: _Sweep, q: _Q) -> str:
 
 def _mve_tile(unit: CUnit, p: _Panels, r: int, s: _Sweep, q: _Q) -> str:
     """One `vmladava` micro-tile: r rows by the sweep's columns, sixteen k
-    steps per VMLADAVA."""
+    steps per VMLADAVA, the k loop counted (DLS / LE with the count known),
+    the fixed-point rule's parameters of its columns in `rq` (`mve_params`)."""
     from tigris_ir.backend.c.conv import _helper
 
     nc = s.vectors * p.lanes
     valid = (s.vectors - 1) * p.lanes + s.last
     kp = p.kp
+    rq = "const int32_t *restrict rq" if q.fixed else f"const {q.mt} *restrict mult"
 
     def build(name: str) -> str:
-        out = _tile_head("vmladava", name, r, nc, kp, q)
+        out = [
+            "#ifdef TG_MVE",
+            f"static inline __attribute__((always_inline)) TG_HELIUM void {name}(",
+            f"    const int8_t *restrict a, const int8_t *restrict b, {q.yt} *restrict y,",
+            f"    long ldy, const int32_t *restrict bias, {rq})",
+            "{",
+        ]
+        out += [f"  int32_t c{i}_{j} = bias[{j}];" for i in range(r) for j in range(nc)]
+        out.append(f"  for (int t_ = 0; t_ < {kp // 16}; ++t_) {{")
         out += [f"    const int8x16_t b{j} = vldrbq_s8(b + {16 * j});" for j in range(nc)]
         for i in range(r):
             out.append(f"    const int8x16_t a{i} = vldrbq_s8(a + {i * kp});")
             out += [f"    c{i}_{j} = vmladavaq_s8(c{i}_{j}, a{i}, b{j});" for j in range(nc)]
-        out += [f"    b += {16 * nc};", "    a += 16;", "  } while (b < be);"]
+        out += [f"    b += {16 * nc};", "    a += 16;", "  }"]
         out += _mve_epilogue(r, nc, valid, q)
         out += ["}", "#endif"]
         return "\n".join(out)
@@ -422,9 +467,11 @@ def block(unit: CUnit, p: _Panels, q: _Q) -> str:
 
     def build(name: str) -> str:
         tiles = {(r, id(s)): tile(unit, p, r, s, q) for s in p.sweeps for r in s.tile_rows()}
+        split = dot == "vmladava" and q.fixed  # the Helium tiles read mve_params
         out = [
             f"#ifdef {guard}",
-            f"static TG_INORDER void {name}(const {at} *restrict a, int m,"
+            f"static {'TG_HELIUM' if dot == 'vmladava' else 'TG_INORDER'} void {name}("
+            f"const {at} *restrict a, int m,"
             " const int8_t *restrict bp,",
             f"    const int32_t *restrict bias, const {q.mt} *restrict mult, {q.yt} *restrict y,"
             " long ldy)",
@@ -435,7 +482,7 @@ def block(unit: CUnit, p: _Panels, q: _Q) -> str:
             def call(r: int, s: _Sweep = s) -> str:
                 return (
                     f"{tiles[r, id(s)]}(a + (long)i * {p.kp}, b, y + (long)i * ldy + j0, ldy,"
-                    " bias + j0, mult + j0);"
+                    f" bias + j0, {'rq' if split else 'mult + j0'});"
                 )
 
             if s.hi <= p.nfull:  # the full panels
@@ -443,6 +490,10 @@ def block(unit: CUnit, p: _Panels, q: _Q) -> str:
             else:
                 out.append(f"  {{ const int j0 = {s.lo};")
             out.append(f"    const int8_t *b = bp + (long)j0 * {p.kp};")
+            if split:
+                valid = (s.vectors - 1) * p.lanes + s.last
+                out.append(f"    int32_t rq[{MVE_PARAMS * s.width}];")
+                out += mve_params(q, "j0", valid, "    ")
             out += _row_tail(s, call, "    ")
             out.append("  }")
         out += ["}", "#endif"]
@@ -457,9 +508,9 @@ def block(unit: CUnit, p: _Panels, q: _Q) -> str:
 
 
 def depthwise_isa(target_name: str | None) -> str | None:
-    """The extension an int8 depthwise convolution of a Cortex-M target runs
-    on ("mve", "dsp"), from the op's `rtile.target` (gebp-tile's); None for
-    any other target (the x86 and portable kernels)."""
+    """The extension an int8 depthwise convolution (or Add, Sub) of a
+    Cortex-M target runs on ("mve", "dsp"), from the op's `rtile.target`
+    (gebp-tile's); None for any other target (the x86 and portable kernels)."""
     from tigris_ir.rtile import targets as tg
 
     if target_name is None or target_name not in tg.PRESETS:
@@ -629,7 +680,7 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
 
     def build(name: str) -> str:
         out = cv._header(name, cv._conv_params(xt, yt, mid))
-        out[0] = out[0].replace("static void", "static TG_INORDER void", 1)
+        out[0] = out[0].replace("static TIGRIS_BAND void", "static TIGRIS_BAND TG_INORDER void", 1)
         out.append("  (void)w16; (void)w32; (void)fx;")
         out += cv._unpack("xb", "x", 4) + cv._unpack("yb", "y", 4)
         out += cv._batch_loop(xv, yv, xt, yt)
@@ -717,3 +768,68 @@ def emit_depthwise(unit: CUnit, isa: str, g, q: _Q, ins, y, xv, yv) -> str:
         ("aw16", w16), ("aw32", w32), ("ab", bias), ("am", m), ("afx", fx), ("apad", padv)
     )]
     return f"  {name}({x.name}, {xv.bounds()}, {', '.join(args)}, {y.name}, {yv.bounds()});"
+
+
+# ---------------------------------------------------------------------------
+# elementwise Add / Sub
+
+
+def mve_add_lanes(
+    unit: CUnit,
+    tables: tuple[str, str],
+    sign: str,
+    rule: tuple[str, tuple[int, int, int]],
+    zy: int,
+    lo: int,
+    hi: int,
+) -> Callable[[list[str], str, str], list[str]]:
+    """The Helium lanes of an int8 Add (sign "+") or Sub ("-") under fixed
+    point, four elements per step ahead of the scalar loop: each operand's
+    rescaled value gathered from its 256-entry table by its byte
+    (VLDRB.U32, VLDRW gather: the scalar loop's own tables), the two summed,
+    requantized in lanes -- the short form (`rule` ("short", (M, c, k)):
+    VQRDMULH, + c, the sign, >> k) or the general one (("fixed", (M, l,
+    k)): VQSHL, VQRDMULH, VRSHL with the negative lanes' fix, VQADD of the
+    zero point) -- clamped and stored as bytes (VSTRB.32). Returns the lines
+    given the operands' and the result's pointers and the element count; the
+    loop advances `k`."""
+    prelude(unit)
+    kind, (m, a, b) = rule
+    if kind == "short":
+        rq = [
+            "    const int32x4_t s_ = vshrq_n_s32(v_, 31);",
+            f"    v_ = vaddq_n_s32(vqrdmulhq_n_s32(v_, {m}), {a});",
+            f"    v_ = vshlq_r_s32(vaddq_s32(v_, s_), {-b});",
+        ]
+    else:
+        rq = [
+            *([f"    v_ = vqshlq_s32(v_, vdupq_n_s32({a}));"] if a else []),
+            f"    v_ = vqrdmulhq_n_s32(v_, {m});",
+            *(
+                [f"    v_ = vrshlq_s32(vqaddq_s32(v_, vshrq_n_s32(v_, 31)), vdupq_n_s32({-b}));"]
+                if b
+                else []
+            ),
+            f"    v_ = vqaddq_n_s32(v_, {zy});",
+        ]
+    op = "vaddq_s32" if sign == "+" else "vsubq_s32"
+
+    def lanes(xs: list[str], y: str, n: str) -> list[str]:
+        got = [
+            f"vldrwq_gather_shifted_offset_s32({t},"
+            f" vldrbq_u32((const uint8_t *)(const void *)({x} + k)))"
+            for t, x in zip(tables, xs)
+        ]
+        return [
+            "#ifdef TG_MVE",
+            f"for (; k + 4 <= {n}; k += 4) {{",
+            f"    int32x4_t v_ = {op}({got[0]},",
+            f"        {got[1]});",
+            *rq,
+            f"    v_ = vminq_s32(vmaxq_s32(v_, vdupq_n_s32({lo})), vdupq_n_s32({hi}));",
+            f"    vstrbq_s32((int8_t *)(void *)({y} + k), v_);",
+            "}",
+            "#endif",
+        ]
+
+    return lanes

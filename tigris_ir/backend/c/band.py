@@ -215,6 +215,9 @@ void tigris_bound_fail(const char *what, int line);
 #else
 #define TIGRIS_UNUSED
 #endif
+#ifndef TIGRIS_BAND /* a band's kernel function (a network unit keeps it apart) */
+#define TIGRIS_BAND
+#endif
 
 /* The one rounding rule of int8 plans: saturate(rint(float(acc) * m) + zp),
    the product in float32, ties to even (the default rounding mode). */

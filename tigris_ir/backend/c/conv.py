@@ -1497,7 +1497,7 @@ def _conv_geometry(op: nn.ConvLikeOp) -> _Conv:
 
 
 def _header(name: str, params: Sequence[str]) -> list[str]:
-    return [f"static void {name}({', '.join(params)})", "{"]
+    return [f"static TIGRIS_BAND void {name}({', '.join(params)})", "{"]
 
 
 def _conv_params(xt: str, yt: str, mid: Sequence[str]) -> list[str]:

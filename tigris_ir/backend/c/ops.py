@@ -41,9 +41,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Attribute
 
+from tigris_ir.backend.c import arm_m
 from tigris_ir.backend.c.band import (
+    FIXED_SHIFT_BITS,
     CLoweringError,
     CTensor,
     CUnit,
@@ -56,6 +59,7 @@ from tigris_ir.backend.c.band import (
     short_params,
 )
 from tigris_ir.dialects import nn
+from tigris_ir.dialects.rtile import TARGET
 from tigris_ir.reference import kernels as K
 
 # ---------------------------------------------------------------------------
@@ -222,7 +226,8 @@ class _Fn:
     def call(self, unit: CUnit) -> str:
         voids = [f"  (void){n};" for n in self.ints.values()]
         sig = ", ".join(self.params) or "void"
-        text = "\n".join([f"static void @NAME@({sig}) {{", *voids, *self.code.lines, "}"])
+        head = f"static TIGRIS_BAND void @NAME@({sig}) {{"
+        text = "\n".join([head, *voids, *self.code.lines, "}"])
         name = _define(unit, self.hint, text)
         lines = [f"TIGRIS_BOUND({c});" for c in self.checks]
         lines.append(f"{name}({', '.join(self.args)});")
@@ -308,11 +313,16 @@ def _scale(e: _Elem) -> float:
     return float(e.quant.scale_value)
 
 
+Lanes = Callable[[list[str], str, str], list[str]]
+"""Vector steps ahead of an elementwise loop (`_elementwise`'s `lanes`)."""
+
+
 def _fixed_binary(
     unit: CUnit, op: nn.NNOp, ea: _Elem, eb: _Elem, ey: _Elem
-) -> Callable[[list[str]], tuple[list[str], list[str]]]:
+) -> tuple[Body, Lanes | None]:
     """The integer-only Add, Sub (`kernels.add_fixed`) or Mul
-    (`kernels.mul_fixed`) of stored int8 elements."""
+    (`kernels.mul_fixed`) of stored int8 elements; with the Add or Sub of a
+    Helium target (`rtile.target`), its lanes (`arm_m.mve_add_lanes`)."""
     fixed_helpers(unit)
     za, zb, zy = _zp(ea), _zp(eb), _zp(ey)
     sa, sb, sy = _scale(ea), _scale(eb), _scale(ey)
@@ -324,7 +334,7 @@ def _fixed_binary(
             acc = f"((int32_t){_par(a[0])} - {za}) * ((int32_t){_par(a[1])} - {zb})"
             return [], [f"({ey.ctype})tigris_requant_fx({acc}, {pm}, {tail})"]
 
-        return mul
+        return mul, None
     if not isinstance(op, nn.AddOp | nn.SubOp):
         raise CLoweringError(f"{op.name}: no integer-only C lowering")
     r = K.add_fixed_params(sa, sb, sy)
@@ -340,14 +350,23 @@ def _fixed_binary(
     )
     py = pack_fixed(r["y"])
     bound = int(np.abs(ta.astype(np.int64)).max() + np.abs(tb.astype(np.int64)).max())
+    lo, hi = ey.lo, ey.hi
     if short_form(py, np.array([bound]), zy):
         m, c, k = (int(v[0]) for v in short_params(py, zy))
-        lo, hi = ey.lo, ey.hi
         last = [f"const int32_t R_ = tigris_rq_short(A_ {sign} B_, {m}, {c}, {k});"]
         res = f"({ey.ctype})(R_ < {lo} ? {lo} : R_ > {hi} ? {hi} : R_)"
+        rule = ("short", (m, c, k))
     else:
         last = []
         res = f"({ey.ctype})tigris_requant_fx(A_ {sign} B_, {fixed_literal(r['y'])}, {tail})"
+        p = int(py.reshape(-1)[0])
+        e = (p & 63) - 32
+        rule = ("fixed", (p >> FIXED_SHIFT_BITS, max(e, 0), max(-e, 0)))
+    lanes = None
+    target = op.attributes.get(TARGET)
+    if isinstance(target, StringAttr) and arm_m.depthwise_isa(target.data) == "mve":
+        tables = (unit.const("addfx", ta), unit.const("addfx", tb))
+        lanes = arm_m.mve_add_lanes(unit, tables, sign, rule, zy, lo, hi)
 
     def add(a: list[str]) -> tuple[list[str], list[str]]:
         stmts = [
@@ -357,7 +376,7 @@ def _fixed_binary(
         ]
         return stmts, [res]
 
-    return add
+    return add, lanes
 
 
 def _deq(e: _Elem, x: str) -> str:
@@ -493,9 +512,13 @@ def _elementwise(
     outs: Sequence[CTensor],
     reads: Sequence[_Read],
     body: Body,
+    lanes: Callable[[list[str], str, str], list[str]] | None = None,
 ) -> str:
     """A loop nest over the output band computing `body` per element;
-    adjacent axes that are dense in every operand merge into one loop."""
+    adjacent axes that are dense in every operand merge into one loop.
+    `lanes` (the reads' and the output's pointers, the count) gives the
+    vector steps that run ahead of the innermost loop where it is dense in
+    every operand; that loop finishes the elements they leave."""
     out0 = outs[0]
     rank = out0.rank
     fn = _Fn(hint)
@@ -536,7 +559,13 @@ def _elementwise(
             nxt.append(nm)
         cur = nxt
     inner_st = groups[-1][1] if groups else [0] * len(names)
-    if groups:
+    if groups and lanes is not None and all(s == 1 for s in inner_st):
+        n = fn.int_(groups[-1][0])
+        w("int k = 0;")
+        for line in lanes(cur[len(outs):], cur[0], n):
+            w(line)
+        w.open(f"for (; k < {n}; k++)")
+    elif groups:
         w.open(f"for (int k = 0; k < {fn.int_(groups[-1][0])}; k++)")
 
     def at(p: str, s: int) -> str:
@@ -793,7 +822,7 @@ def emit_binary(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], un
     ey = _elem(op.results[0].type)
     path = _path(op)
     raw = isinstance(op, nn.BinaryOp) and op.integer_data()
-    fixed = _fixed_binary(unit, op, ea, eb, ey) if path == "fixed" else None
+    fixed, lanes = _fixed_binary(unit, op, ea, eb, ey) if path == "fixed" else (None, None)
 
     def body(a: list[str]) -> tuple[list[str], list[str]]:
         if raw:  # integer data: numpy's wrap-around, through unsigned arithmetic
@@ -816,7 +845,7 @@ def emit_binary(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], un
 
     rank = outs[0].rank
     reads = [_aligned(ins[0], rank), _aligned(ins[1], rank)]
-    return _elementwise(unit, _short(op), op.name, outs[:1], reads, body)
+    return _elementwise(unit, _short(op), op.name, outs[:1], reads, body, lanes)
 
 
 def _deq_f64(e: _Elem, x: str) -> str:

@@ -769,11 +769,15 @@ class ScfFunctions(InterpreterFunctions):
         unit = op.attributes.get(loop.UNIT_ATTR)
         name = unit.data if isinstance(unit, StringAttr) else "loop"
         values = tuple(carried)
+        scoped = id(op) in m.bodies  # a chain's tile whose scratch lies in a workspace
         for i in range(lb, ub, step):
             if unit is not None:
                 m.tiles += tiles
                 m.where = f"{name} {'tile' if tiles else 'group'} {i}"
-            values = it.run_ssacfg_region(op.body, (i, *values), "for")
+            if scoped:
+                values = tuple(m.run_body(it, op, 0, (i, *values)))
+            else:
+                values = it.run_ssacfg_region(op.body, (i, *values), "for")
         if unit is not None:
             m.where = ""
         return values

@@ -145,6 +145,12 @@ class TiledUnit:
     channel_group: int = 0
     """A band cut into groups of this many channels (groups outermost over the
     tiles, every buffer holding one group's channels); 0: not cut."""
+    scratch: Mapping[str, tuple[int, int]] = field(default_factory=dict[str, tuple[int, int]])
+    """A line-buffered chain's scratch buffers (`plan.scratch`), by owner: the
+    node steps (first, last) each is allocated over in every tile, within
+    `workspace`; last = the unit's stop: until the tile's spills."""
+    workspace: Buffer | None = None
+    """The buffer the scratch buffers lie in (allocated with the unit)."""
 
 
 Unit = NormalUnit | TiledUnit
@@ -283,11 +289,18 @@ def _tiled_unit(
     tile_hw: tuple[int, int],
     shared: Mapping[str, str] | None = None,
     channel_group: int = 0,
+    scratch: Mapping[str, tuple[int, int]] | None = None,
+    scratch_offsets: Mapping[str, int] | None = None,
+    scratch_bytes: int = 0,
 ) -> TiledUnit:
     """A tiled stage or chain: its buffers (one per tensor, except that a
     tensor an in-place activation overwrites is held in that activation's
-    buffer: `shared`, and `buffers` maps it to that Buffer) and its tiles."""
+    buffer: `shared`, and `buffers` maps it to that Buffer) and its tiles.
+    A line-buffered chain's scratch buffers lie in one workspace after the
+    others, each at its offset there (`scratch`)."""
     shared = shared or {}
+    scratch = scratch or {}
+    scratch_offsets = scratch_offsets or {}
     nodes = tuple(range(start, stop))
     axes = _axes(graph, tables, nodes)
     produced = {o for k in nodes for o in graph.nodes[k].outputs}
@@ -311,9 +324,24 @@ def _tiled_unit(
         extent[owner] = shape if old is None else [max(a, b) for a, b in zip(old, shape)]
     for t in band_rows:
         owner = shared.get(t, t)
-        if owner not in buffers:
+        if owner not in buffers and owner not in scratch:
             buffers[owner] = Buffer(owner, tuple(extent[owner]), dt[owner], offset)
             offset += buffers[owner].size
+    workspace = None
+    if scratch:
+        key = f"{name.replace(' ', '')}.scratch"
+        workspace = Buffer(key, (scratch_bytes,), np.dtype(np.uint8), offset)
+        for owner in scratch:
+            if owner not in extent:
+                raise PlanDiscrepancy(f"{name}: scratch buffer '{owner}' holds no band tensor")
+            buf = Buffer(owner, tuple(extent[owner]), dt[owner], offset + scratch_offsets[owner])
+            if scratch_offsets[owner] + buf.size > scratch_bytes:
+                raise PlanDiscrepancy(
+                    f"{name}: scratch buffer '{owner}' ends past the workspace of "
+                    f"{scratch_bytes} bytes"
+                )
+            buffers[owner] = buf
+        offset += workspace.size
     for t in band_rows:
         buffers[t] = buffers[shared.get(t, t)]
     if gap is not None:
@@ -348,6 +376,13 @@ def _tiled_unit(
     except PlanDiscrepancy as e:
         raise type(e)(f"{name}: {e}") from None
     _check_capacity(name, steps, buffers)
+    for t in band_rows:
+        if shared.get(t, t) not in scratch:
+            continue
+        if t in loaded or any(t in tile.keep for tile in steps):
+            raise PlanDiscrepancy(
+                f"{name}: '{t}' is planned as scratch but a tile keeps or loads its rows"
+            )
     return TiledUnit(
         index,
         name,
@@ -365,6 +400,8 @@ def _tiled_unit(
         tuple(outputs),
         dict(recompute) if line_buffered else {},
         channel_group,
+        dict(scratch),
+        workspace,
     )
 
 
@@ -770,6 +807,10 @@ def _chain_unit(
         c.peak,
         (0 if c.pace else c.tile_h, 0),  # a paced run's steps are not bands of tile_h
         c.shared,
+        0,
+        c.scratch,
+        c.scratch_offsets,
+        c.scratch_bytes,
     )
 
 

@@ -48,7 +48,13 @@ exactly this and measures the same numbers):
     history rows per window, and on the first tile the whole range (the
     pipeline fills). A buffer is allocated once, at the most it holds
     (`BandModel.line_buffer`). Ops of a member stage holding a channel
-    Concat compute their whole range every tile (they recompute).
+    Concat compute their whole range every tile (they recompute). A buffer
+    that keeps no row from one tile to the next (`plan.scratch`: a 1x1
+    convolution's or a depthwise output, an Add) is scratch: the scratch
+    buffers share one workspace after the others, each allocated in every
+    tile from its producer to its last reader (a chain output: to the
+    spills) at a static offset there, so the chain holds its line buffers
+    plus the largest set of scratch buffers live at once.
   * slow memory holds the model inputs and every tensor that crosses a unit
     (stage or chain) boundary, from its producer to its last reader (model
     outputs to the end); the slow peak sums `align`ed sizes.
@@ -65,6 +71,7 @@ from dataclasses import dataclass, field, replace
 
 from tigris_ir.plan.graph import PlanGraph
 from tigris_ir.plan.memory import align, format_bytes
+from tigris_ir.plan.scratch import chain_scratch, estimated_history, scratch_bytes
 from tigris_ir.plan.tiling import (
     ACC_DTYPE,
     BandBuilder,
@@ -225,6 +232,14 @@ class ChainPlan:
     """0: tiles of `tile_h` output rows; else a paced line-buffered run
     (`tiling.paced_steps`): `num_tiles` steps, each loading `pace` rows of
     the chain's input, computing at most `tile_h` output rows."""
+    scratch: Mapping[str, tuple[int, int]] = field(default_factory=dict[str, tuple[int, int]])
+    """A line-buffered chain's scratch buffers (`plan.scratch`), by the
+    tensor owning each: the node steps (first, last) it lives over in every
+    tile, `stop` for a chain output (until the spills)."""
+    scratch_offsets: Mapping[str, int] = field(default_factory=dict[str, int])
+    """Each scratch buffer's offset in the chain's workspace."""
+    scratch_bytes: int = 0
+    """The workspace the scratch buffers share (their live peak)."""
 
     def describe(self) -> str:
         lb = ", line-buffered" if self.line_buffered else ""
@@ -1273,10 +1288,12 @@ def _line_buffered(
     breaks the budget). None if none fits or the run reads a row no tile
     computed before."""
 
+    hist_est = estimated_history(model, recompute)
+
     def cost(tile: int) -> int:
         rows = model.lb_rows(tile, recompute)
         assert rows is not None  # chain bands are affine
-        return model.bytes_of_rows(rows)
+        return scratch_bytes(model, rows, hist_est, recompute)
 
     limit = model.height
     while limit >= 1:
@@ -1298,7 +1315,7 @@ def _line_buffered(
             held, done, history = model.line_buffer(ranges, recompute)
         except LineBufferGapError:
             return None  # not line-buffered: the caller runs the chain plainly
-        if model.bytes_of_rows(held) <= budget:
+        if scratch_bytes(model, held, history, recompute) <= budget:
             reads = sum(done[t] * model.row_bytes[t] for t in model.inputs)
             recomputed = _recomputed(model, _exact_stats(ranges), recompute, True)
             return _Chain(
@@ -1320,16 +1337,16 @@ def _paced(
 
     if not exact:
         est = model.paced_rows()
-        if est is None or model.bytes_of_rows(est) > budget:
+        if est is None or scratch_bytes(model, est, estimated_history(model)) > budget:
             return None
         return _Chain(members, model, True, frozenset(), 1, est, 0, pace=1)
 
     def cost(pace: int) -> int:
         try:
-            held, _, _ = model.paced_buffer(pace)
+            held, _, hist = model.paced_buffer(pace)
         except (LineBufferGapError, ValueError):
             return _INF
-        return model.bytes_of_rows(held)
+        return scratch_bytes(model, held, hist)
 
     pace = largest_fitting(cost, model.max_pace(), budget)
     if pace == 0:
@@ -1428,7 +1445,7 @@ def _feasible_band(b: BandBuilder, budget: int) -> bool:
     in-place activations may come to share)."""
     if b.error is not None:
         return False
-    if b.floor1 <= budget or b.lb_ok and b.floor_lb1 <= budget and b.kind in CHAIN_KINDS:
+    if b.floor1 <= budget or b.lb_ok and b.floor_lb1_scratch <= budget and b.kind in CHAIN_KINDS:
         return True
     if (
         b.grid
@@ -1504,7 +1521,7 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
                     best[j], back[j] = cand, ((i, j),)
             elif best[i][0] < _INF and band_ok and (not single or _feasible_band(band, room)):
                 chainable = band.error is None and (
-                    band.bytes1 <= room or band.lb_ok and band.lb1 <= room
+                    band.bytes1 <= room or band.lb_ok and band.floor_lb1_scratch <= room
                 )
                 tiled.append((best[i][0] + lb, i, chainable, normal.reads))
         for bound, i, chainable, once in sorted(tiled):
@@ -1604,10 +1621,10 @@ def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tup
             room = ctx.budget_at(run[a][0], run[b - 1][1])
             if builder.error is not None or (
                 builder.floor1 > ctx.budget
-                and not (builder.lb_ok and builder.floor_lb1 <= ctx.budget)
+                and not (builder.lb_ok and builder.floor_lb1_scratch <= ctx.budget)
             ):
                 break
-            if builder.floor1 > room and not (builder.lb_ok and builder.floor_lb1 <= room):
+            if builder.floor1 > room and not (builder.lb_ok and builder.floor_lb1_scratch <= room):
                 continue
             cost = ctx.traffic(run[a][0], run[b - 1][1])
             if best[a] + cost >= best[b]:
@@ -1807,6 +1824,11 @@ def _chain_plan(
         tuple(ranges),
     )
     first, last = stages[members[0]], stages[members[-1]]
+    peak = whole.peak
+    scratch = None
+    if found.line_buffered:
+        scratch = chain_scratch(model, rows, found.history, found.recompute_ops)
+        peak = scratch_bytes(model, rows, found.history, found.recompute_ops)
     return ChainPlan(
         index,
         tuple(members),
@@ -1816,7 +1838,7 @@ def _chain_plan(
         len(ranges),
         found.line_buffered,
         bool(found.recompute_ops),
-        whole.peak,
+        peak,
         model.halo(),
         model.halo_sides(tile_h),
         first.inputs,
@@ -1831,6 +1853,9 @@ def _chain_plan(
         _shared_names(model),
         ctx.resident(first.start, last.stop),
         found.pace,
+        {} if scratch is None else dict(scratch.live),
+        {} if scratch is None else dict(scratch.offsets),
+        0 if scratch is None else scratch.size,
     )
 
 

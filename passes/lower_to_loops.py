@@ -817,7 +817,9 @@ class _Lowering:
                     continue
                 src = operand_source(self.tables, u, k, name, tile.held[name])
                 for b, (kind, ax) in (src or {}).items():
-                    if kind == "out" and ax == a:
+                    if kind == "out" and ax == a and name in u.resident_inputs:
+                        hi_cap = min(hi_cap, graph.tensors[name].shape[b])
+                    elif kind == "out" and ax == a:
                         lo = max(lo, tile.held[name][b][0])
                         hi_cap = min(hi_cap, tile.held[name][b][0] + u.buffers[name].shape[b])
             if lo > hi_cap:
@@ -1022,8 +1024,10 @@ class _Lowering:
                 cuts.append([])
                 continue
             src = operand_source(self.tables, u, k, name, first.held[name])
+            resident = name in u.resident_inputs  # read where it is resident, by its rows
+            whole = self.slow[name] if resident else fast[name]
             if src is None:
-                ins.append(fast[name])
+                ins.append(whole)
                 cuts.append([])
                 continue
             band = {}
@@ -1032,12 +1036,12 @@ class _Lowering:
                 kind, ax = src[a]
                 if kind == "held":  # the rows the buffer holds: from its first row
                     lo, hi = col("held", name, a, 0), col("held", name, a, 1)
-                    band[a] = (self.const(0), sub(hi, lo))
+                    band[a] = (lo if resident else self.const(0), sub(hi, lo))
                 else:
                     lo, hi = col("out", k, ax, 0), col("out", k, ax, 1)
-                    band[a] = (sub(lo, col("held", name, a, 0)), sub(hi, lo))
+                    band[a] = (lo if resident else sub(lo, col("held", name, a, 0)), sub(hi, lo))
                 bounds += [lo, hi]
-            ins.append(self.subview(fast[name], band, ops))
+            ins.append(self.subview(whole, band, ops))
             cuts.append(axes)
         outs: list[SSAValue] = []
         for o in node.outputs:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from xdsl.dialects.builtin import StringAttr
@@ -151,6 +151,10 @@ class TiledUnit:
     `workspace`; last = the unit's stop: until the tile's spills."""
     workspace: Buffer | None = None
     """The buffer the scratch buffers lie in (allocated with the unit)."""
+    resident_inputs: tuple[str, ...] = ()
+    """Inputs a single-arena chain reads where they are resident in the fast
+    arena: no buffer of the unit, no loads, no kept rows; the ops read their
+    rows of the resident tensor (`held` still names the rows a tile reads)."""
 
 
 Unit = NormalUnit | TiledUnit
@@ -292,6 +296,7 @@ def _tiled_unit(
     scratch: Mapping[str, tuple[int, int]] | None = None,
     scratch_offsets: Mapping[str, int] | None = None,
     scratch_bytes: int = 0,
+    resident_inputs: Sequence[str] = (),
 ) -> TiledUnit:
     """A tiled stage or chain: its buffers (one per tensor, except that a
     tensor an in-place activation overwrites is held in that activation's
@@ -324,6 +329,10 @@ def _tiled_unit(
         extent[owner] = shape if old is None else [max(a, b) for a, b in zip(old, shape)]
     for t in band_rows:
         owner = shared.get(t, t)
+        if owner in resident_inputs:
+            if owner in produced or owner != t:
+                raise PlanDiscrepancy(f"{name}: '{t}' is read in place but not a chain input")
+            continue
         if owner not in buffers and owner not in scratch:
             buffers[owner] = Buffer(owner, tuple(extent[owner]), dt[owner], offset)
             offset += buffers[owner].size
@@ -343,7 +352,8 @@ def _tiled_unit(
             buffers[owner] = buf
         offset += workspace.size
     for t in band_rows:
-        buffers[t] = buffers[shared.get(t, t)]
+        if t not in resident_inputs:
+            buffers[t] = buffers[shared.get(t, t)]
     if gap is not None:
         out = graph.nodes[gap].outputs[0]
         shape = graph.tensors[out].shape
@@ -352,7 +362,7 @@ def _tiled_unit(
         acc = out + ".acc"
         buffers[acc] = Buffer(acc, shape, ACC_DTYPE, offset)
         offset += buffers[acc].size
-    loaded = [t for t in band_rows if t not in produced]
+    loaded = [t for t in band_rows if t not in produced and t not in resident_inputs]
     spilled = [t for t in outputs if t in band_rows and t in produced]
     acc_groups: tuple[Range, ...] = ()
     if gap is not None:
@@ -375,6 +385,11 @@ def _tiled_unit(
         )
     except PlanDiscrepancy as e:
         raise type(e)(f"{name}: {e}") from None
+    if resident_inputs:  # read where they are resident: nothing is kept
+        steps = [
+            replace(tl, keep={t: r for t, r in tl.keep.items() if t not in resident_inputs})
+            for tl in steps
+        ]
     _check_capacity(name, steps, buffers)
     for t in band_rows:
         if shared.get(t, t) not in scratch:
@@ -402,6 +417,7 @@ def _tiled_unit(
         channel_group,
         dict(scratch),
         workspace,
+        tuple(resident_inputs),
     )
 
 
@@ -486,6 +502,8 @@ def _check_capacity(name: str, tiles: Sequence[Tile], buffers: Mapping[str, Buff
     """Every band a tile holds fits its buffer (allocated once, at the plan's rows)."""
     for tile in tiles:
         for t, band in tile.held.items():
+            if t not in buffers:
+                continue  # read where it is resident
             cap = buffers[t].shape
             for ax, (lo, hi) in band.items():
                 if hi - lo > cap[ax]:
@@ -811,6 +829,7 @@ def _chain_unit(
         c.scratch,
         c.scratch_offsets,
         c.scratch_bytes,
+        c.in_place,
     )
 
 

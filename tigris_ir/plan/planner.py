@@ -71,7 +71,12 @@ from dataclasses import dataclass, field, replace
 
 from tigris_ir.plan.graph import PlanGraph
 from tigris_ir.plan.memory import align, format_bytes
-from tigris_ir.plan.scratch import chain_scratch, estimated_history, scratch_bytes
+from tigris_ir.plan.scratch import (
+    chain_scratch,
+    estimated_history,
+    in_place_inputs,
+    scratch_bytes,
+)
 from tigris_ir.plan.tiling import (
     ACC_DTYPE,
     BandBuilder,
@@ -240,6 +245,9 @@ class ChainPlan:
     """Each scratch buffer's offset in the chain's workspace."""
     scratch_bytes: int = 0
     """The workspace the scratch buffers share (their live peak)."""
+    in_place: tuple[str, ...] = ()
+    """Inputs of a single-arena line-buffered chain it reads where they are
+    resident in the fast arena: no band buffer, no loads."""
 
     def describe(self) -> str:
         lb = ", line-buffered" if self.line_buffered else ""
@@ -1088,6 +1096,9 @@ class _Chain:
     pace: int = 0
     """0: tiles of `tile_h` output rows; else a paced run (`paced_steps`)
     loading `pace` input rows a step."""
+    in_place: frozenset[int] = frozenset()
+    """Inputs read where they are resident in the fast arena (a single-arena
+    line-buffered chain): no band buffer, no loads."""
 
     def extra_cost(self, once: int, mac_weight: int) -> int:
         """What the chain costs beyond reading its inputs `once` (raw bytes)
@@ -1259,7 +1270,11 @@ class _Ctx:
             if any(graph.nodes[q].is_channel_concat for q in range(a, b)):
                 concat.update(range(a, b))
         if _has_halo(model):
-            found = _line_buffered(model, members, frozenset(concat), budget, exact)
+            skip = frozenset[int]()
+            if self.residents is not None:  # the chain's inputs are resident already
+                names = {model.names[t] for t in model.inputs} - self.streamed
+                skip = in_place_inputs(model, frozenset(names))
+            found = _line_buffered(model, members, frozenset(concat), budget, exact, skip)
             if found is not None:
                 return found
         # no halo, or no line buffers fit: every tile computes its whole range
@@ -1281,6 +1296,7 @@ def _line_buffered(
     recompute: frozenset[int],
     budget: int,
     exact: bool,
+    skip: frozenset[int] = frozenset(),
 ) -> _Chain | None:
     """A line-buffered chain: the largest tile height whose line buffers fit
     (binary search on the `lb_capacity` estimates, then the exact run of the
@@ -1293,13 +1309,13 @@ def _line_buffered(
     def cost(tile: int) -> int:
         rows = model.lb_rows(tile, recompute)
         assert rows is not None  # chain bands are affine
-        return scratch_bytes(model, rows, hist_est, recompute)
+        return scratch_bytes(model, rows, hist_est, recompute, skip)
 
     limit = model.height
     while limit >= 1:
         best = largest_fitting(cost, limit, budget)
         if best == 0:
-            return None if recompute else _paced(model, members, budget, exact)
+            return None if recompute else _paced(model, members, budget, exact, skip)
         tile_h = even_tile_h(model.height, best)
         if not exact:
             rows = model.lb_rows(tile_h, recompute)
@@ -1309,24 +1325,38 @@ def _line_buffered(
                 stats = model.stats(tile_h)
                 assert stats is not None
                 recomputed = _recomputed(model, stats, recompute, True)
-            return _Chain(members, model, True, recompute, tile_h, rows, recomputed)
+            return _Chain(members, model, True, recompute, tile_h, rows, recomputed, in_place=skip)
         ranges = model.lb_tile_ranges(tile_h)
         try:
             held, done, history = model.line_buffer(ranges, recompute)
         except LineBufferGapError:
             return None  # not line-buffered: the caller runs the chain plainly
-        if scratch_bytes(model, held, history, recompute) <= budget:
+        if scratch_bytes(model, held, history, recompute, skip) <= budget:
             reads = sum(done[t] * model.row_bytes[t] for t in model.inputs)
             recomputed = _recomputed(model, _exact_stats(ranges), recompute, True)
             return _Chain(
-                members, model, True, recompute, tile_h, held, recomputed, ranges, reads, history
+                members,
+                model,
+                True,
+                recompute,
+                tile_h,
+                held,
+                recomputed,
+                ranges,
+                reads,
+                history,
+                in_place=skip,
             )
         limit = tile_h - 1
-    return None if recompute else _paced(model, members, budget, exact)
+    return None if recompute else _paced(model, members, budget, exact, skip)
 
 
 def _paced(
-    model: BandModel, members: tuple[tuple[int, int], ...], budget: int, exact: bool
+    model: BandModel,
+    members: tuple[tuple[int, int], ...],
+    budget: int,
+    exact: bool,
+    skip: frozenset[int] = frozenset(),
 ) -> _Chain | None:
     """A paced line-buffered chain (`paced_steps`) where no band of output
     rows fits: the fastest pace whose buffers fit (binary search on the
@@ -1337,16 +1367,19 @@ def _paced(
 
     if not exact:
         est = model.paced_rows()
-        if est is None or scratch_bytes(model, est, estimated_history(model)) > budget:
+        if (
+            est is None
+            or scratch_bytes(model, est, estimated_history(model), in_place=skip) > budget
+        ):
             return None
-        return _Chain(members, model, True, frozenset(), 1, est, 0, pace=1)
+        return _Chain(members, model, True, frozenset(), 1, est, 0, pace=1, in_place=skip)
 
     def cost(pace: int) -> int:
         try:
             held, _, hist = model.paced_buffer(pace)
         except (LineBufferGapError, ValueError):
             return _INF
-        return scratch_bytes(model, held, hist)
+        return scratch_bytes(model, held, hist, in_place=skip)
 
     pace = largest_fitting(cost, model.max_pace(), budget)
     if pace == 0:
@@ -1355,7 +1388,9 @@ def _paced(
     held, done, history = model.paced_buffer(pace)
     reads = sum(done[t] * model.row_bytes[t] for t in model.inputs)
     step = max(1, max(b - a for rng in ranges for a, b in (rng[t] for t in model.roots)))
-    return _Chain(members, model, True, frozenset(), step, held, 0, ranges, reads, history, pace)
+    return _Chain(
+        members, model, True, frozenset(), step, held, 0, ranges, reads, history, pace, skip
+    )
 
 
 def _has_halo(model: BandModel) -> bool:
@@ -1438,14 +1473,19 @@ def chain_members(ctx: _Ctx, start: int, stop: int) -> tuple[tuple[int, int], ..
     return tuple(members) if len(members) >= 2 else None
 
 
-def _feasible_band(b: BandBuilder, budget: int) -> bool:
+def _feasible_band(b: BandBuilder, budget: int, single: bool = False) -> bool:
     """Some band of the builder's ops, or of ops from further upstream, may
     fit: one row, a 1 x 1 tile, a sub-row band of an accumulation or a group
     of the channels of a channel-local band (the floors count buffers that
     in-place activations may come to share)."""
     if b.error is not None:
         return False
-    if b.floor1 <= budget or b.lb_ok and b.floor_lb1_scratch <= budget and b.kind in CHAIN_KINDS:
+    if (
+        b.floor1 <= budget
+        or b.lb_ok
+        and b.floor_lb1_scratch(single) <= budget
+        and b.kind in CHAIN_KINDS
+    ):
         return True
     if (
         b.grid
@@ -1510,7 +1550,7 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
                 while band.start > i and band.prepend():
                     pass
                 # the resident bytes vary with the segment: prune on the whole budget
-                band_ok = band.start == i and _feasible_band(band, budget)
+                band_ok = band.start == i and _feasible_band(band, budget, single)
             if not fits and not band_ok and work > budget:
                 break
             lb = normal.reads + normal.writes
@@ -1519,9 +1559,9 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
                 cand = (best[i][0] + cost, best[i][1] + 1)
                 if cand < best[j]:
                     best[j], back[j] = cand, ((i, j),)
-            elif best[i][0] < _INF and band_ok and (not single or _feasible_band(band, room)):
+            elif best[i][0] < _INF and band_ok and (not single or _feasible_band(band, room, True)):
                 chainable = band.error is None and (
-                    band.bytes1 <= room or band.lb_ok and band.floor_lb1_scratch <= room
+                    band.bytes1 <= room or band.lb_ok and band.floor_lb1_scratch(single) <= room
                 )
                 tiled.append((best[i][0] + lb, i, chainable, normal.reads))
         for bound, i, chainable, once in sorted(tiled):
@@ -1610,6 +1650,7 @@ def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tup
     """The least-traffic split of a run into chains and lone stages."""
     graph = ctx.graph
     n = len(run)
+    single = ctx.residents is not None
     best = [0] + [_INF] * n
     back = list(range(-1, n))  # a lone stage by default
     for b in range(1, n + 1):
@@ -1621,10 +1662,12 @@ def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tup
             room = ctx.budget_at(run[a][0], run[b - 1][1])
             if builder.error is not None or (
                 builder.floor1 > ctx.budget
-                and not (builder.lb_ok and builder.floor_lb1_scratch <= ctx.budget)
+                and not (builder.lb_ok and builder.floor_lb1_scratch(single) <= ctx.budget)
             ):
                 break
-            if builder.floor1 > room and not (builder.lb_ok and builder.floor_lb1_scratch <= room):
+            if builder.floor1 > room and not (
+                builder.lb_ok and builder.floor_lb1_scratch(single) <= room
+            ):
                 continue
             cost = ctx.traffic(run[a][0], run[b - 1][1])
             if best[a] + cost >= best[b]:
@@ -1828,7 +1871,7 @@ def _chain_plan(
     scratch = None
     if found.line_buffered:
         scratch = chain_scratch(model, rows, found.history, found.recompute_ops)
-        peak = scratch_bytes(model, rows, found.history, found.recompute_ops)
+        peak = scratch_bytes(model, rows, found.history, found.recompute_ops, found.in_place)
     return ChainPlan(
         index,
         tuple(members),
@@ -1856,6 +1899,7 @@ def _chain_plan(
         {} if scratch is None else dict(scratch.live),
         {} if scratch is None else dict(scratch.offsets),
         0 if scratch is None else scratch.size,
+        tuple(model.names[t] for t in sorted(found.in_place)),
     )
 
 

@@ -105,17 +105,33 @@ def scratch_bytes(
     rows: Sequence[int],
     history: Sequence[int],
     recompute: frozenset[int] = frozenset(),
+    in_place: frozenset[int] = frozenset(),
 ) -> int:
     """The chain's buffers with its scratch shared (`model.bytes_of_rows`
-    when it has none)."""
+    when it has none), less the inputs it reads `in_place` (no buffer)."""
     total = model.bytes_of_rows(rows)
+    ext = model.shared_extents(rows) if model.share else list(rows)
+    total -= sum(_aligned(ext[t], model.row_bytes[t]) for t in in_place)
     s = chain_scratch(model, rows, history, recompute)
     if s is None:
         return total
     ids = {name: t for t, name in enumerate(model.names)}
-    ext = model.shared_extents(rows) if model.share else list(rows)
     own = sum(_aligned(ext[ids[name]], model.row_bytes[ids[name]]) for name in s.live)
     return total - own + s.size
+
+
+def in_place_inputs(model: BandModel, resident: frozenset[str]) -> frozenset[int]:
+    """The chain inputs a single-arena chain reads where they are resident
+    in the fast arena (`resident`: names), with no band buffer of their own:
+    those whose buffer no other tensor of the band shares."""
+    share = model.share or tuple(range(len(model.names)))
+    return frozenset(
+        t
+        for t in model.inputs
+        if model.names[t] in resident
+        and share[t] == t
+        and not any(o == t and u != t for u, o in enumerate(share))
+    )
 
 
 def estimated_history(model: BandModel, recompute: frozenset[int] = frozenset()) -> list[int]:

@@ -612,8 +612,11 @@ class _Lowering:
     def tiled(self, u: TiledUnit) -> None:
         graph = self.graph
         fast: dict[str, SSAValue] = {}
+        if u.workspace is not None:  # the scratch buffers lie in it, allocated per tile
+            ws = u.workspace
+            fast[ws.key] = self.alloc(ws.key, ws.shape, ws.dtype, loop.FAST)
         for key, buf in u.buffers.items():
-            if buf.key != key:
+            if buf.key != key or buf.key in u.scratch:
                 continue  # held in the buffer of the in-place activation that overwrites it
             tensor = key.removesuffix(".acc")
             dtype = buf.dtype
@@ -621,7 +624,7 @@ class _Lowering:
                 dtype = np.dtype(np.int64)  # integer-only sums, the same 8 bytes
             fast[key] = self.alloc(key, buf.shape, dtype, loop.FAST, tensor)
         for key, buf in u.buffers.items():
-            if buf.key != key:
+            if buf.key != key and buf.key not in u.scratch:
                 fast[key] = fast[buf.key]
         for t in u.once:
             self.add(memref.CopyOp(self.slow[t], fast[t]))
@@ -636,8 +639,10 @@ class _Lowering:
         else:
             self.accumulation(u, fast)
         for key, buf in u.buffers.items():
-            if buf.key == key:
+            if buf.key == key and key not in u.scratch:
                 self.add(memref.DeallocOp.get(fast[key]))
+        if u.workspace is not None:
+            self.add(memref.DeallocOp.get(fast[u.workspace.key]))
 
     def fixed_gap(self, k: int) -> bool:
         """Whether node k's GlobalAveragePool sums integers (`nn.requant`
@@ -812,7 +817,9 @@ class _Lowering:
                     continue
                 src = operand_source(self.tables, u, k, name, tile.held[name])
                 for b, (kind, ax) in (src or {}).items():
-                    if kind == "out" and ax == a:
+                    if kind == "out" and ax == a and name in u.resident_inputs:
+                        hi_cap = min(hi_cap, graph.tensors[name].shape[b])
+                    elif kind == "out" and ax == a:
                         lo = max(lo, tile.held[name][b][0])
                         hi_cap = min(hi_cap, tile.held[name][b][0] + u.buffers[name].shape[b])
             if lo > hi_cap:
@@ -919,9 +926,37 @@ class _Lowering:
             s = self.subview(self.slow[t], glob(t, "load", t), ops)
             f = self.subview(fast[t], local(t, "load", t), ops)
             ops.append(memref.CopyOp(s, f))
-        for k in dict.fromkeys(key[1] for key in tab.keys if key[0] == "out"):
+        live: dict[str, SSAValue] = {}
+        gone: set[str] = set()
+
+        def scratch_events(k: int, before: bool) -> None:
+            """Allocate a scratch buffer before its first step, free it after its last."""
+            for owner, (first, last) in u.scratch.items():
+                if before and first <= k and owner not in live and owner not in gone:
+                    buf = u.buffers[owner]
+                    a = memref.AllocOp.get(
+                        memref_of(buf.shape, buf.dtype, loop.FAST).element_type,
+                        shape=list(buf.shape),
+                        memory_space=loop.FAST,
+                    )
+                    a.attributes[loop.TENSOR_ATTR] = StringAttr(self.prefix + owner)
+                    a.memref.name_hint = _hint(owner)
+                    ops.append(a)
+                    live[owner] = a.memref
+                    for key, b in u.buffers.items():
+                        if b.key == owner:
+                            fast[key] = a.memref
+                elif not before and last <= k and owner in live:
+                    ops.append(memref.DeallocOp.get(live.pop(owner)))
+                    gone.add(owner)
+
+        outs_k = [k for k in dict.fromkeys(key[1] for key in tab.keys if key[0] == "out")]
+        for k in u.nodes if u.scratch else outs_k:
             assert isinstance(k, int)
-            ops.append(self.tile_op(u, k, fast, col, sub, ops))
+            scratch_events(k, True)
+            if k in outs_k:
+                ops.append(self.tile_op(u, k, fast, col, sub, ops))
+            scratch_events(k, False)
         if u.tiles[0].accumulate is not None and u.gap is not None:
             x = graph.nodes[u.gap].inputs[0]
             out = graph.nodes[u.gap].outputs[0]
@@ -949,6 +984,8 @@ class _Lowering:
             f = self.subview(fast[t], local(t, "spill", t), ops)
             s = self.subview(self.slow[t], glob(t, "spill", t), ops)
             ops.append(memref.CopyOp(f, s))
+        for v in live.values():
+            ops.append(memref.DeallocOp.get(v))
         ops.append(scf.YieldOp())
         for op in ops:
             body.add_op(op)
@@ -959,6 +996,16 @@ class _Lowering:
         )
         if u.channel_group:
             for_op.attributes[loop.CHANNEL_GROUP_ATTR] = IntegerAttr(u.channel_group, i64)
+        if u.workspace is not None:  # a tile's scratch buffers lie in the workspace
+            for_op.attributes[loop.WORKSPACE_ATTR] = StringAttr(self.prefix + u.workspace.key)
+            path = f"{self.prefix}{u.name} tile"
+            for_op.attributes[loop.BODIES_ATTR] = ArrayAttr(
+                [
+                    DictionaryAttr(
+                        {"path": StringAttr(path), "peak": IntegerAttr(u.workspace.size, i64)}
+                    )
+                ]
+            )
         return for_op
 
     def tile_op(
@@ -977,8 +1024,10 @@ class _Lowering:
                 cuts.append([])
                 continue
             src = operand_source(self.tables, u, k, name, first.held[name])
+            resident = name in u.resident_inputs  # read where it is resident, by its rows
+            whole = self.slow[name] if resident else fast[name]
             if src is None:
-                ins.append(fast[name])
+                ins.append(whole)
                 cuts.append([])
                 continue
             band = {}
@@ -987,12 +1036,12 @@ class _Lowering:
                 kind, ax = src[a]
                 if kind == "held":  # the rows the buffer holds: from its first row
                     lo, hi = col("held", name, a, 0), col("held", name, a, 1)
-                    band[a] = (self.const(0), sub(hi, lo))
+                    band[a] = (lo if resident else self.const(0), sub(hi, lo))
                 else:
                     lo, hi = col("out", k, ax, 0), col("out", k, ax, 1)
-                    band[a] = (sub(lo, col("held", name, a, 0)), sub(hi, lo))
+                    band[a] = (lo if resident else sub(lo, col("held", name, a, 0)), sub(hi, lo))
                 bounds += [lo, hi]
-            ins.append(self.subview(fast[name], band, ops))
+            ins.append(self.subview(whole, band, ops))
             cuts.append(axes)
         outs: list[SSAValue] = []
         for o in node.outputs:

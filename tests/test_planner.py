@@ -31,6 +31,7 @@ from tigris_ir.plan.planner import (
     plan,
     tile_band,
 )
+from tigris_ir.plan.scratch import scratch_bytes
 from tigris_ir.plan.tiling import (
     ACC_DTYPE,
     GraphTables,
@@ -144,7 +145,20 @@ def check_plan(graph: PlanGraph, p: Plan) -> None:
             for x, r in u.band_rows.items():
                 owner = u.shared.get(x, x)
                 held[owner] = max(held.get(owner, 0), r)
-            assert u.peak == sum(align(r * graph.tensors[x].row_bytes) for x, r in held.items())
+            size = {x: align(r * graph.tensors[x].row_bytes) for x, r in held.items()}
+            # scratch buffers (no row kept between tiles) share one workspace by
+            # lifetime; inputs read where they are resident hold no buffer
+            scratch, off = u.scratch, u.scratch_offsets
+            own = sum(b for x, b in size.items() if x not in scratch and x not in u.in_place)
+            assert u.peak == own + u.scratch_bytes
+            steps = {a for a, _ in scratch.values()}
+            live = [sum(size[x] for x, (a, b) in scratch.items() if a <= k <= b) for k in steps]
+            assert u.scratch_bytes == max(live, default=0)
+            for x, (a, b) in scratch.items():
+                assert 0 <= off[x] and off[x] + size[x] <= u.scratch_bytes
+                for y, (c, d) in scratch.items():
+                    if x < y and a <= d and c <= b:  # live at once: disjoint bytes
+                        assert off[x] + size[x] <= off[y] or off[y] + size[y] <= off[x]
             # a tile's rows are the new rows it computes; a paced run's steps
             # record only those, and its buffers add the history its readers'
             # windows keep (an unpaced tile's range already spans the window)
@@ -941,8 +955,11 @@ def test_paced_floor_is_history_plus_one_row():
 def test_a_paced_chain_is_chosen_where_no_output_band_fits():
     g = _two_strides()
     m = build_band(g, 0, 4)
-    least = m.bytes_of_rows(m.paced_buffer(1)[0])
-    tile1 = m.bytes_of_rows(m.line_buffer(m.lb_tile_ranges(1))[0])
+    held, _, hist = m.paced_buffer(1)
+    least = scratch_bytes(m, held, hist)  # the scratch shared (plan.scratch)
+    assert least < m.bytes_of_rows(held)
+    held1, _, hist1 = m.line_buffer(m.lb_tile_ranges(1))
+    tile1 = scratch_bytes(m, held1, hist1)
     for budget in (least, (least + tile1) // 2):
         p = plan(g, budget)
         check_plan(g, p)

@@ -390,3 +390,62 @@ def test_the_other_zoo_models_fit_one_arena(name: str):
     for slow in (0, None):
         p, s = _check_stream(module, weights, args, ref, least, slow)
         assert p.fits and s is not None
+
+
+@pytest.mark.parametrize(
+    ("name", "int8", "stream"),
+    [("resnet", True, False), ("resnet", True, True), ("mobilenet_v2_035", False, False)],
+    ids=["resnet-int8-resident", "resnet-int8-streamed", "mobilenet_v2_035-f32-resident"],
+)
+def test_chain_scratch_and_resident_inputs_run_as_planned(name: str, int8: bool, stream: bool):
+    """At the smallest single arena, line-buffered chains hold their scratch
+    buffers (no row kept from one tile to the next) in one workspace, each
+    allocated per tile over its producer..last reader, and a resident plan's
+    chains read their inputs where they are resident (no band buffer): the
+    chain's peak is its other buffers plus the workspace, below the sum of
+    every band buffer; the loop IR places the tile's buffers inside the
+    workspace, and the interpreter and the C give the reference output
+    (bit-exact for int8) at the planned fast peak."""
+    from tigris_ir.backend.c.build import run_c
+    from tigris_ir.dialects import loop
+    from tigris_ir.plan.memory import align
+    from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
+
+    module, weights, args, ref = _case(name, int8)
+    g = build_view(main_func(module)).graph
+    budget = min_single_budget(g, stream_input=stream)
+    p = plan(g, budget, slow_budget=0, stream_input=stream)
+    assert p.fits and any(c.scratch_bytes for c in p.chains)
+    assert stream or any(c.in_place for c in p.chains)
+    for c in p.chains:
+        if not c.line_buffered:
+            continue
+        held = {
+            t: align(g.tensors[t].nbytes // g.tensors[t].shape[1] * r)
+            for t, r in c.band_rows.items()
+            if c.shared.get(t, t) == t
+        }
+        own = sum(b for t, b in held.items() if t not in c.scratch and t not in c.in_place)
+        assert c.peak == own + c.scratch_bytes
+        if c.scratch_bytes or c.in_place:
+            assert c.peak < sum(held.values())
+    m = module.clone()
+    LowerToLoopsPass(budget=budget, slow_budget=0, stream_input=stream).apply(Context(), m)
+    tile_and_lower(m)
+    PlanArenaPass().apply(Context(), m)
+    fors = [op for op in main_func(m).walk() if loop.WORKSPACE_ATTR in op.attributes]
+    assert len(fors) == sum(1 for c in p.chains if c.scratch_bytes)
+    res = run_loop_module(m, weights, args)
+    if int8:
+        np.testing.assert_array_equal(res.outputs[0], ref[0])
+    else:
+        r = ref[0]
+        np.testing.assert_allclose(res.outputs[0], r, rtol=1e-5, atol=1e-5 * float(np.max(abs(r))))
+    s = res.stats
+    assert s.arena_bytes == s.fast_peak == p.peak and s.slow_peak == 0
+    if int8:  # the C (float models: the interpreter above)
+        in_lay, out_lay = module_layouts(main_func(m))
+        x = to_boundary(args[0], in_lay[0])
+        got, stats = run_c(m, weights, [x], variant=("bounds", "stats"), strict=True)
+        np.testing.assert_array_equal(to_internal(got[0], out_lay[0]), ref[0])
+        assert stats == s

@@ -312,6 +312,9 @@ def _chains(sc: Any) -> list[dict[str, Any]]:
             "line_buffered": c.line_buffered,
             "pace": c.pace,
             "peak_bytes": c.peak,
+            "scratch_bytes": c.scratch_bytes,
+            "scratch": sorted(c.scratch),
+            "inputs_in_place": list(c.in_place),
             "recompute_macs": c.recomputed_macs,
             "description": c.describe(),
         }
@@ -488,14 +491,16 @@ def _chain_table(console: Any, chains: list[dict[str, Any]], title: str) -> None
     if not chains:
         return
     c = Table(title=title)
-    for col in ("chain", "stages", "tiling", "peak", "recomputed MACs"):
+    for col in ("chain", "stages", "tiling", "peak", "of it scratch", "recomputed MACs"):
         c.add_column(col, justify="right" if col == "recomputed MACs" else "left")
     for ch in chains:
+        n = len(ch["scratch"])
         c.add_row(
             ch["name"],
             f"{ch['stages'][0]}..{ch['stages'][-1]}",
             ch["description"],
             _kib(ch["peak_bytes"]),
+            f"{_kib(ch['scratch_bytes'])} ({n} buffers)" if n else "",
             f"{ch['recompute_macs']:,}",
         )
     console.print(c)

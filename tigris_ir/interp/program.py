@@ -201,11 +201,11 @@ class _Runner:
         graph = self.graph
         views: dict[str, np.ndarray] = {}
         for key, buf in u.buffers.items():
-            if buf.key == key:
+            if buf.key == key and key not in u.scratch:
                 views[key] = self.arena.alloc(buf, u.name)
         for key, buf in u.buffers.items():
-            if buf.key != key:  # held in the buffer an in-place activation writes
-                views[key] = views[buf.key]
+            if buf.key != key and buf.key not in u.scratch:
+                views[key] = views[buf.key]  # held in the buffer an in-place activation writes
         for t in u.once:
             views[t][...] = self.slow.load(t, {})
         base: dict[str, Band] = {}
@@ -259,10 +259,34 @@ class _Runner:
             base[t] = band
         for t, band in tile.loads:
             self._write(u, t, views, base, band, self.slow.load(t, band))
-        for step in tile.ops:
-            self._op(u, step, views, base)
+        steps = {step.node: step for step in tile.ops}
+        live: set[str] = set()
+        gone: set[str] = set()
+        for k in u.nodes:  # scratch buffers live over their node steps in every tile
+            for owner, (first, _) in u.scratch.items():
+                if first <= k and owner not in live and owner not in gone:
+                    self._scratch_alloc(u, owner, views)
+                    live.add(owner)
+            step = steps.get(k)
+            if step is not None:
+                self._op(u, step, views, base)
+            for owner, (_, last) in u.scratch.items():
+                if last <= k and owner in live:
+                    self.arena.free(owner)
+                    live.discard(owner)
+                    gone.add(owner)
         for t, band in tile.spills:
             self.slow.store(t, band, self._read(u, t, views, base, band, band))
+        for owner in sorted(live):
+            self.arena.free(owner)
+
+    def _scratch_alloc(self, u: TiledUnit, owner: str, views: dict[str, np.ndarray]) -> None:
+        """Allocate a scratch buffer (in the unit's workspace) for this tile."""
+        buf = u.buffers[owner]
+        views[owner] = self.arena.alloc(buf, u.name)
+        for key, b in u.buffers.items():
+            if b.key == owner and key != owner:
+                views[key] = views[owner]
 
     def _index(
         self, u: TiledUnit, t: str, base: Mapping[str, Band], band: Band, ndim: int

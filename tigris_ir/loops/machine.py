@@ -300,6 +300,8 @@ class Machine:
         self.body_peaks: dict[str, int] = {}
         """The measured fast peak of each body that ran (by path)."""
         self.body_runs: dict[str, int] = {}
+        self.scratch_peaks: dict[str, int] = {}
+        """The measured peak of each chain tile's scratch buffers (by path)."""
         if not plan:
             return
         self.fn = main_func(module)
@@ -521,7 +523,8 @@ class Machine:
         return c
 
     def run_body(self, it: Interpreter, op: Operation, j: int, args: PythonValues) -> PythonValues:
-        """Run body `j` of an If / Loop: its buffers lie in the node's
+        """Run body `j` of an If / Loop (or one tile of a chain whose scratch
+        buffers lie in its workspace): its buffers lie in the node's
         workspace, so the workspace leaves the live set while it runs; the
         body's own peak is measured from what is live without it."""
         scopes = self.bodies.get(id(op), [])
@@ -536,7 +539,10 @@ class Machine:
             return it.run_ssacfg_region(region, args, sc.path if sc is not None else "body")
         finally:
             self.where = where
-            if sc is not None:
+            if sc is not None and isinstance(op, scf.ForOp):  # a tile with scratch
+                got = self.fast.peak - base
+                self.scratch_peaks[sc.path] = max(self.scratch_peaks.get(sc.path, 0), got)
+            elif sc is not None:
                 got = self.fast.peak - base
                 self.body_peaks[sc.path] = max(self.body_peaks.get(sc.path, 0), got)
                 self.body_runs[sc.path] = self.body_runs.get(sc.path, 0) + 1
@@ -769,11 +775,15 @@ class ScfFunctions(InterpreterFunctions):
         unit = op.attributes.get(loop.UNIT_ATTR)
         name = unit.data if isinstance(unit, StringAttr) else "loop"
         values = tuple(carried)
+        scoped = id(op) in m.bodies  # a chain's tile whose scratch lies in a workspace
         for i in range(lb, ub, step):
             if unit is not None:
                 m.tiles += tiles
                 m.where = f"{name} {'tile' if tiles else 'group'} {i}"
-            values = it.run_ssacfg_region(op.body, (i, *values), "for")
+            if scoped:
+                values = tuple(m.run_body(it, op, 0, (i, *values)))
+            else:
+                values = it.run_ssacfg_region(op.body, (i, *values), "for")
         if unit is not None:
             m.where = ""
         return values

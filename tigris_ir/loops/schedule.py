@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from xdsl.dialects.builtin import StringAttr
@@ -145,6 +145,16 @@ class TiledUnit:
     channel_group: int = 0
     """A band cut into groups of this many channels (groups outermost over the
     tiles, every buffer holding one group's channels); 0: not cut."""
+    scratch: Mapping[str, tuple[int, int]] = field(default_factory=dict[str, tuple[int, int]])
+    """A line-buffered chain's scratch buffers (`plan.scratch`), by owner: the
+    node steps (first, last) each is allocated over in every tile, within
+    `workspace`; last = the unit's stop: until the tile's spills."""
+    workspace: Buffer | None = None
+    """The buffer the scratch buffers lie in (allocated with the unit)."""
+    resident_inputs: tuple[str, ...] = ()
+    """Inputs a single-arena chain reads where they are resident in the fast
+    arena: no buffer of the unit, no loads, no kept rows; the ops read their
+    rows of the resident tensor (`held` still names the rows a tile reads)."""
 
 
 Unit = NormalUnit | TiledUnit
@@ -283,11 +293,19 @@ def _tiled_unit(
     tile_hw: tuple[int, int],
     shared: Mapping[str, str] | None = None,
     channel_group: int = 0,
+    scratch: Mapping[str, tuple[int, int]] | None = None,
+    scratch_offsets: Mapping[str, int] | None = None,
+    scratch_bytes: int = 0,
+    resident_inputs: Sequence[str] = (),
 ) -> TiledUnit:
     """A tiled stage or chain: its buffers (one per tensor, except that a
     tensor an in-place activation overwrites is held in that activation's
-    buffer: `shared`, and `buffers` maps it to that Buffer) and its tiles."""
+    buffer: `shared`, and `buffers` maps it to that Buffer) and its tiles.
+    A line-buffered chain's scratch buffers lie in one workspace after the
+    others, each at its offset there (`scratch`)."""
     shared = shared or {}
+    scratch = scratch or {}
+    scratch_offsets = scratch_offsets or {}
     nodes = tuple(range(start, stop))
     axes = _axes(graph, tables, nodes)
     produced = {o for k in nodes for o in graph.nodes[k].outputs}
@@ -311,11 +329,31 @@ def _tiled_unit(
         extent[owner] = shape if old is None else [max(a, b) for a, b in zip(old, shape)]
     for t in band_rows:
         owner = shared.get(t, t)
-        if owner not in buffers:
+        if owner in resident_inputs:
+            if owner in produced or owner != t:
+                raise PlanDiscrepancy(f"{name}: '{t}' is read in place but not a chain input")
+            continue
+        if owner not in buffers and owner not in scratch:
             buffers[owner] = Buffer(owner, tuple(extent[owner]), dt[owner], offset)
             offset += buffers[owner].size
+    workspace = None
+    if scratch:
+        key = f"{name.replace(' ', '')}.scratch"
+        workspace = Buffer(key, (scratch_bytes,), np.dtype(np.uint8), offset)
+        for owner in scratch:
+            if owner not in extent:
+                raise PlanDiscrepancy(f"{name}: scratch buffer '{owner}' holds no band tensor")
+            buf = Buffer(owner, tuple(extent[owner]), dt[owner], offset + scratch_offsets[owner])
+            if scratch_offsets[owner] + buf.size > scratch_bytes:
+                raise PlanDiscrepancy(
+                    f"{name}: scratch buffer '{owner}' ends past the workspace of "
+                    f"{scratch_bytes} bytes"
+                )
+            buffers[owner] = buf
+        offset += workspace.size
     for t in band_rows:
-        buffers[t] = buffers[shared.get(t, t)]
+        if t not in resident_inputs:
+            buffers[t] = buffers[shared.get(t, t)]
     if gap is not None:
         out = graph.nodes[gap].outputs[0]
         shape = graph.tensors[out].shape
@@ -324,7 +362,7 @@ def _tiled_unit(
         acc = out + ".acc"
         buffers[acc] = Buffer(acc, shape, ACC_DTYPE, offset)
         offset += buffers[acc].size
-    loaded = [t for t in band_rows if t not in produced]
+    loaded = [t for t in band_rows if t not in produced and t not in resident_inputs]
     spilled = [t for t in outputs if t in band_rows and t in produced]
     acc_groups: tuple[Range, ...] = ()
     if gap is not None:
@@ -347,7 +385,19 @@ def _tiled_unit(
         )
     except PlanDiscrepancy as e:
         raise type(e)(f"{name}: {e}") from None
+    if resident_inputs:  # read where they are resident: nothing is kept
+        steps = [
+            replace(tl, keep={t: r for t, r in tl.keep.items() if t not in resident_inputs})
+            for tl in steps
+        ]
     _check_capacity(name, steps, buffers)
+    for t in band_rows:
+        if shared.get(t, t) not in scratch:
+            continue
+        if t in loaded or any(t in tile.keep for tile in steps):
+            raise PlanDiscrepancy(
+                f"{name}: '{t}' is planned as scratch but a tile keeps or loads its rows"
+            )
     return TiledUnit(
         index,
         name,
@@ -365,6 +415,9 @@ def _tiled_unit(
         tuple(outputs),
         dict(recompute) if line_buffered else {},
         channel_group,
+        dict(scratch),
+        workspace,
+        tuple(resident_inputs),
     )
 
 
@@ -449,6 +502,8 @@ def _check_capacity(name: str, tiles: Sequence[Tile], buffers: Mapping[str, Buff
     """Every band a tile holds fits its buffer (allocated once, at the plan's rows)."""
     for tile in tiles:
         for t, band in tile.held.items():
+            if t not in buffers:
+                continue  # read where it is resident
             cap = buffers[t].shape
             for ax, (lo, hi) in band.items():
                 if hi - lo > cap[ax]:
@@ -770,6 +825,11 @@ def _chain_unit(
         c.peak,
         (0 if c.pace else c.tile_h, 0),  # a paced run's steps are not bands of tile_h
         c.shared,
+        0,
+        c.scratch,
+        c.scratch_offsets,
+        c.scratch_bytes,
+        c.in_place,
     )
 
 

@@ -48,7 +48,13 @@ exactly this and measures the same numbers):
     history rows per window, and on the first tile the whole range (the
     pipeline fills). A buffer is allocated once, at the most it holds
     (`BandModel.line_buffer`). Ops of a member stage holding a channel
-    Concat compute their whole range every tile (they recompute).
+    Concat compute their whole range every tile (they recompute). A buffer
+    that keeps no row from one tile to the next (`plan.scratch`: a 1x1
+    convolution's or a depthwise output, an Add) is scratch: the scratch
+    buffers share one workspace after the others, each allocated in every
+    tile from its producer to its last reader (a chain output: to the
+    spills) at a static offset there, so the chain holds its line buffers
+    plus the largest set of scratch buffers live at once.
   * slow memory holds the model inputs and every tensor that crosses a unit
     (stage or chain) boundary, from its producer to its last reader (model
     outputs to the end); the slow peak sums `align`ed sizes.
@@ -65,6 +71,12 @@ from dataclasses import dataclass, field, replace
 
 from tigris_ir.plan.graph import PlanGraph
 from tigris_ir.plan.memory import align, format_bytes
+from tigris_ir.plan.scratch import (
+    chain_scratch,
+    estimated_history,
+    in_place_inputs,
+    scratch_bytes,
+)
 from tigris_ir.plan.tiling import (
     ACC_DTYPE,
     BandBuilder,
@@ -225,6 +237,17 @@ class ChainPlan:
     """0: tiles of `tile_h` output rows; else a paced line-buffered run
     (`tiling.paced_steps`): `num_tiles` steps, each loading `pace` rows of
     the chain's input, computing at most `tile_h` output rows."""
+    scratch: Mapping[str, tuple[int, int]] = field(default_factory=dict[str, tuple[int, int]])
+    """A line-buffered chain's scratch buffers (`plan.scratch`), by the
+    tensor owning each: the node steps (first, last) it lives over in every
+    tile, `stop` for a chain output (until the spills)."""
+    scratch_offsets: Mapping[str, int] = field(default_factory=dict[str, int])
+    """Each scratch buffer's offset in the chain's workspace."""
+    scratch_bytes: int = 0
+    """The workspace the scratch buffers share (their live peak)."""
+    in_place: tuple[str, ...] = ()
+    """Inputs of a single-arena line-buffered chain it reads where they are
+    resident in the fast arena: no band buffer, no loads."""
 
     def describe(self) -> str:
         lb = ", line-buffered" if self.line_buffered else ""
@@ -1073,6 +1096,9 @@ class _Chain:
     pace: int = 0
     """0: tiles of `tile_h` output rows; else a paced run (`paced_steps`)
     loading `pace` input rows a step."""
+    in_place: frozenset[int] = frozenset()
+    """Inputs read where they are resident in the fast arena (a single-arena
+    line-buffered chain): no band buffer, no loads."""
 
     def extra_cost(self, once: int, mac_weight: int) -> int:
         """What the chain costs beyond reading its inputs `once` (raw bytes)
@@ -1244,7 +1270,11 @@ class _Ctx:
             if any(graph.nodes[q].is_channel_concat for q in range(a, b)):
                 concat.update(range(a, b))
         if _has_halo(model):
-            found = _line_buffered(model, members, frozenset(concat), budget, exact)
+            skip = frozenset[int]()
+            if self.residents is not None:  # the chain's inputs are resident already
+                names = {model.names[t] for t in model.inputs} - self.streamed
+                skip = in_place_inputs(model, frozenset(names))
+            found = _line_buffered(model, members, frozenset(concat), budget, exact, skip)
             if found is not None:
                 return found
         # no halo, or no line buffers fit: every tile computes its whole range
@@ -1266,6 +1296,7 @@ def _line_buffered(
     recompute: frozenset[int],
     budget: int,
     exact: bool,
+    skip: frozenset[int] = frozenset(),
 ) -> _Chain | None:
     """A line-buffered chain: the largest tile height whose line buffers fit
     (binary search on the `lb_capacity` estimates, then the exact run of the
@@ -1273,16 +1304,18 @@ def _line_buffered(
     breaks the budget). None if none fits or the run reads a row no tile
     computed before."""
 
+    hist_est = estimated_history(model, recompute)
+
     def cost(tile: int) -> int:
         rows = model.lb_rows(tile, recompute)
         assert rows is not None  # chain bands are affine
-        return model.bytes_of_rows(rows)
+        return scratch_bytes(model, rows, hist_est, recompute, skip)
 
     limit = model.height
     while limit >= 1:
         best = largest_fitting(cost, limit, budget)
         if best == 0:
-            return None if recompute else _paced(model, members, budget, exact)
+            return None if recompute else _paced(model, members, budget, exact, skip)
         tile_h = even_tile_h(model.height, best)
         if not exact:
             rows = model.lb_rows(tile_h, recompute)
@@ -1292,24 +1325,38 @@ def _line_buffered(
                 stats = model.stats(tile_h)
                 assert stats is not None
                 recomputed = _recomputed(model, stats, recompute, True)
-            return _Chain(members, model, True, recompute, tile_h, rows, recomputed)
+            return _Chain(members, model, True, recompute, tile_h, rows, recomputed, in_place=skip)
         ranges = model.lb_tile_ranges(tile_h)
         try:
             held, done, history = model.line_buffer(ranges, recompute)
         except LineBufferGapError:
             return None  # not line-buffered: the caller runs the chain plainly
-        if model.bytes_of_rows(held) <= budget:
+        if scratch_bytes(model, held, history, recompute, skip) <= budget:
             reads = sum(done[t] * model.row_bytes[t] for t in model.inputs)
             recomputed = _recomputed(model, _exact_stats(ranges), recompute, True)
             return _Chain(
-                members, model, True, recompute, tile_h, held, recomputed, ranges, reads, history
+                members,
+                model,
+                True,
+                recompute,
+                tile_h,
+                held,
+                recomputed,
+                ranges,
+                reads,
+                history,
+                in_place=skip,
             )
         limit = tile_h - 1
-    return None if recompute else _paced(model, members, budget, exact)
+    return None if recompute else _paced(model, members, budget, exact, skip)
 
 
 def _paced(
-    model: BandModel, members: tuple[tuple[int, int], ...], budget: int, exact: bool
+    model: BandModel,
+    members: tuple[tuple[int, int], ...],
+    budget: int,
+    exact: bool,
+    skip: frozenset[int] = frozenset(),
 ) -> _Chain | None:
     """A paced line-buffered chain (`paced_steps`) where no band of output
     rows fits: the fastest pace whose buffers fit (binary search on the
@@ -1320,16 +1367,19 @@ def _paced(
 
     if not exact:
         est = model.paced_rows()
-        if est is None or model.bytes_of_rows(est) > budget:
+        if (
+            est is None
+            or scratch_bytes(model, est, estimated_history(model), in_place=skip) > budget
+        ):
             return None
-        return _Chain(members, model, True, frozenset(), 1, est, 0, pace=1)
+        return _Chain(members, model, True, frozenset(), 1, est, 0, pace=1, in_place=skip)
 
     def cost(pace: int) -> int:
         try:
-            held, _, _ = model.paced_buffer(pace)
+            held, _, hist = model.paced_buffer(pace)
         except (LineBufferGapError, ValueError):
             return _INF
-        return model.bytes_of_rows(held)
+        return scratch_bytes(model, held, hist, in_place=skip)
 
     pace = largest_fitting(cost, model.max_pace(), budget)
     if pace == 0:
@@ -1338,7 +1388,9 @@ def _paced(
     held, done, history = model.paced_buffer(pace)
     reads = sum(done[t] * model.row_bytes[t] for t in model.inputs)
     step = max(1, max(b - a for rng in ranges for a, b in (rng[t] for t in model.roots)))
-    return _Chain(members, model, True, frozenset(), step, held, 0, ranges, reads, history, pace)
+    return _Chain(
+        members, model, True, frozenset(), step, held, 0, ranges, reads, history, pace, skip
+    )
 
 
 def _has_halo(model: BandModel) -> bool:
@@ -1421,14 +1473,19 @@ def chain_members(ctx: _Ctx, start: int, stop: int) -> tuple[tuple[int, int], ..
     return tuple(members) if len(members) >= 2 else None
 
 
-def _feasible_band(b: BandBuilder, budget: int) -> bool:
+def _feasible_band(b: BandBuilder, budget: int, single: bool = False) -> bool:
     """Some band of the builder's ops, or of ops from further upstream, may
     fit: one row, a 1 x 1 tile, a sub-row band of an accumulation or a group
     of the channels of a channel-local band (the floors count buffers that
     in-place activations may come to share)."""
     if b.error is not None:
         return False
-    if b.floor1 <= budget or b.lb_ok and b.floor_lb1 <= budget and b.kind in CHAIN_KINDS:
+    if (
+        b.floor1 <= budget
+        or b.lb_ok
+        and b.floor_lb1_scratch(single) <= budget
+        and b.kind in CHAIN_KINDS
+    ):
         return True
     if (
         b.grid
@@ -1493,7 +1550,7 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
                 while band.start > i and band.prepend():
                     pass
                 # the resident bytes vary with the segment: prune on the whole budget
-                band_ok = band.start == i and _feasible_band(band, budget)
+                band_ok = band.start == i and _feasible_band(band, budget, single)
             if not fits and not band_ok and work > budget:
                 break
             lb = normal.reads + normal.writes
@@ -1502,9 +1559,9 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
                 cand = (best[i][0] + cost, best[i][1] + 1)
                 if cand < best[j]:
                     best[j], back[j] = cand, ((i, j),)
-            elif best[i][0] < _INF and band_ok and (not single or _feasible_band(band, room)):
+            elif best[i][0] < _INF and band_ok and (not single or _feasible_band(band, room, True)):
                 chainable = band.error is None and (
-                    band.bytes1 <= room or band.lb_ok and band.lb1 <= room
+                    band.bytes1 <= room or band.lb_ok and band.floor_lb1_scratch(single) <= room
                 )
                 tiled.append((best[i][0] + lb, i, chainable, normal.reads))
         for bound, i, chainable, once in sorted(tiled):
@@ -1593,6 +1650,7 @@ def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tup
     """The least-traffic split of a run into chains and lone stages."""
     graph = ctx.graph
     n = len(run)
+    single = ctx.residents is not None
     best = [0] + [_INF] * n
     back = list(range(-1, n))  # a lone stage by default
     for b in range(1, n + 1):
@@ -1604,10 +1662,12 @@ def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tup
             room = ctx.budget_at(run[a][0], run[b - 1][1])
             if builder.error is not None or (
                 builder.floor1 > ctx.budget
-                and not (builder.lb_ok and builder.floor_lb1 <= ctx.budget)
+                and not (builder.lb_ok and builder.floor_lb1_scratch(single) <= ctx.budget)
             ):
                 break
-            if builder.floor1 > room and not (builder.lb_ok and builder.floor_lb1 <= room):
+            if builder.floor1 > room and not (
+                builder.lb_ok and builder.floor_lb1_scratch(single) <= room
+            ):
                 continue
             cost = ctx.traffic(run[a][0], run[b - 1][1])
             if best[a] + cost >= best[b]:
@@ -1807,6 +1867,11 @@ def _chain_plan(
         tuple(ranges),
     )
     first, last = stages[members[0]], stages[members[-1]]
+    peak = whole.peak
+    scratch = None
+    if found.line_buffered:
+        scratch = chain_scratch(model, rows, found.history, found.recompute_ops)
+        peak = scratch_bytes(model, rows, found.history, found.recompute_ops, found.in_place)
     return ChainPlan(
         index,
         tuple(members),
@@ -1816,7 +1881,7 @@ def _chain_plan(
         len(ranges),
         found.line_buffered,
         bool(found.recompute_ops),
-        whole.peak,
+        peak,
         model.halo(),
         model.halo_sides(tile_h),
         first.inputs,
@@ -1831,6 +1896,10 @@ def _chain_plan(
         _shared_names(model),
         ctx.resident(first.start, last.stop),
         found.pace,
+        {} if scratch is None else dict(scratch.live),
+        {} if scratch is None else dict(scratch.offsets),
+        0 if scratch is None else scratch.size,
+        tuple(model.names[t] for t in sorted(found.in_place)),
     )
 
 

@@ -718,6 +718,24 @@ class BandBuilder:
         """`floor1` for `lb1`."""
         return self.lb1 - self.pending_sum[2]
 
+    def floor_lb1_scratch(self, in_place: bool = False) -> int:
+        """`floor_lb1` with the chain's scratch shared (`plan.scratch`): the
+        buffers of tensors computed in the band whose offsets keep no
+        history row count as the largest of them, not their sum; with
+        `in_place` (a single arena) the band's inputs count nothing."""
+        total = 0
+        most = 0
+        for name, st in self.t.items():
+            if in_place and not st.produced and st.off is not None:
+                total += align(st.cap1 * self._rb(name, st.axis)[1])
+                continue
+            if not st.produced or st.whole or st.off is None or st.off[1] > st.off[2]:
+                continue
+            b = align(st.cap1 * self._rb(name, st.axis)[1])
+            total += b
+            most = max(most, b)
+        return max(0, self.floor_lb1 - total + most)
+
     def __post_init__(self) -> None:
         self.start = self.stop
 

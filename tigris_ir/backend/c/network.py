@@ -1048,7 +1048,7 @@ class _Printer:
         self.open(f"for (ptrdiff_t {iv} = {lb}; {iv} < {ub}; {incr})")
         if isinstance(kind, StringAttr):
             self.emit("TIGRIS_STAT_TILE();")
-        self.block(op.body.block)
+        self._body(op, op.body.block)
         self.close()
 
     # ---- band ops ----------------------------------------------------------

@@ -458,20 +458,37 @@ class KernelOp(IRDLOperation):
 @irdl_op_definition
 class RowBlocksOp(IRDLOperation):
     """for i0 in 0..m step `rows`: the rows of A one call packs or gathers and
-    sweeps over the panels (m is the band's, known at run time)."""
+    sweeps over the panels (m is the band's, known at run time).
+
+    `merge W` (a pointwise convolution only): where a band spans whole image
+    rows of W pixels (both memrefs dense rows of W pixels), one call covers all
+    the band's output rows at once, m = rows x W; without it, one call per
+    output row, m = the band's pixels of that row."""
 
     name = "rtile.row_blocks"
 
     rows = prop_def(IntegerAttr[I64])
+    merge = opt_prop_def(IntegerAttr[I64])
     body = region_def("single_block")
     traits = traits_def(NoTerminator())
-    assembly_format = "`rows` $rows attr-dict-with-keyword $body"
+    assembly_format = "`rows` $rows (`merge` $merge^)? attr-dict-with-keyword $body"
 
-    def __init__(self, rows: int, ops: Sequence[Operation]):
-        super().__init__(properties={"rows": IntegerAttr(rows, i64)}, regions=[Region(Block(ops))])
+    def __init__(self, rows: int, ops: Sequence[Operation], merge: int | None = None):
+        props: dict[str, Attribute] = {"rows": IntegerAttr(rows, i64)}
+        if merge is not None:
+            props["merge"] = IntegerAttr(merge, i64)
+        super().__init__(properties=props, regions=[Region(Block(ops))])
+
+    @property
+    def merge_width(self) -> int | None:
+        """W of `merge W`: the pixels of one image row a merged call spans
+        (None: one call per output row)."""
+        return self.merge.value.data if self.merge is not None else None
 
     def verify_(self) -> None:
         _positive(self, rows=self.rows.value.data)
+        if self.merge is not None:
+            _positive(self, merge=self.merge.value.data)
 
 
 @irdl_op_definition

@@ -656,12 +656,18 @@ def _tiled(op: nn.NNOp) -> bool:
     return False
 
 
-def _panels(op: nn.NNOp, k: int, n: int, int8: bool) -> _Panels:
+def _panels(op: nn.NNOp, k: int, n: int, int8: bool, merge: bool = False) -> _Panels:
     """The op's kernel as the printer needs it; a diagnostic naming the op
-    when a pass has not made it."""
+    when a pass has not made it, or states a row merge (`merge W`) where the
+    band's driver has none to follow (`merge`: it has, a pointwise one)."""
     kern = kernel_of(op)
     if kern is None:
         raise CLoweringError(f"{op.name}: no rtile.kernel: run --gebp-tile and --lower-gebp")
+    if not merge and kern.row_blocks.merge is not None:
+        raise CLoweringError(
+            f"{op.name}: its rtile.row_blocks state merge {kern.row_blocks.merge_width}, which "
+            "only a pointwise convolution's kernel runs"
+        )
     label = op.attributes.get(TARGET)
     name = label.data if isinstance(label, StringAttr) else "host"
     try:
@@ -1789,22 +1795,41 @@ def _conv_consts(
     return names
 
 
+def _merge_width(op: nn.NNOp, g: _Conv, x: CTensor, y: CTensor) -> int:
+    """W of the `merge W` the op's kernel states (0: none), checked against
+    the band's memrefs: a diagnostic naming the op where they do not hold
+    whole dense rows of W pixels."""
+    kern = kernel_of(op)
+    assert kern is not None  # `_panels` has found it
+    wb = kern.row_blocks.merge_width
+    if wb is None:
+        return 0
+    if x.rank != 4 or y.rank != 4 or x.strides[1] != wb * g.c or y.strides[1] != wb * g.co:
+        raise CLoweringError(
+            f"{op.name}: its rtile.row_blocks merge {wb} runs the band's rows as one, but "
+            f"its memrefs' row strides ({x.strides[1] if x.rank == 4 else '-'} and "
+            f"{y.strides[1] if y.rank == 4 else '-'} elements) are not whole rows of {wb} "
+            f"pixels of {g.c} and {g.co} channels (run --lower-gebp on this plan)"
+        )
+    return wb
+
+
 def _emit_pointwise(
     unit: CUnit,
     op: nn.NNOp,
     g: _Conv, q: _Q | None, ins: Sequence[CTensor], y: CTensor, xv: _View, yv: _View
 ) -> str:
-    """A 1x1 convolution: rows of pixels through the GEBP driver, the band's
-    rows merged into one run where both memrefs hold whole dense rows."""
+    """A 1x1 convolution: rows of pixels through the GEBP driver, one call per
+    output row, or all the band's rows in one call where its kernel's row
+    blocks say `merge W` (`lower-gebp`: both memrefs hold whole dense rows of
+    W pixels, which the call's bounds check)."""
     x = ins[0]
-    p = _panels(op, g.c, g.co, q is not None)
+    p = _panels(op, g.c, g.co, q is not None, merge=True)
     _expect(op, p, "rows" if q is not None else "")
     mat = _matrix_rows(unit, p, q, x.ctype)
     xt, yt = x.ctype, y.ctype
-    # a band over the whole width of both memrefs, dense rows of equal width
-    # (the image's, or a 2D tile's): the band's pixels are one run
-    wb = x.strides[1] // g.c if x.rank == 4 else 0
-    merge = x.rank == 4 and x.strides[1] == wb * g.c and y.strides[1] == wb * g.co and wb > 0
+    wb = _merge_width(op, g, x, y)
+    merge = wb > 0
     bt, it = ("float", "float") if q is None else ("int8_t", "int32_t")
     mid = [f"const {bt} *restrict bp", f"const {it} *restrict bias"]
     extra = "" if q is None else " mult,"

@@ -496,26 +496,43 @@ class PackOp(IRDLOperation):
     """A's rows of one row block into a stack buffer of `scratch` bytes, `kp`
     elements per row (zero-padded past k): `rows` copies rows (int8: minus the
     input zero point, widened to `into`), `im2col` gathers each pixel's taps
-    (tap-major, zeros where a tap leaves the image). Without a pack op A is read
-    in place."""
+    (tap-major, zeros where a tap leaves the image). `offset N`: the packed
+    rows hold x - zp + N (`rtile.kernel.row_offset`: the byte an instruction
+    multiplies is of the other signedness than the input's, and zp is not
+    subtracted), and the kernel's bias is less N times B's column sums; a tap
+    outside the image holds the zero point's packed byte. Without a pack op A
+    is read in place."""
 
     name = "rtile.pack_a"
 
     kind = prop_def(StringAttr)
     kp = prop_def(IntegerAttr[I64])
     into = prop_def(TypeAttribute)
+    offset = opt_prop_def(IntegerAttr[I64])
     scratch = prop_def(IntegerAttr[I64])
-    assembly_format = "$kind `kp` $kp `into` $into `scratch` $scratch attr-dict"
+    assembly_format = (
+        "$kind `kp` $kp `into` $into (`offset` $offset^)? `scratch` $scratch attr-dict"
+    )
 
-    def __init__(self, kind: str, kp: int, into: Attribute, scratch: int):
-        super().__init__(
-            properties={
-                "kind": StringAttr(kind),
-                "kp": IntegerAttr(kp, i64),
-                "into": into,
-                "scratch": IntegerAttr(scratch, i64),
-            }
-        )
+    def __init__(
+        self, kind: str, kp: int, into: Attribute, scratch: int, offset: int | None = None
+    ):
+        props: dict[str, Attribute] = {
+            "kind": StringAttr(kind),
+            "kp": IntegerAttr(kp, i64),
+            "into": into,
+            "scratch": IntegerAttr(scratch, i64),
+        }
+        if offset is not None:
+            props["offset"] = IntegerAttr(offset, i64)
+        super().__init__(properties=props)
+
+    @property
+    def row_offset(self) -> int | None:
+        """What the packed rows hold more than x - zp (`offset N`: the
+        `vpdpbusd` and `vmladava` kernels, whose bias is less N times B's
+        column sums); None: they hold x - zp."""
+        return self.offset.value.data if self.offset is not None else None
 
     def verify_(self) -> None:
         if self.kind.data not in ("rows", "im2col"):

@@ -9,16 +9,17 @@ with its scratch buffer, K blocks, the panel sweeps with their micro-tiles and
 edge tiles, and the epilogue; a pointwise convolution's row blocks say how
 many output rows one call covers (`merge W`: all the band's rows at once,
 where both its memrefs hold whole dense rows of W pixels; else one call per
-row). A float32 convolution whose band is followed by
-an in-place Relu or Clip band on its output (the activation's band reads and
-writes the buffer the convolution's band wrote, with only address arithmetic
-between them) takes the activation into its epilogue (`bias_clamp`) and the
-activation's band is removed: the buffer holds the activated values as soon
-as the product is stored, and nothing reads it in between. A float32
-depthwise convolution (no matrix product, no kernel op) takes such a band the
-same way, as its `rtile.clamp` attribute. The C backend prints exactly those
-ops. A site
-`gebp-tile` gave no geometry (no register tile fits it) keeps no kernel: its
+row), and an int8 kernel's packing what its rows hold over x - zp (`offset N`,
+from the input's zero point and the instruction's byte type). A float32
+convolution whose band is followed by an in-place Relu or Clip band on its
+output (the activation's band reads and writes the buffer the convolution's
+band wrote, with only address arithmetic between them) takes the activation
+into its epilogue (`bias_clamp`) and the activation's band is removed: the
+buffer holds the activated values as soon as the product is stored, and
+nothing reads it in between. A float32 depthwise convolution (no matrix
+product, no kernel op) takes such a band the same way, as its `rtile.clamp`
+attribute. The C backend prints exactly those ops. A site `gebp-tile` gave no
+geometry (no register tile fits it) keeps no kernel: its
 band runs the direct loop nest. The tensor-level functions of the module (the
 untiled reference) are left alone.
 
@@ -76,7 +77,8 @@ def site_kernel(op: Operation, site: Site) -> None:
     plan = rk.plan(target, g, site.k, site.dtype == "int8", site.packing, site.m)
     groups = op.groups() if isinstance(op, nn.ConvOp) else 1
     merge = row_merge(op, site)
-    new = kernel(op.results[0], g, plan, site.k, site.n, site.packing, groups, merge)
+    offset = packed_offset(op, plan.dot)
+    new = kernel(op.results[0], g, plan, site.k, site.n, site.packing, groups, merge, offset)
     if clamp is not None:
         _set_clamp(new, clamp)
     Rewriter.insert_op(new, InsertPoint.after(op))
@@ -111,6 +113,17 @@ def row_merge(op: Operation, site: Site) -> int | None:
         return None
     c, co = nn.shape_of(op.input)[-1], nn.shape_of(op.output)[-1]
     return rk.row_merge(xs, ys, c, co)
+
+
+def packed_offset(op: Operation, dot: rk.Dot) -> int | None:
+    """The offset an int8 kernel's packed rows of A hold over x - zp
+    (`rtile.kernel.row_offset`), from the input's zero point and signedness."""
+    if dot not in rk.OFFSET_DOTS:
+        return None
+    x = op.operands[0]
+    q = nn.quant_of(x)
+    zp = int(q.zp_value) if q is not None else 0
+    return rk.row_offset(dot, nn.dtype_of(x) == "uint8", zp)
 
 
 _CLAMPS = (nn.ReluOp, nn.ClipOp)

@@ -142,3 +142,22 @@ def row_merge(
     if w > 0 and x_strides[1] == w * c and y_strides[1] == w * co:
         return w
     return None
+
+
+OFFSET_DOTS: tuple[Dot, ...] = ("vpdpbusd", "vmladava")
+"""The int8 instructions whose packed rows hold x - zp plus an offset (their
+byte type's, where the input's is the other signedness) rather than x - zp."""
+
+
+def row_offset(dot: Dot, unsigned_input: bool, zp: int) -> int | None:
+    """What the packed rows of A hold more than x - zp, for inputs of zero
+    point `zp` (uint8 where `unsigned_input`, else int8): `vpdpbusd` packs
+    unsigned bytes (int8 inputs + 128), `vmladava` signed ones (uint8 inputs
+    - 128), both without subtracting zp, so the offset is zp plus that shift
+    (the kernel's bias is less offset times B's column sums). None where the
+    rows hold x - zp itself (the int16 pair products, float32)."""
+    if dot == "vpdpbusd":
+        return zp if unsigned_input else zp + 128
+    if dot == "vmladava":
+        return zp - 128 if unsigned_input else zp
+    return None

@@ -113,3 +113,23 @@ func.func @kernel_merge(%y: tensor<1x5x5x16xf32>) {
   }
   func.return
 }
+
+// int8 on AVX-512 VNNI: the rows packed as unsigned bytes holding x - zp + 128
+// (`offset 128`, int8 inputs of zero point 0).
+// CHECK-LABEL: func.func @kernel_vnni
+// CHECK:      rtile.kernel %y dot "vpdpbusd" k 16 n 16 groups 1 : tensor<1x5x5x16xi8> {
+// CHECK-NEXT:   rtile.row_blocks rows 64 merge 5 {
+// CHECK-NEXT:     rtile.pack_a "rows" kp 16 into ui8 offset 128 scratch 1024
+// GENERIC: "rtile.pack_a"() <{kind = "rows", kp = 16 : i64, into = ui8, offset = 128 : i64, scratch = 1024 : i64}>
+func.func @kernel_vnni(%y: tensor<1x5x5x16xi8>) {
+  rtile.kernel %y dot "vpdpbusd" k 16 n 16 groups 1 : tensor<1x5x5x16xi8> {
+    rtile.row_blocks rows 64 merge 5 {
+      rtile.pack_a "rows" kp 16 into ui8 offset 128 scratch 1024
+      rtile.panels cols 0 to 16 width 16 {
+        rtile.micro <rm4 rn1 lanes16> last 16 edges [1, 2, 3] unroll 4
+      }
+    }
+    rtile.epilogue "bias_requant"
+  }
+  func.return
+}

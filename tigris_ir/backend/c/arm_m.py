@@ -60,12 +60,6 @@ def b_index(k: str) -> str:
     return f"((({k}) & 1) << 1 | (({k}) & 3) >> 1)"
 
 
-def row_offset(q: _Q) -> int:
-    """What the `vmladava` kernels' packed rows hold less than x - zp: the
-    rows hold x (int8) or x - 128 (uint8), i.e. (x - zp) + offset."""
-    return q.xzp - 128 if q.xt == "uint8_t" else q.xzp
-
-
 def packed_value(q: _Q, v: str) -> str:
     """C for one input value as a `vmladava` kernel's packed row holds it."""
     return f"(int8_t)({v} ^ 0x80)" if q.xt == "uint8_t" else f"(int8_t){v}"

@@ -24,6 +24,13 @@ panels (`rtile.panels`), the micro-tile with its row edge tiles
       rtile.epilogue "bias"
     }
 
+A pointwise convolution's row blocks may say `merge W` (one call covers all
+the band's rows of W pixels), and an int8 kernel's packing `offset N` (what
+its packed rows hold over x - zp):
+
+    rtile.row_blocks rows 64 merge 5 {
+      rtile.pack_a "rows" kp 16 into ui8 offset 139 scratch 1024
+
 The C backend prints each op as the C it stands for and decides nothing.
 """
 

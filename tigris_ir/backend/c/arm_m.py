@@ -16,7 +16,8 @@
   signed bytes (x, or x - 128 for uint8 inputs) and B as groups of sixteen k
   steps per column, so that one VMLADAVA.S8 adds sixteen products of a Q
   register of A and one of B to a general-register accumulator; the bias
-  is corrected at print time for the packed rows' offset (`conv.bias_cols`).
+  is less the packed rows' offset (`rtile.pack_a` offset, which `lower-gebp`
+  states) times B's column sums (`conv.bias_cols`).
 
 Both end in one requantization per output (`tg_rqf`: the float32 rule of
 `tigris_requant` without a library call -- VCVTR on an FPU, else the round

@@ -24,6 +24,13 @@ panels (`rtile.panels`), the micro-tile with its row edge tiles
       rtile.epilogue "bias"
     }
 
+A pointwise convolution's row blocks may say `merge W` (one call covers all
+the band's rows of W pixels), and an int8 kernel's packing `offset N` (what
+its packed rows hold over x - zp):
+
+    rtile.row_blocks rows 64 merge 5 {
+      rtile.pack_a "rows" kp 16 into ui8 offset 139 scratch 1024
+
 The C backend prints each op as the C it stands for and decides nothing.
 """
 
@@ -458,20 +465,37 @@ class KernelOp(IRDLOperation):
 @irdl_op_definition
 class RowBlocksOp(IRDLOperation):
     """for i0 in 0..m step `rows`: the rows of A one call packs or gathers and
-    sweeps over the panels (m is the band's, known at run time)."""
+    sweeps over the panels (m is the band's, known at run time).
+
+    `merge W` (a pointwise convolution only): where a band spans whole image
+    rows of W pixels (both memrefs dense rows of W pixels), one call covers all
+    the band's output rows at once, m = rows x W; without it, one call per
+    output row, m = the band's pixels of that row."""
 
     name = "rtile.row_blocks"
 
     rows = prop_def(IntegerAttr[I64])
+    merge = opt_prop_def(IntegerAttr[I64])
     body = region_def("single_block")
     traits = traits_def(NoTerminator())
-    assembly_format = "`rows` $rows attr-dict-with-keyword $body"
+    assembly_format = "`rows` $rows (`merge` $merge^)? attr-dict-with-keyword $body"
 
-    def __init__(self, rows: int, ops: Sequence[Operation]):
-        super().__init__(properties={"rows": IntegerAttr(rows, i64)}, regions=[Region(Block(ops))])
+    def __init__(self, rows: int, ops: Sequence[Operation], merge: int | None = None):
+        props: dict[str, Attribute] = {"rows": IntegerAttr(rows, i64)}
+        if merge is not None:
+            props["merge"] = IntegerAttr(merge, i64)
+        super().__init__(properties=props, regions=[Region(Block(ops))])
+
+    @property
+    def merge_width(self) -> int | None:
+        """W of `merge W`: the pixels of one image row a merged call spans
+        (None: one call per output row)."""
+        return self.merge.value.data if self.merge is not None else None
 
     def verify_(self) -> None:
         _positive(self, rows=self.rows.value.data)
+        if self.merge is not None:
+            _positive(self, merge=self.merge.value.data)
 
 
 @irdl_op_definition
@@ -479,26 +503,43 @@ class PackOp(IRDLOperation):
     """A's rows of one row block into a stack buffer of `scratch` bytes, `kp`
     elements per row (zero-padded past k): `rows` copies rows (int8: minus the
     input zero point, widened to `into`), `im2col` gathers each pixel's taps
-    (tap-major, zeros where a tap leaves the image). Without a pack op A is read
-    in place."""
+    (tap-major, zeros where a tap leaves the image). `offset N`: the packed
+    rows hold x - zp + N (`rtile.kernel.row_offset`: the byte an instruction
+    multiplies is of the other signedness than the input's, and zp is not
+    subtracted), and the kernel's bias is less N times B's column sums; a tap
+    outside the image holds the zero point's packed byte. Without a pack op A
+    is read in place."""
 
     name = "rtile.pack_a"
 
     kind = prop_def(StringAttr)
     kp = prop_def(IntegerAttr[I64])
     into = prop_def(TypeAttribute)
+    offset = opt_prop_def(IntegerAttr[I64])
     scratch = prop_def(IntegerAttr[I64])
-    assembly_format = "$kind `kp` $kp `into` $into `scratch` $scratch attr-dict"
+    assembly_format = (
+        "$kind `kp` $kp `into` $into (`offset` $offset^)? `scratch` $scratch attr-dict"
+    )
 
-    def __init__(self, kind: str, kp: int, into: Attribute, scratch: int):
-        super().__init__(
-            properties={
-                "kind": StringAttr(kind),
-                "kp": IntegerAttr(kp, i64),
-                "into": into,
-                "scratch": IntegerAttr(scratch, i64),
-            }
-        )
+    def __init__(
+        self, kind: str, kp: int, into: Attribute, scratch: int, offset: int | None = None
+    ):
+        props: dict[str, Attribute] = {
+            "kind": StringAttr(kind),
+            "kp": IntegerAttr(kp, i64),
+            "into": into,
+            "scratch": IntegerAttr(scratch, i64),
+        }
+        if offset is not None:
+            props["offset"] = IntegerAttr(offset, i64)
+        super().__init__(properties=props)
+
+    @property
+    def row_offset(self) -> int | None:
+        """What the packed rows hold more than x - zp (`offset N`: the
+        `vpdpbusd` and `vmladava` kernels, whose bias is less N times B's
+        column sums); None: they hold x - zp."""
+        return self.offset.value.data if self.offset is not None else None
 
     def verify_(self) -> None:
         if self.kind.data not in ("rows", "im2col"):

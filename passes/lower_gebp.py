@@ -6,16 +6,20 @@ that op in the band body, its register-tiled GEBP as an `rtile.kernel` op
 (`tigris_ir.rtile.lower.kernel` of the decisions `tigris_ir.rtile.kernel.plan`
 makes for the site's target): row blocks, packing or im2col gathering of A
 with its scratch buffer, K blocks, the panel sweeps with their micro-tiles and
-edge tiles, and the epilogue. A float32 convolution whose band is followed by
-an in-place Relu or Clip band on its output (the activation's band reads and
-writes the buffer the convolution's band wrote, with only address arithmetic
-between them) takes the activation into its epilogue (`bias_clamp`) and the
-activation's band is removed: the buffer holds the activated values as soon
-as the product is stored, and nothing reads it in between. A float32
-depthwise convolution (no matrix product, no kernel op) takes such a band the
-same way, as its `rtile.clamp` attribute. The C backend prints exactly those
-ops. A site
-`gebp-tile` gave no geometry (no register tile fits it) keeps no kernel: its
+edge tiles, and the epilogue; a pointwise convolution's row blocks say how
+many output rows one call covers (`merge W`: all the band's rows at once,
+where both its memrefs hold whole dense rows of W pixels; else one call per
+row), and an int8 kernel's packing what its rows hold over x - zp (`offset N`,
+from the input's zero point and the instruction's byte type). A float32
+convolution whose band is followed by an in-place Relu or Clip band on its
+output (the activation's band reads and writes the buffer the convolution's
+band wrote, with only address arithmetic between them) takes the activation
+into its epilogue (`bias_clamp`) and the activation's band is removed: the
+buffer holds the activated values as soon as the product is stored, and
+nothing reads it in between. A float32 depthwise convolution (no matrix
+product, no kernel op) takes such a band the same way, as its `rtile.clamp`
+attribute. The C backend prints exactly those ops. A site `gebp-tile` gave no
+geometry (no register tile fits it) keeps no kernel: its
 band runs the direct loop nest. The tensor-level functions of the module (the
 untiled reference) are left alone.
 
@@ -30,8 +34,8 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import memref
-from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, MemRefType, ModuleOp, TensorType
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
@@ -72,10 +76,54 @@ def site_kernel(op: Operation, site: Site) -> None:
         raise PassFailedException(f"lower-gebp: {describe(op)}: {TARGET}: {e}") from None
     plan = rk.plan(target, g, site.k, site.dtype == "int8", site.packing, site.m)
     groups = op.groups() if isinstance(op, nn.ConvOp) else 1
-    new = kernel(op.results[0], g, plan, site.k, site.n, site.packing, groups)
+    merge = row_merge(op, site)
+    offset = packed_offset(op, plan.dot)
+    new = kernel(op.results[0], g, plan, site.k, site.n, site.packing, groups, merge, offset)
     if clamp is not None:
         _set_clamp(new, clamp)
     Rewriter.insert_op(new, InsertPoint.after(op))
+
+
+def _strides(v: SSAValue) -> tuple[int, ...] | None:
+    """A memref's static element strides (None: not a memref, or dynamic)."""
+    t = v.type
+    if not isinstance(t, MemRefType):
+        return None
+    st = t.get_strides()
+    if st is None or any(s is None or s == DYNAMIC_INDEX for s in st):
+        return None
+    return tuple(int(s) for s in st)  # type: ignore[arg-type]
+
+
+def row_merge(op: Operation, site: Site) -> int | None:
+    """W of `merge W` for a pointwise convolution's kernel: where its band's
+    input and output memrefs hold whole dense rows of W pixels, one call covers
+    the band's output rows at once (`rtile.kernel.row_merge`); None elsewhere
+    (one call per output row; every other site)."""
+    band = op.parent_op()
+    if not (isinstance(op, nn.ConvOp) and isinstance(band, loop.BandOp)):
+        return None
+    if site.kind != "1x1 conv" or site.packing != "rows" or len(band.outputs) != 1:
+        return None
+    x = op.input
+    if not isinstance(x, BlockArgument) or x.owner is not band.body.block:
+        return None
+    xs, ys = _strides(band.inputs[x.index]), _strides(band.outputs[0])
+    if xs is None or ys is None:
+        return None
+    c, co = nn.shape_of(op.input)[-1], nn.shape_of(op.output)[-1]
+    return rk.row_merge(xs, ys, c, co)
+
+
+def packed_offset(op: Operation, dot: rk.Dot) -> int | None:
+    """The offset an int8 kernel's packed rows of A hold over x - zp
+    (`rtile.kernel.row_offset`), from the input's zero point and signedness."""
+    if dot not in rk.OFFSET_DOTS:
+        return None
+    x = op.operands[0]
+    q = nn.quant_of(x)
+    zp = int(q.zp_value) if q is not None else 0
+    return rk.row_offset(dot, nn.dtype_of(x) == "uint8", zp)
 
 
 _CLAMPS = (nn.ReluOp, nn.ClipOp)

@@ -27,7 +27,15 @@ from xdsl.utils.exceptions import PassFailedException
 from tigris_ir.backend.c import conv as c_conv
 from tigris_ir.backend.c.band import CLoweringError
 from tigris_ir.dialects import loop, nn
-from tigris_ir.dialects.rtile import CoverAttr, GeomAttr, KBlocksOp, MicroOp, PackOp, PanelsOp
+from tigris_ir.dialects.rtile import (
+    CoverAttr,
+    GeomAttr,
+    KBlocksOp,
+    KernelOp,
+    MicroOp,
+    PackOp,
+    PanelsOp,
+)
 from tigris_ir.loops.machine import LoopIRError
 from tigris_ir.passes.gebp_tile import GebpTilePass, gemm_site
 from tigris_ir.passes.lower_gebp import LowerGebpPass
@@ -547,6 +555,53 @@ def test_the_interpreter_runs_the_kernels_loops(int8: bool, monkeypatch: pytest.
     assert 40 in ran and 16 in ran  # the im2col and the pointwise kernels ran
 
 
+def test_the_interpreter_calls_a_pointwise_kernel_as_its_row_merge_says(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """lower-gebp states `merge 5` on DS-CNN's pointwise kernels (their bands
+    hold whole rows of 5 pixels); the interpreter then calls each kernel once
+    per band with all its rows, and without the merge once per output row of
+    5 pixels, as the C does: every call's m is what the IR says, and both equal
+    the untiled reference."""
+    from tigris_ir.interp import rtile_exec
+    from tigris_ir.interp.loop_ir import run_loop_module
+    from tigris_ir.interp.program import untiled_reference
+    from tigris_ir.passes.lower_to_loops import untiled_func
+
+    module, weights, x = _ds_cnn_plan(False)
+    pointwise = [
+        k for k in ops_named(module, "rtile.kernel")
+        if isinstance(k, KernelOp) and (k.k.value.data, k.n.value.data) == (16, 16)
+    ]
+    assert pointwise and all(k.row_blocks.merge_width == 5 for k in pointwise)
+    fn = untiled_func(module)
+    assert fn is not None
+    want = untiled_reference(fn, weights, x)
+    calls: list[int] = []
+    one = rtile_exec._one  # noqa: SLF001
+
+    def counted(kern, a, b):
+        if kern in pointwise:
+            calls.append(a.shape[0])
+        return one(kern, a, b)
+
+    monkeypatch.setattr(rtile_exec, "_one", counted)
+    for merged in (True, False):
+        if not merged:
+            for k in pointwise:
+                del k.row_blocks.properties["merge"]
+        calls.clear()
+        got = run_loop_module(module, weights, x).outputs
+        for g_, w_ in zip(got, want, strict=True):
+            np.testing.assert_allclose(g_, w_, rtol=0, atol=1e-5 * float(np.abs(w_).max()))
+        # two pointwise convolutions of 25 x 5 pixels each
+        assert sum(calls) == 2 * 25 * 5
+        if merged:
+            assert all(m % 5 == 0 for m in calls) and max(calls) > 5
+        else:
+            assert calls == [5] * (2 * 25)
+
+
 def test_a_kernel_whose_loops_miss_rows_is_an_error():
     """A micro-tile without the edge tile a row block needs leaves rows of the
     product uncomputed: the interpreter names the kernel and the rows."""
@@ -594,7 +649,7 @@ def test_an_in_place_activation_is_fused_into_the_epilogue():
     fewer Clip bands than the graph has Clips, a second run keeps the fusion,
     and the interpreter and the C (vector and portable) equal the reference."""
     from tigris_ir.backend.c.build import run_c
-    from tigris_ir.dialects.rtile import CLAMP, EpilogueOp, KernelOp, clamp_of
+    from tigris_ir.dialects.rtile import CLAMP, EpilogueOp, clamp_of
     from tigris_ir.interp.loop_ir import run_loop_module
     from tigris_ir.interp.program import untiled_reference
     from tigris_ir.passes.lower_gebp import fusable_activation

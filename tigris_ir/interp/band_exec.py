@@ -28,7 +28,7 @@ import numpy as np
 from xdsl.dialects.builtin import TensorType
 
 from tigris_ir.dialects import nn
-from tigris_ir.dialects.rtile import clamp_of, kernel_of
+from tigris_ir.dialects.rtile import KernelOp, clamp_of, kernel_of
 from tigris_ir.interp import rtile_exec
 from tigris_ir.plan.band import WHOLE, Band, BandError, Range, band_shape
 from tigris_ir.plan.tiling import TRANSPOSED, WINDOW, map_range
@@ -188,6 +188,25 @@ def _as_f64(w: np.ndarray) -> np.ndarray:
     return w64
 
 
+def _pointwise_calls(
+    kern: KernelOp,
+    product: rtile_exec.Product,
+    a: np.ndarray,
+    wm: np.ndarray,
+    shape: Sequence[int],
+) -> np.ndarray:
+    """A pointwise convolution's product as its kernel is called: per image of
+    the band, all its rows in one call where the row blocks say `merge W`,
+    else one call per output row (each call's row blocks, packing and edge
+    tiles start over)."""
+    out = (*shape[:-1], wm.shape[-1])
+    if a.shape[0] == 0:
+        return np.zeros(out, np.float64)
+    calls = shape[0] if kern.row_blocks.merge is not None else math.prod(shape[:-2])
+    runs = a.reshape(calls, a.shape[0] // calls, a.shape[-1])
+    return np.concatenate([product(r[None], wm)[0] for r in runs]).reshape(out)
+
+
 def _conv_core(
     x: np.ndarray, w64: np.ndarray, op: nn.ConvOp, pads: Sequence[int], out: Sequence[int]
 ) -> np.ndarray:
@@ -208,6 +227,8 @@ def _conv_core(
         patches = x.astype(np.float64).reshape(rows, group, -1)
         patches = np.ascontiguousarray(np.moveaxis(patches, 1, 0))
         wm = w64.reshape(group, cout // group, -1).transpose(0, 2, 1)
+        if kern is not None and group == 1:
+            return _pointwise_calls(kern, product, patches[0], wm, x.shape)
         acc = product(patches, wm)
         return acc.transpose(1, 0, 2).reshape(*x.shape[:-1], cout)
     shape = (x.shape[0], *(x.shape[1 + i] + pads[i] + pads[n + i] for i in range(n)), x.shape[-1])

@@ -6,7 +6,9 @@ the packed contraction length (K rounded up to that instruction's group of k
 steps), the K block the float kernel sweeps its panels in, the rows of A one
 call packs (int8) or gathers (im2col) into its stack buffer, and the rows one
 micro-tile runs (`micro_rows`: a float tile whose accumulator grid is smaller
-than the target's FMA pipeline runs several of its row passes at once); and states
+than the target's FMA pipeline runs several of its row passes at once), and
+for a pointwise convolution how many output rows one call covers
+(`row_merge`: a band of whole dense image rows is one run of pixels); and states
 them as the ops of an `rtile.kernel` (`tigris_ir.rtile.lower`). The C printer
 reads those ops and decides nothing. The weights' panel layout follows from the
 geometry and its cover: full panels of rn * lanes columns, then one panel of
@@ -124,3 +126,38 @@ def plan(
     elt = PACKED_BYTES[dot]
     mc = _block_rows(g.rm, elt * kp, target.scratch_bytes)
     return KernelPlan(dot, kp, kp, mc, mc * kp * elt, g.rm)
+
+
+def row_merge(
+    x_strides: tuple[int, ...], y_strides: tuple[int, ...], c: int, co: int
+) -> int | None:
+    """W where one call of a pointwise convolution's kernel covers all the
+    output rows of a band at once: both NHWC memrefs hold whole dense rows of
+    the same W pixels (the input's row stride W * c, the output's W * co), so
+    the band's pixels are one run of rows x W rows of A. None (one call per
+    output row) for any other layout, and for a feature map without an H axis."""
+    if len(x_strides) != 4 or len(y_strides) != 4 or c < 1:
+        return None
+    w = x_strides[1] // c
+    if w > 0 and x_strides[1] == w * c and y_strides[1] == w * co:
+        return w
+    return None
+
+
+OFFSET_DOTS: tuple[Dot, ...] = ("vpdpbusd", "vmladava")
+"""The int8 instructions whose packed rows hold x - zp plus an offset (their
+byte type's, where the input's is the other signedness) rather than x - zp."""
+
+
+def row_offset(dot: Dot, unsigned_input: bool, zp: int) -> int | None:
+    """What the packed rows of A hold more than x - zp, for inputs of zero
+    point `zp` (uint8 where `unsigned_input`, else int8): `vpdpbusd` packs
+    unsigned bytes (int8 inputs + 128), `vmladava` signed ones (uint8 inputs
+    - 128), both without subtracting zp, so the offset is zp plus that shift
+    (the kernel's bias is less offset times B's column sums). None where the
+    rows hold x - zp itself (the int16 pair products, float32)."""
+    if dot == "vpdpbusd":
+        return zp if unsigned_input else zp + 128
+    if dot == "vmladava":
+        return zp - 128 if unsigned_input else zp
+    return None

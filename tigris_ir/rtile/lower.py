@@ -8,7 +8,10 @@
 weight panels and over the one panel of the column tail (the geometry's
 cover), each with its micro-tile of `plan.rows` rows (the geometry's rm, or
 several of its row passes at once: `rtile.kernel.micro_rows`) and the row edge
-tiles of the leftover rows, and the epilogue. `lower-gebp` places it in the
+tiles of the leftover rows, and the epilogue; a pointwise convolution's row
+blocks state `merge W` where one call covers a band's rows at once
+(`rtile.kernel.row_merge`), and an int8 kernel's packing the offset its
+packed rows hold over x - zp (`rtile.kernel.row_offset`). `lower-gebp` places it in the
 band beside its site; the standalone GEBP of the benchmark and the autotuner
 (`backend/c/gebp.py`) builds the same op, so both print through one generator.
 """
@@ -54,6 +57,8 @@ def kernel(
     n: int,
     packing: rk.Packing,
     groups: int = 1,
+    merge: int | None = None,
+    offset: int | None = None,
 ) -> KernelOp:
     """The `rtile.kernel` of C[m, n] = A[m, k] B[k, n] (per group) tiled by `g`."""
     int8 = plan.dot != "fma"
@@ -73,7 +78,7 @@ def kernel(
         sweeps.append(PanelsOp(cv.n_full, n, rt.columns(tail), micro))
     body: list[Operation] = []
     if plan.scratch:
-        body.append(PackOp(packing, plan.kp, _into(plan), plan.scratch))
+        body.append(PackOp(packing, plan.kp, _into(plan), plan.scratch, offset))
     body += sweeps if int8 else [KBlocksOp(k, plan.kc, sweeps)]
     epilogue = EpilogueOp("bias_requant" if int8 else "bias")
-    return KernelOp(site, plan.dot, k, n, groups, [RowBlocksOp(plan.mc, body), epilogue])
+    return KernelOp(site, plan.dot, k, n, groups, [RowBlocksOp(plan.mc, body, merge), epilogue])

@@ -37,7 +37,7 @@
 // IR2-NEXT:   loop.yield %[[C0]]
 // IR2:        %[[PW:.*]] = nn.conv {{.*}}rtile.geom = #rtile.geom<rm4 rn2 lanes8>, {{.*}}kernel = array<i64: 1, 1>
 // IR2-NEXT:   rtile.kernel %[[PW]] dot "fma" k 16 n 16 groups 1
-// IR2-NEXT:     rtile.row_blocks rows 64 {
+// IR2-NEXT:     rtile.row_blocks rows 64 merge 5 {
 // IR2-NEXT:       rtile.k_blocks k 16 step 16 {
 // IR2-NEXT:         rtile.panels cols 0 to 16 width 16 {
 // IR2-NEXT:           rtile.micro <rm4 rn2 lanes8> last 8 edges [1, 2, 3] unroll 4
@@ -102,5 +102,5 @@
 // IR8-NEXT:       rtile.micro <rm4 rn2 lanes8> last 8 edges [1, 2, 3] unroll 4
 // IR8:          rtile.epilogue "bias_requant"
 // IR8:      rtile.kernel %{{.*}} dot "pmaddwd" k 16 n 16 groups 1
-// IR8-NEXT:   rtile.row_blocks rows 64 {
+// IR8-NEXT:   rtile.row_blocks rows 64 merge 5 {
 // IR8-NEXT:     rtile.pack_a "rows" kp 16 into i16 scratch 2048

@@ -20,15 +20,15 @@
 // IRM7-NEXT:       rtile.micro <rm4 rn1 lanes2> last 2 edges [1, 2, 3] unroll 1
 // IRM7:      nn.conv {{.*}}kernel = array<i64: 1, 1>
 // IRM7-NEXT: rtile.kernel %{{.*}} dot "smlad" k 16 n 16 groups 1
-// IRM7-NEXT:   rtile.row_blocks rows 64 {
+// IRM7-NEXT:   rtile.row_blocks rows 64 merge 5 {
 // IRM7-NEXT:     rtile.pack_a "rows" kp 16 into i16 scratch 2048
 
-// IRM55:      nn.conv {{.*}}rtile.geom = #rtile.geom<rm4 rn1 lanes2>, {{.*}}rtile.target = "cortex-m55", kernel = array<i64: 10, 4>
+// IRM55:      nn.conv {{.*}}rtile.geom = #rtile.geom<rm3 rn1 lanes2>, {{.*}}rtile.target = "cortex-m55", kernel = array<i64: 10, 4>
 // IRM55-NEXT: rtile.kernel %{{.*}} dot "vmladava" k 40 n 16 groups 1
-// IRM55-NEXT:   rtile.row_blocks rows 40 {
-// IRM55-NEXT:     rtile.pack_a "im2col" kp 48 into si8 scratch 1920
+// IRM55-NEXT:   rtile.row_blocks rows 42 {
+// IRM55-NEXT:     rtile.pack_a "im2col" kp 48 into si8 offset 11 scratch 2016
 // IRM55-NEXT:     rtile.panels cols 0 to 16 width 2 {
-// IRM55-NEXT:       rtile.micro <rm4 rn1 lanes2> last 2 edges [1, 2, 3] unroll 1
+// IRM55-NEXT:       rtile.micro <rm3 rn1 lanes2> last 2 edges [1, 2] unroll 1
 
 // CM4:     #define TG_DSP 1
 // CM4:     void tg_dmk_4x2_2(
@@ -38,7 +38,7 @@
 // CM4-NOT: vmladavaq_s8
 
 // CM55:    #define TG_MVE 1
-// CM55:    void tg_mmk_4x2_2(
+// CM55:    void tg_mmk_3x2_2(
 // CM55:      c0_0 = vmladavaq_s8(c0_0, a0, b0);
 // CM55:    dt[ci] = (int8_t)s[ci];
 // CM55-NOT: __smlad

@@ -19,13 +19,13 @@
 // IRVNNI:      nn.conv {{.*}}rtile.geom = #rtile.geom<rm4 rn1 lanes16>, {{.*}}rtile.target = "avx512-vnni", kernel = array<i64: 10, 4>
 // IRVNNI-NEXT: rtile.kernel %{{.*}} dot "vpdpbusd" k 40 n 16 groups 1
 // IRVNNI-NEXT:   rtile.row_blocks rows 64 {
-// IRVNNI-NEXT:     rtile.pack_a "im2col" kp 40 into ui8 scratch 2560
+// IRVNNI-NEXT:     rtile.pack_a "im2col" kp 40 into ui8 offset 139 scratch 2560
 // IRVNNI-NEXT:     rtile.panels cols 0 to 16 width 16 {
 // IRVNNI-NEXT:       rtile.micro <rm4 rn1 lanes16> last 16 edges [1, 2, 3] unroll 4
 // IRVNNI:      nn.conv {{.*}}kernel = array<i64: 1, 1>
 // IRVNNI-NEXT: rtile.kernel %{{.*}} dot "vpdpbusd" k 16 n 16 groups 1
-// IRVNNI-NEXT:   rtile.row_blocks rows 64 {
-// IRVNNI-NEXT:     rtile.pack_a "rows" kp 16 into ui8 scratch 1024
+// IRVNNI-NEXT:   rtile.row_blocks rows 64 merge 5 {
+// IRVNNI-NEXT:     rtile.pack_a "rows" kp 16 into ui8 offset 0 scratch 1024
 
 // C512:     void tg_imk_4x2_8(
 // C512:       c0_0 = _mm256_add_epi32(c0_0, _mm256_madd_epi16(s0, b0));

@@ -136,3 +136,20 @@ func.func @pack() {
   rtile.pack_a "cols" kp 4 into f32 scratch 64
   func.return
 }
+
+// -----
+
+// CHECK: rtile.row_blocks: merge must be at least 1, got 0
+func.func @merge0(%y: tensor<1x5x5x16xf32>) {
+  rtile.kernel %y dot "fma" k 16 n 16 groups 1 : tensor<1x5x5x16xf32> {
+    rtile.row_blocks rows 64 merge 0 {
+      rtile.k_blocks k 16 step 16 {
+        rtile.panels cols 0 to 16 width 16 {
+          rtile.micro <rm4 rn2 lanes8> last 8 edges [1, 2, 3] unroll 4
+        }
+      }
+    }
+    rtile.epilogue "bias"
+  }
+  func.return
+}

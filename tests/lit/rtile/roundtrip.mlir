@@ -1,5 +1,7 @@
 // RUN: tigris-opt %s | filecheck %s
 // RUN: tigris-opt %s | tigris-opt | filecheck %s
+// RUN: %roundtrip-generic %s | filecheck %s --check-prefix=GENERIC
+// RUN: %roundtrip-generic %s | tigris-opt | filecheck %s
 
 // The geometry prints in the model's display form; the cover is the
 // decomposition register_tile.cover gives: full passes, a column tail whose
@@ -82,6 +84,49 @@ func.func @kernel_i8(%y: tensor<1x5x5x16xi8>) {
       rtile.pack_a "rows" kp 16 into i16 scratch 2048
       rtile.panels cols 0 to 16 width 16 {
         rtile.micro <rm4 rn2 lanes8> last 8 edges [1, 2, 3] unroll 4
+      }
+    }
+    rtile.epilogue "bias_requant"
+  }
+  func.return
+}
+
+// A pointwise convolution's kernel whose calls cover a band's rows at once:
+// both memrefs hold whole rows of 5 pixels (`merge 5`); the generic form
+// carries it as the optional `merge` property.
+// CHECK-LABEL: func.func @kernel_merge
+// CHECK:      rtile.kernel %y dot "fma" k 16 n 16 groups 1 : tensor<1x5x5x16xf32> {
+// CHECK-NEXT:   rtile.row_blocks rows 64 merge 5 {
+// CHECK-NEXT:     rtile.k_blocks k 16 step 16 {
+
+// GENERIC: "rtile.row_blocks"() <{rows = 64 : i64, merge = 5 : i64}>
+func.func @kernel_merge(%y: tensor<1x5x5x16xf32>) {
+  rtile.kernel %y dot "fma" k 16 n 16 groups 1 : tensor<1x5x5x16xf32> {
+    rtile.row_blocks rows 64 merge 5 {
+      rtile.k_blocks k 16 step 16 {
+        rtile.panels cols 0 to 16 width 16 {
+          rtile.micro <rm4 rn2 lanes8> last 8 edges [1, 2, 3] unroll 4
+        }
+      }
+    }
+    rtile.epilogue "bias"
+  }
+  func.return
+}
+
+// int8 on AVX-512 VNNI: the rows packed as unsigned bytes holding x - zp + 128
+// (`offset 128`, int8 inputs of zero point 0).
+// CHECK-LABEL: func.func @kernel_vnni
+// CHECK:      rtile.kernel %y dot "vpdpbusd" k 16 n 16 groups 1 : tensor<1x5x5x16xi8> {
+// CHECK-NEXT:   rtile.row_blocks rows 64 merge 5 {
+// CHECK-NEXT:     rtile.pack_a "rows" kp 16 into ui8 offset 128 scratch 1024
+// GENERIC: "rtile.pack_a"() <{kind = "rows", kp = 16 : i64, into = ui8, offset = 128 : i64, scratch = 1024 : i64}>
+func.func @kernel_vnni(%y: tensor<1x5x5x16xi8>) {
+  rtile.kernel %y dot "vpdpbusd" k 16 n 16 groups 1 : tensor<1x5x5x16xi8> {
+    rtile.row_blocks rows 64 merge 5 {
+      rtile.pack_a "rows" kp 16 into ui8 offset 128 scratch 1024
+      rtile.panels cols 0 to 16 width 16 {
+        rtile.micro <rm4 rn1 lanes16> last 16 edges [1, 2, 3] unroll 4
       }
     }
     rtile.epilogue "bias_requant"

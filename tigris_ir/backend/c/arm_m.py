@@ -16,7 +16,8 @@
   signed bytes (x, or x - 128 for uint8 inputs) and B as groups of sixteen k
   steps per column, so that one VMLADAVA.S8 adds sixteen products of a Q
   register of A and one of B to a general-register accumulator; the bias
-  is corrected at print time for the packed rows' offset (`conv.bias_cols`).
+  is less the packed rows' offset (`rtile.pack_a` offset, which `lower-gebp`
+  states) times B's column sums (`conv.bias_cols`).
 
 Both end in one requantization per output (`tg_rqf`: the float32 rule of
 `tigris_requant` without a library call -- VCVTR on an FPU, else the round
@@ -58,12 +59,6 @@ def b_index(k: str) -> str:
     """C for the position of k step `k` inside its packed group of four (the
     inverse of `pack_order`, which is its own inverse)."""
     return f"((({k}) & 1) << 1 | (({k}) & 3) >> 1)"
-
-
-def row_offset(q: _Q) -> int:
-    """What the `vmladava` kernels' packed rows hold less than x - zp: the
-    rows hold x (int8) or x - 128 (uint8), i.e. (x - zp) + offset."""
-    return q.xzp - 128 if q.xt == "uint8_t" else q.xzp
 
 
 def packed_value(q: _Q, v: str) -> str:

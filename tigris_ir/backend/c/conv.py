@@ -19,8 +19,10 @@ weights (the portable build):
   kernel's instruction, int16 pair products (`pmaddwd`, exact) with the zero
   point subtracted while the rows are packed, or on AVX512-VNNI u8 x s8 groups
   of four (`vpdpbusd`) on rows packed as unsigned bytes (int8 inputs + 128),
-  the offset taken off the bias at print time (`bias_cols`); then one
-  requantization;
+  the offset those rows hold over x - zp (`rtile.pack_a` offset, as
+  `lower-gebp` states it) taken off the bias (`bias_cols`); then one
+  requantization; a pointwise band of whole dense image rows runs as one
+  call where its row blocks say so (`merge W`);
 * depthwise convolutions: per output pixel one pointer per tap (a pad row of
   zeros, or of the input zero point, where the tap leaves the image), vectors
   over channels;
@@ -581,6 +583,8 @@ class _Panels:
     """How A reaches the sweeps: "" read in place, "rows" packed, "im2col" gathered."""
     clamp: tuple[float | None, float | None] | None = None
     """(lo, hi) of an activation fused into the epilogue (`bias_clamp`), else None."""
+    offset: int = 0
+    """What the packed rows hold over x - zp (`rtile.pack_a` offset; `offset_rows`)."""
 
     @property
     def nr(self) -> int:
@@ -611,9 +615,9 @@ class _Panels:
 
     @property
     def offset_rows(self) -> bool:
-        """Whether the packed rows hold x - zp plus an offset the bias takes
+        """Whether the packed rows hold x - zp plus the `offset` the bias takes
         off (`vpdpbusd`: unsigned bytes; `vmladava`: signed bytes)."""
-        return self.plan.dot in ("vpdpbusd", "vmladava")
+        return self.plan.dot in rk.OFFSET_DOTS
 
     @property
     def size(self) -> int:
@@ -656,12 +660,18 @@ def _tiled(op: nn.NNOp) -> bool:
     return False
 
 
-def _panels(op: nn.NNOp, k: int, n: int, int8: bool) -> _Panels:
+def _panels(op: nn.NNOp, k: int, n: int, int8: bool, merge: bool = False) -> _Panels:
     """The op's kernel as the printer needs it; a diagnostic naming the op
-    when a pass has not made it."""
+    when a pass has not made it, or states a row merge (`merge W`) where the
+    band's driver has none to follow (`merge`: it has, a pointwise one)."""
     kern = kernel_of(op)
     if kern is None:
         raise CLoweringError(f"{op.name}: no rtile.kernel: run --gebp-tile and --lower-gebp")
+    if not merge and kern.row_blocks.merge is not None:
+        raise CLoweringError(
+            f"{op.name}: its rtile.row_blocks state merge {kern.row_blocks.merge_width}, which "
+            "only a pointwise convolution's kernel runs"
+        )
     label = op.attributes.get(TARGET)
     name = label.data if isinstance(label, StringAttr) else "host"
     try:
@@ -680,15 +690,25 @@ def _panels(op: nn.NNOp, k: int, n: int, int8: bool) -> _Panels:
     return p
 
 
-def _expect(op: nn.NNOp, p: _Panels, packing: str, groups: int = 1) -> None:
-    """The band's driver reaches A as `packing` says, for `groups` groups: its
-    kernel must state the same."""
+def _expect(
+    op: nn.NNOp, p: _Panels, packing: str, groups: int = 1, q: _Q | None = None
+) -> None:
+    """The band's driver reaches A as `packing` says, for `groups` groups, and
+    packs int8 inputs of q's type and zero point as the kernel's instruction
+    takes them: its kernel must state the same (the offset of its packed rows)."""
     if (p.packing, p.groups) != (packing, groups):
         said = {"": "reads A in place", "rows": "packs A's rows", "im2col": "gathers im2col rows"}
         raise CLoweringError(
             f"{op.name}: its rtile.kernel {said[p.packing]} for {p.groups} group(s); the band "
             f"{said[packing]} for {groups}"
         )
+    if q is not None and p.offset_rows:
+        want = rk.row_offset(p.plan.dot, q.xt == "uint8_t", q.xzp)
+        if p.offset != want:
+            raise CLoweringError(
+                f"{op.name}: its rtile.pack_a states offset {p.offset}, but {p.plan.dot} rows "
+                f"packed from {q.xt} inputs of zero point {q.xzp} hold x - zp + {want}"
+            )
 
 
 def _sweep(op: PanelsOp) -> _Sweep:
@@ -759,6 +779,13 @@ def panels_of(kern: KernelOp, target: tg.Target) -> _Panels:
     if kblocks is not None and kblocks.k.value.data != k:
         raise CLoweringError(f"{kern.name}: rtile.k_blocks spans {kblocks.k.value.data}, not {k}")
     scratch = pack.scratch.value.data if pack is not None else 0
+    offset = pack.row_offset if pack is not None else None
+    if (offset is None) != (dot not in rk.OFFSET_DOTS):
+        raise CLoweringError(
+            f"{kern.name}: a {dot} kernel's rtile.pack_a "
+            + ("must state the offset its packed rows hold over x - zp (run --lower-gebp)"
+               if dot in rk.OFFSET_DOTS else "states no offset: its rows hold x - zp")
+        )
     plan = rk.KernelPlan(cast(rk.Dot, dot), kp, kc, blocks.rows.value.data, scratch, first.rows)
     if plan.kp < k or plan.kp % rk.dot_group(plan.dot):
         raise CLoweringError(f"{kern.name}: kp {plan.kp} does not pack a contraction of {k}")
@@ -788,6 +815,7 @@ def panels_of(kern: KernelOp, target: tg.Target) -> _Panels:
         kern.groups.value.data,
         pack.kind.data if pack is not None else "",
         kern.epilogue.clamp,
+        offset or 0,
     )
 
 
@@ -831,17 +859,14 @@ def _pack_b(p: _Panels, b: np.ndarray) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, b.dtype)
 
 
-def bias_cols(p: _Panels, b: np.ndarray, bias: np.ndarray, xzp: int, xt: str) -> np.ndarray:
+def bias_cols(p: _Panels, b: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """The int32 bias the int8 kernels start their sums from, padded to the
-    panels' columns: the bias itself, or for `vpdpbusd`, whose packed rows
-    hold x - zp + offset (`_x_offset`), the bias less offset * B's column sums."""
+    panels' columns: the bias itself, or for the kernels whose packed rows
+    hold x - zp + offset (`rtile.pack_a` offset), the bias less offset * B's
+    column sums."""
     out = np.asarray(bias, np.int64).reshape(-1)
     if p.offset_rows:
-        if p.vnni:
-            off = xzp + 128 if xt == "int8_t" else xzp
-        else:
-            off = xzp - 128 if xt == "uint8_t" else xzp
-        out = out - off * np.asarray(b, np.int64).sum(axis=0)
+        out = out - p.offset * np.asarray(b, np.int64).sum(axis=0)
     return _pad_cols(p, out.astype(np.int32))
 
 
@@ -1135,17 +1160,6 @@ def _vnni_tile(
     return _helper(unit, key, f"tg_vmk{lanes}_{r}x{v}_{last}", build)
 
 
-def _row_offset(p: _Panels, q: _Q) -> int:
-    """What a kernel's packed rows (and a pad tap) hold less than x - zp."""
-    return arm_m.row_offset(q) if p.plan.dot == "vmladava" else _x_offset(q)
-
-
-def _x_offset(q: _Q) -> int:
-    """The unsigned byte an input's zero point is in the `vpdpbusd` kernels'
-    packed rows (int8 inputs are offset by 128 to make them unsigned)."""
-    return q.xzp + 128 if q.xt == "int8_t" else q.xzp
-
-
 def _to_u8(q: _Q, v: str) -> str:
     """C for an input value as the unsigned byte the `vpdpbusd` kernels pack."""
     return f"(uint8_t)({v} ^ 0x80)" if q.xt == "int8_t" else f"(uint8_t){v}"
@@ -1339,7 +1353,7 @@ def _port_bias(p: _Panels, q: _Q, groups: int, gs: int) -> list[str]:
     out = [f"  int32_t b0[{npad}];", f"  for (int j = 0; j < {npad}; ++j) b0[j] = bias[j];"]
     out += [f"  for (int gi = 0; gi < {groups}; ++gi)", f"  for (int k = 0; k < {p.k}; ++k) {{"]
     out += _port_accum(
-        p, f"(b0 + gi * {p.npad})", f"(bp + (long)gi * {gs})", "k", _lit(_row_offset(p, q)),
+        p, f"(b0 + gi * {p.npad})", f"(bp + (long)gi * {gs})", "k", _lit(p.offset),
         "    ",
     )
     return out + ["  }"]
@@ -1780,7 +1794,7 @@ def _conv_consts(
         wg = w[gi * g.cog : (gi + 1) * g.cog].reshape(g.cog, k).T
         packs.append(_pack_b(p, np.ascontiguousarray(wg)))
         bg = b[gi * g.cog : (gi + 1) * g.cog]
-        biases.append(_pad_cols(p, bg) if q is None else bias_cols(p, wg, bg, q.xzp, q.xt))
+        biases.append(_pad_cols(p, bg) if q is None else bias_cols(p, wg, bg))
         if m is not None:
             mults.append(_pad_cols(p, m[gi * g.cog : (gi + 1) * g.cog]))
     names = [unit.const("wp", np.concatenate(packs)), unit.const("bp", np.concatenate(biases))]
@@ -1789,22 +1803,41 @@ def _conv_consts(
     return names
 
 
+def _merge_width(op: nn.NNOp, g: _Conv, x: CTensor, y: CTensor) -> int:
+    """W of the `merge W` the op's kernel states (0: none), checked against
+    the band's memrefs: a diagnostic naming the op where they do not hold
+    whole dense rows of W pixels."""
+    kern = kernel_of(op)
+    assert kern is not None  # `_panels` has found it
+    wb = kern.row_blocks.merge_width
+    if wb is None:
+        return 0
+    if x.rank != 4 or y.rank != 4 or x.strides[1] != wb * g.c or y.strides[1] != wb * g.co:
+        raise CLoweringError(
+            f"{op.name}: its rtile.row_blocks merge {wb} runs the band's rows as one, but "
+            f"its memrefs' row strides ({x.strides[1] if x.rank == 4 else '-'} and "
+            f"{y.strides[1] if y.rank == 4 else '-'} elements) are not whole rows of {wb} "
+            f"pixels of {g.c} and {g.co} channels (run --lower-gebp on this plan)"
+        )
+    return wb
+
+
 def _emit_pointwise(
     unit: CUnit,
     op: nn.NNOp,
     g: _Conv, q: _Q | None, ins: Sequence[CTensor], y: CTensor, xv: _View, yv: _View
 ) -> str:
-    """A 1x1 convolution: rows of pixels through the GEBP driver, the band's
-    rows merged into one run where both memrefs hold whole dense rows."""
+    """A 1x1 convolution: rows of pixels through the GEBP driver, one call per
+    output row, or all the band's rows in one call where its kernel's row
+    blocks say `merge W` (`lower-gebp`: both memrefs hold whole dense rows of
+    W pixels, which the call's bounds check)."""
     x = ins[0]
-    p = _panels(op, g.c, g.co, q is not None)
-    _expect(op, p, "rows" if q is not None else "")
+    p = _panels(op, g.c, g.co, q is not None, merge=True)
+    _expect(op, p, "rows" if q is not None else "", 1, q)
     mat = _matrix_rows(unit, p, q, x.ctype)
     xt, yt = x.ctype, y.ctype
-    # a band over the whole width of both memrefs, dense rows of equal width
-    # (the image's, or a 2D tile's): the band's pixels are one run
-    wb = x.strides[1] // g.c if x.rank == 4 else 0
-    merge = x.rank == 4 and x.strides[1] == wb * g.c and y.strides[1] == wb * g.co and wb > 0
+    wb = _merge_width(op, g, x, y)
+    merge = wb > 0
     bt, it = ("float", "float") if q is None else ("int8_t", "int32_t")
     mid = [f"const {bt} *restrict bp", f"const {it} *restrict bias"]
     extra = "" if q is None else " mult,"
@@ -1853,7 +1886,7 @@ def _emit_im2col(
     x = ins[0]
     k = g.taps * g.cg
     p = _panels(op, k, g.cog, q is not None)
-    _expect(op, p, "im2col", g.groups)
+    _expect(op, p, "im2col", g.groups, q)
     xt, yt = x.ctype, y.ctype
     gs = p.size
     mc = p.plan.mc
@@ -1877,7 +1910,7 @@ def _emit_im2col(
     acc = "float" if q is None else "int32_t"
     key = f"im2col.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q)}.{p.key()}"
     # what a tap outside the image holds: zero, or the zero point's byte
-    pad_byte = _row_offset(p, q) & 0xFF if q is not None and p.offset_rows else 0
+    pad_byte = p.offset & 0xFF if q is not None and p.offset_rows else 0
 
     def build(name: str) -> str:
         if q is None:
@@ -2680,7 +2713,7 @@ def _emit_fast_mat(
     rows along the result's row axis per index of its leading axes."""
     k, n = bmat.shape
     p = _panels(op, k, n, q is not None)
-    _expect(op, p, "rows" if q is not None else "")
+    _expect(op, p, "rows" if q is not None else "", 1, q)
     if q is not None and mult is not None and p.plan.dot in arm_m.ARM_DOTS:
         q = arm_m.with_short_requant(q, bmat.T, bias, mult)
     mat = _matrix_rows(unit, p, q, a.ctype)
@@ -2720,7 +2753,7 @@ def _emit_fast_mat(
         _view(a).bounds(),
         unit.const("wp", _pack_b(p, bmat)),
         unit.const(
-            "bp", _pad_cols(p, bias) if q is None else bias_cols(p, bmat, bias, q.xzp, q.xt)
+            "bp", _pad_cols(p, bias) if q is None else bias_cols(p, bmat, bias)
         ),
     ]
     if mult is not None:

@@ -102,7 +102,7 @@ class Kernel:
         for int8 rows of zero point 0."""
         if self.problem.dtype == "float32":
             return self.pad(bias)
-        return conv.bias_cols(self.panels, b, bias, 0, "int8_t")
+        return conv.bias_cols(self.panels, b, bias)
 
     def call(
         self,
@@ -134,7 +134,8 @@ def kernel_op(g: rt.Geometry, p: Problem, target: Target) -> KernelOp:
     int8 = p.dtype == "int8"
     plan = rk.plan(target, g, p.k, int8, "rows", p.m)
     site = Block(arg_types=[TensorType(i32 if int8 else f32, [p.m, p.n])]).args[0]
-    return kernel(site, g, plan, p.k, p.n, "rows")
+    offset = rk.row_offset(plan.dot, False, 0)  # int8 rows of zero point 0
+    return kernel(site, g, plan, p.k, p.n, "rows", offset=offset)
 
 
 def source(kern: KernelOp, p: Problem, target: Target) -> tuple[str, rk.KernelPlan, Any]:

@@ -14,6 +14,8 @@ from onnx import TensorProto, helper
 from ops_oracle import check_model, make_model, rand
 
 from tigris_ir.frontend.onnx_import import ImportDiagnostic, import_model
+from tigris_ir.reference.executor import run_reference
+from tigris_ir.reference.oracle import compare_with_onnxruntime
 
 RNG = np.random.default_rng(7)
 
@@ -121,6 +123,33 @@ def test_int64_scalar_input() -> None:
     ]
     m = make_model(nodes, {"x": (1, 3, 8, 8), "n": ()}, ["y"], types={"n": np.int64})
     check_model(m, {"x": rand((1, 3, 8, 8)), "n": np.array(3, np.int64)})
+
+
+def test_scalar_constant_keeps_rank_0() -> None:
+    """A scalar input plus a scalar constant is a scalar, as onnxruntime gives
+    it (a scalar weight once became shape (1,), and so did the output)."""
+    nodes = [
+        helper.make_node("Add", ["n", "one"], ["m"]),
+        helper.make_node("Cast", ["m"], ["mf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["x", "mf"], ["y"]),
+    ]
+    inits = {"one": np.array(1, np.int64)}
+    m = make_model(
+        nodes, {"x": (1, 3, 8, 8), "n": ()}, ["m", "y"], inits, types={"n": np.int64, "m": np.int64}
+    )
+    got = check_model(m, {"x": rand((1, 3, 8, 8)), "n": np.array(3, np.int64)})
+    (ref_m, _) = run_reference(got.module, got.weights, [rand((1, 3, 8, 8)), np.array(3, np.int64)])
+    assert ref_m.shape == () and int(ref_m) == 4
+
+
+def test_size_output_is_a_scalar() -> None:
+    """Size folds to a constant; as a graph output it keeps onnxruntime's shape ()."""
+    nodes = [helper.make_node("Size", ["x"], ["s"])]
+    m = make_model(nodes, {"x": (2, 3, 5)}, ["s"], types={"s": np.int64})
+    imp = import_model(m, origin="test")
+    (got,) = run_reference(imp.module, imp.weights, [rand((2, 3, 5))])
+    report = compare_with_onnxruntime(m.SerializeToString(), {"x": rand((2, 3, 5))}, [got], ["s"])
+    assert report.ok and got.shape == () and int(got) == 30, report.text
 
 
 @pytest.mark.parametrize(("op", "last"), [("ArgMax", 0), ("ArgMin", 0), ("ArgMax", 1)])

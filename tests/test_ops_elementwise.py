@@ -63,6 +63,17 @@ def test_unary_ops_int8_qdq():
     assert got.worst and max(got.worst) <= 1
 
 
+def test_gelu_both_approximations():
+    """Gelu (opset 20), exact and tanh, against onnxruntime, tiled and as C."""
+    nodes = [
+        helper.make_node("Gelu", ["x"], ["exact"]),
+        helper.make_node("Gelu", ["x"], ["tanh"], approximate="tanh"),
+    ]
+    model = make_model(nodes, {"x": X}, ["exact", "tanh"], opset=20)
+    got = check_model(model, {"x": rand(X, seed=11)})
+    assert all(w <= 1e-6 for w in got.worst), got.worst
+
+
 def test_pow_and_the_erf_form_of_gelu():
     """Pow with a tensor and a constant exponent; Gelu written out with Erf,
     as exporters emit it: x * 0.5 * (1 + erf(x / sqrt(2)))."""

@@ -68,6 +68,34 @@ def test_cast(src: type, dst: type) -> None:
     check_model(m, {"x": x})
 
 
+_CAST_TYPES = (np.float32, np.int8, np.uint8, np.int32, np.int64, np.bool_)
+
+
+@pytest.mark.parametrize("src", _CAST_TYPES, ids=lambda t: np.dtype(t).name)
+def test_cast_to_every_type(src: type) -> None:
+    """One source type cast to each of the six types (itself too), on values
+    every destination holds: 0 to 100 (fractions from float32, 0 and 1 from
+    bool)."""
+    from ops_oracle import _ELEM  # noqa: PLC0415
+
+    shape = (1, 3, 6, 6)
+    outs = [f"y_{np.dtype(d).name}" for d in _CAST_TYPES]
+    nodes = [
+        helper.make_node("Cast", ["x"], [o], to=_ELEM[np.dtype(d)])
+        for o, d in zip(outs, _CAST_TYPES, strict=True)
+    ]
+    types = {"x": src} | {o: d for o, d in zip(outs, _CAST_TYPES, strict=True)}
+    m = make_model(nodes, {"x": shape}, outs, types=types)
+    if src == np.float32:
+        x = RNG.uniform(0, 100, shape).astype(np.float32)
+        x.reshape(-1)[:4] = [0.0, 0.5, 1.0, 99.75]
+    elif src == np.bool_:
+        x = RNG.integers(0, 2, shape).astype(np.bool_)
+    else:
+        x = _ints(shape, 0, 101, src)
+    check_model(m, {"x": x})
+
+
 def test_cast_saturates_where_onnx_is_open() -> None:
     """Out of range and NaN: the reference's defined answer, tiled and in C."""
     nodes = [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT8)]

@@ -252,3 +252,46 @@ def test_per_axis_dequantize_of_an_activation_is_read_per_axis() -> None:
     (y,) = run_reference(imported.module, imported.weights, [x])
     report = compare_with_onnxruntime(model.SerializeToString(), {"x": x}, [y], ["y"])
     assert report.ok and report.diffs[0].worst == 0, report.text
+
+
+def test_qoperator_models_tile_and_run_as_c() -> None:
+    """The QOperator model above, and QLinearMul with QLinearSigmoid, through
+    every oracle of `ops_oracle.check_model`: within one step of onnxruntime
+    running the QOperator nodes, planned at the minimum budget and run tiled
+    (interpreter and C) equal to the untiled reference."""
+    from ops_oracle import check_model  # noqa: PLC0415
+
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    got = check_model(qoperator_model(), {"x": x}, min_tiles=1)
+    assert got.worst == [0.0] or max(got.worst) <= 1, got.worst
+
+    inits = [
+        _t("xs", np.float32(0.05)),
+        _t("xz", np.int8(2)),
+        _t("k", RNG.integers(-90, 90, (1, 4, 1, 1)).astype(np.int8)),
+        _t("ks", np.float32(0.02)),
+        _t("kz", np.int8(-3)),
+        _t("ms", np.float32(0.01)),
+        _t("mz", np.int8(-1)),
+        _t("ss", np.float32(1 / 256)),
+        _t("sz", np.int8(-128)),
+    ]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="q"),
+        helper.make_node(
+            "QLinearMul", ["xq", "xs", "xz", "k", "ks", "kz", "ms", "mz"], ["m"], name="mul",
+            domain=MS,
+        ),
+        helper.make_node(
+            "QLinearSigmoid", ["m", "ms", "mz", "ss", "sz"], ["s"], name="sig", domain=MS
+        ),
+        helper.make_node("DequantizeLinear", ["s", "ss", "sz"], ["y"], name="dq"),
+    ]
+    model = _model(nodes, inits, (1, 4, 6, 10), (1, 4, 6, 10))
+    x = RNG.standard_normal((1, 4, 6, 10)).astype(np.float32) * 2
+    # 160 bytes, not the minimum (48): below about 128 bytes gcc 12 -O3 warns
+    # (-Wstringop-overflow, an error under -Werror) that the int8 Mul band may
+    # write past the arena; built without -Werror, with -DTIGRIS_BOUNDS_CHECK
+    # and ASan/UBSan, the same plan stays inside it and matches the reference
+    got = check_model(model, {"x": x}, budget=160)
+    assert max(got.worst) <= 1, got.worst

@@ -546,3 +546,58 @@ def test_a_checker_error_inside_a_body_names_the_if_and_the_body_node() -> None:
     assert str(e.value) == (
         "m.onnx: node 0 '' (Conv): error: Attribute strides must only contain positive values"
     )
+
+
+def _versioned(opset: int) -> onnx.ModelProto:
+    """Clip, Split, ReduceMean, ReduceSum, Squeeze and Unsqueeze written as
+    `opset` has them: attributes before the version that made them inputs
+    (Clip 11, Split / ReduceSum / Squeeze / Unsqueeze 13, ReduceMean 18)."""
+    nodes: list[onnx.NodeProto] = []
+    inits: list[onnx.TensorProto] = []
+
+    def const(name: str, v) -> str:
+        inits.append(numpy_helper.from_array(np.asarray(v), name))
+        return name
+
+    if opset < 11:
+        nodes.append(helper.make_node("Clip", ["x"], ["c"], min=-0.5, max=0.8))
+    else:
+        lo, hi = const("lo", np.float32(-0.5)), const("hi", np.float32(0.8))
+        nodes.append(helper.make_node("Clip", ["x", lo, hi], ["c"]))
+    if opset < 13:
+        nodes.append(helper.make_node("Split", ["c"], ["s0", "s1"], axis=1, split=[1, 3]))
+    else:
+        nodes.append(helper.make_node("Split", ["c", const("sp", [1, 3])], ["s0", "s1"], axis=1))
+    if opset < 18:
+        nodes.append(helper.make_node("ReduceMean", ["s1"], ["m"], axes=[3], keepdims=1))
+    else:
+        nodes.append(helper.make_node("ReduceMean", ["s1", const("am", [3])], ["m"], keepdims=1))
+    if opset < 13:
+        nodes += [
+            helper.make_node("ReduceSum", ["s0"], ["r"], axes=[2], keepdims=0),
+            helper.make_node("Squeeze", ["m"], ["q"], axes=[3]),
+            helper.make_node("Unsqueeze", ["q"], ["u"], axes=[0]),
+        ]
+    else:
+        nodes += [
+            helper.make_node("ReduceSum", ["s0", const("ar", [2])], ["r"], keepdims=0),
+            helper.make_node("Squeeze", ["m", const("aq", [3])], ["q"]),
+            helper.make_node("Unsqueeze", ["q", const("au", [0])], ["u"]),
+        ]
+    return _model(
+        nodes,
+        [_fm("x", 1, 4, 6, 8)],
+        [_fm("r", 1, 1, 8), _fm("u", 1, 1, 3, 6)],
+        inits,
+        opset=opset,
+    )
+
+
+@pytest.mark.parametrize("opset", [7, 11, 13, 18])
+def test_attributes_that_became_inputs_follow_the_opset(opset: int) -> None:
+    """Each version's form against onnxruntime (which implements each),
+    tiled in the interpreter and as C equal to the untiled reference."""
+    from ops_oracle import check_model  # noqa: PLC0415
+
+    x = RNG.standard_normal((1, 4, 6, 8)).astype(np.float32)
+    check_model(_versioned(opset), {"x": x}, min_tiles=0)

@@ -63,6 +63,17 @@ def test_unary_ops_int8_qdq():
     assert got.worst and max(got.worst) <= 1
 
 
+def test_gelu_both_approximations():
+    """Gelu (opset 20), exact and tanh, against onnxruntime, tiled and as C."""
+    nodes = [
+        helper.make_node("Gelu", ["x"], ["exact"]),
+        helper.make_node("Gelu", ["x"], ["tanh"], approximate="tanh"),
+    ]
+    model = make_model(nodes, {"x": X}, ["exact", "tanh"], opset=20)
+    got = check_model(model, {"x": rand(X, seed=11)})
+    assert all(w <= 1e-6 for w in got.worst), got.worst
+
+
 def test_pow_and_the_erf_form_of_gelu():
     """Pow with a tensor and a constant exponent; Gelu written out with Erf,
     as exporters emit it: x * 0.5 * (1 + erf(x / sqrt(2)))."""
@@ -175,3 +186,44 @@ def test_prelu_slope_that_is_not_per_channel_is_named():
     model = make_model([node], {"x": X}, ["y"], {"s": np.ones(4, np.float32)}, opset=6)
     with pytest.raises(ImportDiagnostic, match=r"node 0 'act' \(PRelu\).*4 values.*3 channels"):
         import_model(model)
+
+
+def _wrapped(specs, scales):
+    """Each (node, q_inputs) of `specs` inside QDQ (input scale 0.05, output
+    scale from `scales`, zero points 0, 1, ...): the nodes and initializers."""
+    nodes, inits = [], {}
+    for i, ((node, q_inputs), so) in enumerate(zip(specs, scales, strict=True)):
+        more, more_inits = qdq(node, 0.05, so, zp=i % 7, q_inputs=q_inputs)
+        nodes += more
+        inits |= more_inits
+    return nodes, inits
+
+
+def test_int8_qdq_around_float_bodies():
+    """Ops an int8 QDQ model wraps but that have no integer form (Shrink,
+    Pow, Gelu, Mean, the variadic Max / Min, Where, ReduceL2, ReduceProd):
+    dequantize, the float op, quantize, within one step of onnxruntime, tiled
+    and as C equal to the reference. ReduceL2 and ReduceProd were imported
+    as int8 ops, which the C does not lower."""
+    n = helper.make_node
+    specs = [
+        (n("Shrink", ["x"], ["y0"], name="shrink", bias=0.25, lambd=0.75), (0,)),
+        (n("Pow", ["x", "e"], ["y1"], name="pow"), (0,)),
+        (n("Gelu", ["x"], ["y2"], name="gelu"), (0,)),
+        (n("Mean", ["x", "x2", "x3"], ["y3"], name="mean"), (0, 1, 2)),
+        (n("Max", ["x", "x2", "x3"], ["y4"], name="max"), (0, 1, 2)),
+        (n("Min", ["x", "x2", "x3"], ["y5"], name="min"), (0, 1, 2)),
+        (n("Where", ["c", "x", "x2"], ["y6"], name="where"), (1, 2)),
+        (n("ReduceL2", ["x", "ax"], ["y7"], name="l2"), (0,)),
+        (n("ReduceProd", ["x", "ax"], ["y8"], name="prod"), (0,)),
+    ]
+    scales = [0.04, 0.2, 0.04, 0.03, 0.04, 0.04, 0.05, 0.05, 0.1]
+    nodes, inits = _wrapped(specs, scales)
+    nodes.insert(0, helper.make_node("Greater", ["x", "x2"], ["c"]))
+    inits["e"] = np.array(2.0, np.float32)
+    inits["ax"] = np.array([1], np.int64)
+    outs = [f"y{i}" for i in range(len(specs))]
+    model = make_model(nodes, {"x": X, "x2": X, "x3": X}, outs, inits, opset=20)
+    feeds = {k: rand(X, seed=20 + i, scale=1.5) for i, k in enumerate(("x", "x2", "x3"))}
+    got = check_model(model, feeds)
+    assert max(got.worst) <= 1, got.worst

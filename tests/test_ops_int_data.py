@@ -14,6 +14,8 @@ from onnx import TensorProto, helper
 from ops_oracle import check_model, make_model, rand
 
 from tigris_ir.frontend.onnx_import import ImportDiagnostic, import_model
+from tigris_ir.reference.executor import run_reference
+from tigris_ir.reference.oracle import compare_with_onnxruntime
 
 RNG = np.random.default_rng(7)
 
@@ -63,6 +65,34 @@ def test_cast(src: type, dst: type) -> None:
         x = RNG.integers(0, 2, shape).astype(np.bool_)
     else:
         x = _ints(shape, 0, 200, src)
+    check_model(m, {"x": x})
+
+
+_CAST_TYPES = (np.float32, np.int8, np.uint8, np.int32, np.int64, np.bool_)
+
+
+@pytest.mark.parametrize("src", _CAST_TYPES, ids=lambda t: np.dtype(t).name)
+def test_cast_to_every_type(src: type) -> None:
+    """One source type cast to each of the six types (itself too), on values
+    every destination holds: 0 to 100 (fractions from float32, 0 and 1 from
+    bool)."""
+    from ops_oracle import _ELEM  # noqa: PLC0415
+
+    shape = (1, 3, 6, 6)
+    outs = [f"y_{np.dtype(d).name}" for d in _CAST_TYPES]
+    nodes = [
+        helper.make_node("Cast", ["x"], [o], to=_ELEM[np.dtype(d)])
+        for o, d in zip(outs, _CAST_TYPES, strict=True)
+    ]
+    types = {"x": src} | {o: d for o, d in zip(outs, _CAST_TYPES, strict=True)}
+    m = make_model(nodes, {"x": shape}, outs, types=types)
+    if src == np.float32:
+        x = RNG.uniform(0, 100, shape).astype(np.float32)
+        x.reshape(-1)[:4] = [0.0, 0.5, 1.0, 99.75]
+    elif src == np.bool_:
+        x = RNG.integers(0, 2, shape).astype(np.bool_)
+    else:
+        x = _ints(shape, 0, 101, src)
     check_model(m, {"x": x})
 
 
@@ -121,6 +151,33 @@ def test_int64_scalar_input() -> None:
     ]
     m = make_model(nodes, {"x": (1, 3, 8, 8), "n": ()}, ["y"], types={"n": np.int64})
     check_model(m, {"x": rand((1, 3, 8, 8)), "n": np.array(3, np.int64)})
+
+
+def test_scalar_constant_keeps_rank_0() -> None:
+    """A scalar input plus a scalar constant is a scalar, as onnxruntime gives
+    it (a scalar weight once became shape (1,), and so did the output)."""
+    nodes = [
+        helper.make_node("Add", ["n", "one"], ["m"]),
+        helper.make_node("Cast", ["m"], ["mf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["x", "mf"], ["y"]),
+    ]
+    inits = {"one": np.array(1, np.int64)}
+    m = make_model(
+        nodes, {"x": (1, 3, 8, 8), "n": ()}, ["m", "y"], inits, types={"n": np.int64, "m": np.int64}
+    )
+    got = check_model(m, {"x": rand((1, 3, 8, 8)), "n": np.array(3, np.int64)})
+    (ref_m, _) = run_reference(got.module, got.weights, [rand((1, 3, 8, 8)), np.array(3, np.int64)])
+    assert ref_m.shape == () and int(ref_m) == 4
+
+
+def test_size_output_is_a_scalar() -> None:
+    """Size folds to a constant; as a graph output it keeps onnxruntime's shape ()."""
+    nodes = [helper.make_node("Size", ["x"], ["s"])]
+    m = make_model(nodes, {"x": (2, 3, 5)}, ["s"], types={"s": np.int64})
+    imp = import_model(m, origin="test")
+    (got,) = run_reference(imp.module, imp.weights, [rand((2, 3, 5))])
+    report = compare_with_onnxruntime(m.SerializeToString(), {"x": rand((2, 3, 5))}, [got], ["s"])
+    assert report.ok and got.shape == () and int(got) == 30, report.text
 
 
 @pytest.mark.parametrize(("op", "last"), [("ArgMax", 0), ("ArgMin", 0), ("ArgMax", 1)])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import helper
-from ops_oracle import check_model, make_model, rand
+from ops_oracle import check_model, make_model, qdq, rand
 
 from tigris_ir.dialects import nn
 from tigris_ir.frontend.onnx_import import ImportDiagnostic, import_model
@@ -68,3 +68,31 @@ def test_instance_norm_with_wrong_parameters_is_named():
     model = make_model([node], {"x": x}, ["y"], inits)
     with pytest.raises(ImportDiagnostic, match=r"'inorm' \(InstanceNormalization\).*3 channels"):
         import_model(model)
+
+
+def test_int8_qdq_normalisations_run_in_float():
+    """LRN, LayerNormalization and InstanceNormalization inside QDQ:
+    dequantize, the float op, quantize; within one step of onnxruntime, tiled
+    and as C equal to the reference."""
+    x = (1, 6, 10, 12)
+    n = helper.make_node
+    inits = {
+        "g": rand((12,), seed=10, scale=0.5),
+        "b": rand((12,), seed=11, scale=0.5),
+        "gi": rand((6,), seed=12, scale=0.5),
+        "bi": rand((6,), seed=13, scale=0.5),
+    }
+    nodes = []
+    for i, (node, so) in enumerate(
+        [
+            (n("LRN", ["x"], ["y0"], name="lrn", size=5, alpha=0.5, beta=0.75, bias=2.0), 0.03),
+            (n("LayerNormalization", ["x", "g", "b"], ["y1"], name="ln"), 0.03),
+            (n("InstanceNormalization", ["x", "gi", "bi"], ["y2"], name="inorm"), 0.03),
+        ]
+    ):
+        more, more_inits = qdq(node, 0.05, so, zp=i)
+        nodes += more
+        inits |= more_inits
+    model = make_model(nodes, {"x": x}, ["y0", "y1", "y2"], inits)
+    got = check_model(model, {"x": rand(x, seed=14, scale=1.5)}, min_tiles=0)
+    assert max(got.worst) <= 1, got.worst

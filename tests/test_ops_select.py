@@ -79,3 +79,22 @@ def test_int8_selections_run_on_the_stored_integers():
     got = check_model(model, {"x": rand(X, seed=4)})
     assert got.worst == [0.0, 0.0, 0.0]
 
+
+
+def test_int8_tile_expand_space_to_depth_run_on_the_stored_integers():
+    nodes, inits = [], _consts(reps=[1, 2, 1, 2], shape=[2, 4, 10, 12])
+    for i, node in enumerate(
+        [
+            helper.make_node("Tile", ["x", "reps"], ["y0"], name="ti"),
+            helper.make_node("Expand", ["v", "shape"], ["y1"], name="ex"),
+            helper.make_node("SpaceToDepth", ["x"], ["y2"], name="sd", blocksize=2),
+        ]
+    ):
+        more, more_inits = qdq(node, 0.05, 0.05, zp=i)
+        nodes += more
+        inits |= more_inits
+    model = make_model(nodes, {"x": X, "v": (1, 4, 1, 12)}, ["y0", "y1", "y2"], inits, opset=13)
+    got = check_model(model, {"x": rand(X, seed=5), "v": rand((1, 4, 1, 12), seed=6)})
+    assert got.worst == [0.0, 0.0, 0.0]
+    moves = [o for o in got.module.walk() if isinstance(o, nn.IndexMapOp | nn.TransposeOp)]
+    assert moves and all(nn.dtype_of(o.results[0]) == np.int8 for o in moves)

@@ -11,6 +11,8 @@ and run as C bit for bit equal to the reference.
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -68,14 +70,20 @@ def _ort_qdq(
     return sess.run(None, {"q": q})[0]
 
 
-def lsb_figures(case: tuple, trials: int = 3) -> tuple[int, int, int]:
-    """(max LSB difference, elements differing, elements compared)."""
+def lsb_figures(case: tuple, trials: int = 8) -> tuple[int, int, int]:
+    """(max LSB difference, elements differing, elements compared). The
+    inputs lie in windows 4, 16, 64 and 256 values wide around a random
+    centre: narrow windows give outputs across the whole range, not one
+    winner and zeros."""
     op, shape, axis, sx, sy, zy, dtype = case
-    rng = np.random.default_rng(abs(hash((op, shape))) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(repr((op, shape)).encode()))  # not hash(): salted
     info = np.iinfo(dtype)
     worst = differ = total = 0
-    for _ in range(trials):
-        q = rng.integers(info.min, info.max + 1, shape).astype(dtype)
+    for t in range(trials):
+        width = (4, 16, 64, 256)[t % 4]
+        centre = rng.integers(info.min, info.max + 1)
+        q = centre + rng.integers(-width // 2, width // 2 + 1, shape)
+        q = np.clip(q, info.min, info.max).astype(dtype)
         want = _ort_qdq(op, shape, axis, sx, sy, zy, dtype, q).astype(np.int64)
         got = K.softmax_quantized(
             q,

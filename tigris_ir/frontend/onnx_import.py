@@ -383,7 +383,7 @@ class _Importer:
         while name in self.weights:
             k += 1
             name = f"{base}.{role}{k}"
-        arr = np.ascontiguousarray(array)
+        arr = np.ascontiguousarray(array).reshape(np.shape(array))  # a scalar stays rank 0
         if arr.dtype == np.float64:
             arr = arr.astype(np.float32)
         self.weights[name] = arr
@@ -1731,10 +1731,19 @@ _REDUCE: dict[str, type[nn.NNOp]] = {
 }
 
 
+_REAL_ONLY = frozenset({"ReduceL2", "ReduceProd"})
+"""Reductions whose int8 form would hang on float64 sums and products in
+numpy's order (the C does not lower them): inside a QDQ group they run on
+the dequantized values, as LRN and the normalisations do."""
+
+
 @_handles(*_REDUCE)
 def _reduce(imp: _Importer, node: onnx.NodeProto) -> None:
     a = imp.attrs(node)
-    vals, q = _exact_or_real(imp, node, [node.input[0]])
+    if node.op_type in _REAL_ONLY:  # the QDQ around it stays: a float op
+        vals, q = [imp.value(node.input[0])], None
+    else:
+        vals, q = _exact_or_real(imp, node, [node.input[0]])
     x = vals[0]
     rank = len(nn.shape_of(x.ssa))
     if len(node.input) > 1 and node.input[1]:

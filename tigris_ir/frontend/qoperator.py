@@ -9,8 +9,8 @@ requantization rule; rewriting each QOperator node into its group puts these
 models on the same ops. The nodes of a group keep the original node's name
 (diagnostics name it).
 
-ConvInteger and MatMulInteger (int32 sums, no requantization) have no form on
-the int8 ops yet and stay refused as unsupported operators.
+ConvInteger and MatMulInteger (int32 sums, no requantization) are not
+rewritten here: `int_ops` imports them onto their own int32 ops.
 """
 
 from __future__ import annotations

@@ -404,6 +404,8 @@ class Machine:
         if key not in self.weights:
             raise LoopIRError(f"weight '{key}' (@{sym}) is not in the weight table")
         w = self.weights[key]
+        if w.shape == () and shape == (1,):  # a scalar is stored as one element
+            w = w.reshape(1)
         if tuple(w.shape) != shape or w.dtype != dt:
             raise LoopIRError(
                 f"weight '{key}' is {w.dtype}{list(w.shape)}, the IR says {dt}{list(shape)}"

@@ -695,6 +695,8 @@ class _Printer:
             if key not in self.weights:
                 raise NetworkError(f"weight '{key}' (@{sym}) is not in the weight table")
             value = np.asarray(self.weights[key])
+            if value.shape == () and shape == (1,):  # a scalar is stored as one element
+                value = value.reshape(1)
             if tuple(value.shape) != shape or value.dtype != dt:
                 raise NetworkError(
                     f"weight '{key}' is {value.dtype}{list(value.shape)}, the IR says "

@@ -14,8 +14,8 @@
 // inside the bodies, as at the top level.
 // IF:      func.func @main(%x: tensor<1x8x8x3xf32>) -> tensor<1x8x8x4xf32>
 // IF:      %[[M:.*]] = nn.reduce_mean
-// IF:      %[[C:.*]] = nn.greater %[[M]], %{{.*}} : (tensor<f32>, tensor<1xf32>) -> tensor<1xi1>
-// IF-NEXT: %[[Y:.*]] = nn.if %[[C]] : tensor<1xi1> -> (tensor<1x8x8x4xf32>) {
+// IF:      %[[C:.*]] = nn.greater %[[M]], %{{.*}} : (tensor<f32>, tensor<f32>) -> tensor<i1>
+// IF-NEXT: %[[Y:.*]] = nn.if %[[C]] : tensor<i1> -> (tensor<1x8x8x4xf32>) {
 // IF-NEXT:   %[[WA:.*]] = nn.weight "conv_a.weight" : tensor<4x3x3x3xf32>
 // IF-NEXT:   %[[BA:.*]] = nn.weight "conv_a.bias" : tensor<4xf32>
 // IF-NEXT:   %[[CA:.*]] = nn.conv %x, %[[WA]], %[[BA]] {kernel = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>}
@@ -41,15 +41,15 @@
 
 // A while loop: no trip count, a computed first condition, and a condition
 // computed in the body from a value of the enclosing graph (the limit).
-// WHILE:      %[[LIM:.*]] = nn.weight "below0.const" : tensor<1xf32>
+// WHILE:      %[[LIM:.*]] = nn.weight "below0.const" : tensor<f32>
 // WHILE-NEXT: %[[GO0:.*]] = nn.less %{{.*}}, %[[LIM]]
-// WHILE-NEXT: %{{.*}} = nn.loop cond %[[GO0]] : tensor<1xi1> (%i, %cond_in, %h = %x) -> (tensor<1x8x8x4xf32>) {
+// WHILE-NEXT: %{{.*}} = nn.loop cond %[[GO0]] : tensor<i1> (%i, %cond_in, %h = %x) -> (tensor<1x8x8x4xf32>) {
 // WHILE:        %[[S:.*]] = nn.add %h,
-// WHILE:        %[[GO:.*]] = nn.less %{{.*}}, %[[LIM]] : (tensor<f32>, tensor<1xf32>) -> tensor<1xi1>
-// WHILE-NEXT:   nn.yield %[[GO]], %{{.*}} : tensor<1xi1>, tensor<1x8x8x4xf32>
+// WHILE:        %[[GO:.*]] = nn.less %{{.*}}, %[[LIM]] : (tensor<f32>, tensor<f32>) -> tensor<i1>
+// WHILE-NEXT:   nn.yield %[[GO]], %{{.*}} : tensor<i1>, tensor<1x8x8x4xf32>
 
 // Bodies nest: a Loop inside an If branch.
-// NESTED:      nn.if %{{.*}} : tensor<1xi1> -> (tensor<1x8x8x4xf32>) {
+// NESTED:      nn.if %{{.*}} : tensor<i1> -> (tensor<1x8x8x4xf32>) {
 // NESTED-NEXT:   %[[L:.*]] = nn.loop max_trips 2 (%i, %cond_in, %h = %x) -> (tensor<1x8x8x4xf32>) {
 // NESTED:          nn.yield %cond_in, %{{.*}} : tensor<i1>, tensor<1x8x8x4xf32>
 // NESTED-NEXT:   }

@@ -8,14 +8,14 @@
 // RUN: tigris-opt %S/../Inputs/control_flow_while.onnx --fuse-chains=budget=4224 --backprop-heights | tigris-opt | filecheck %s --check-prefix=WHILE
 // RUN: tigris-opt %S/../Inputs/control_flow_while.onnx --fuse-chains=budget=4224 --backprop-heights | tigris-opt --print-op-generic | tigris-opt | filecheck %s --check-prefix=WHILE
 // WHILE:      %{{.*}} = tile.stage "s0" strategy "{{inplace|normal|whole}}"
-// WHILE:        nn.loop cond %{{.*}} : tensor<1xi1> (%i, %cond_in, %h = %x) -> (tensor<1x8x8x4xf32>) {
+// WHILE:        nn.loop cond %{{.*}} : tensor<i1> (%i, %cond_in, %h = %x) -> (tensor<1x8x8x4xf32>) {
 // WHILE:          tile.chain "loop0/body/c0" tile_h {{[0-9]+}} line_buffered band #tile.band<
 // WHILE-NEXT:       tile.stage "loop0/body/s0" strategy "strips" band #tile.band<
 // WHILE-NEXT:         nn.conv %h, {{.*}}tile.rows = {{[0-9]+}} : i64
 // WHILE:            tile.stage "loop0/body/s1" strategy "strips"
 // WHILE:          tile.stage "loop0/body/s{{[0-9]+}}" strategy "normal" {
 // WHILE:            nn.less
-// WHILE:          nn.yield %{{.*}}, %{{.*}} : tensor<1xi1>, tensor<1x8x8x4xf32>
+// WHILE:          nn.yield %{{.*}}, %{{.*}} : tensor<i1>, tensor<1x8x8x4xf32>
 
 // The passes are idempotent on bodies too.
 // RUN: tigris-opt %S/../Inputs/control_flow_while.onnx --fuse-chains=budget=4224 --backprop-heights > %t.mlir
@@ -24,7 +24,7 @@
 // Both branches of an If get their own stages; here both tile into strips.
 // RUN: tigris-opt %S/../Inputs/control_flow_if.onnx --tile-stages=budget=2416 | filecheck %s --check-prefix=IF
 // IF:      tile.stage "s0"
-// IF:        nn.if %{{.*}} : tensor<1xi1> -> (tensor<1x8x8x4xf32>) {
+// IF:        nn.if %{{.*}} : tensor<i1> -> (tensor<1x8x8x4xf32>) {
 // IF:          tile.stage "if0/then/s0" strategy "strips" band #tile.band<
 // IF:        } else {
 // IF:          tile.stage "if0/else/s0" strategy "strips" band #tile.band<

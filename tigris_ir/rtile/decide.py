@@ -26,17 +26,21 @@ def holds_plan(module: ModuleOp) -> bool:
     return any(isinstance(op, func.FuncOp) and "loop.plan" in op.attributes for op in module.ops)
 
 
-def sites(module: ModuleOp) -> Iterator[tuple[Operation, Site]]:
-    """Every matrix-product site of the module; in a module holding a plan, only
-    those of its plan functions (their untiled references stay as they are)."""
+def plan_ops(module: ModuleOp) -> Iterator[Operation]:
+    """Every op of the module's plan functions (of every function where the
+    module holds no plan: their untiled references stay as they are)."""
     plan = holds_plan(module)
     for fn in module.ops:
-        if not isinstance(fn, func.FuncOp) or (plan and "loop.plan" not in fn.attributes):
-            continue
-        for op in fn.walk():
-            site = gemm_site(op)
-            if site is not None:
-                yield op, site
+        if isinstance(fn, func.FuncOp) and (not plan or "loop.plan" in fn.attributes):
+            yield from fn.walk()
+
+
+def sites(module: ModuleOp) -> Iterator[tuple[Operation, Site]]:
+    """Every matrix-product site of the module's plan functions (`plan_ops`)."""
+    for op in plan_ops(module):
+        site = gemm_site(op)
+        if site is not None:
+            yield op, site
 
 
 def depthwise_ops(module: ModuleOp) -> Iterator[Operation]:
@@ -44,15 +48,11 @@ def depthwise_ops(module: ModuleOp) -> Iterator[Operation]:
     function where the module holds no plan)."""
     from tigris_ir.dialects import nn
 
-    plan = holds_plan(module)
-    for fn in module.ops:
-        if not isinstance(fn, func.FuncOp) or (plan and "loop.plan" not in fn.attributes):
-            continue
-        for op in fn.walk():
-            if isinstance(op, nn.ConvOp) and op.groups() > 1:
-                c = nn.shape_of(op.input)[-1]
-                if op.groups() == c == nn.shape_of(op.output)[-1]:
-                    yield op
+    for op in plan_ops(module):
+        if isinstance(op, nn.ConvOp) and op.groups() > 1:
+            c = nn.shape_of(op.input)[-1]
+            if op.groups() == c == nn.shape_of(op.output)[-1]:
+                yield op
 
 
 def int8_adds(module: ModuleOp) -> Iterator[Operation]:
@@ -61,13 +61,9 @@ def int8_adds(module: ModuleOp) -> Iterator[Operation]:
     target prints lanes for where it has them."""
     from tigris_ir.dialects import nn
 
-    plan = holds_plan(module)
-    for fn in module.ops:
-        if not isinstance(fn, func.FuncOp) or (plan and "loop.plan" not in fn.attributes):
-            continue
-        for op in fn.walk():
-            if isinstance(op, nn.AddOp | nn.SubOp) and op.is_quantized():
-                yield op
+    for op in plan_ops(module):
+        if isinstance(op, nn.AddOp | nn.SubOp) and op.is_quantized():
+            yield op
 
 
 def file_of(target: tg.Target, site: Site) -> tg.Target:

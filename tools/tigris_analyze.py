@@ -11,7 +11,8 @@ words of spec/tiling.md and one per chain with the MACs it recomputes
 (`--json`: per stage too, a chain member its share); `--json` prints one
 object instead. `--slow-budget`
 bounds the slow memory too (0: none, one SRAM holds everything);
-`--min-budget` searches the smallest fast budget beside it, `--frontier`
+`--min-budget` searches the smallest fast budget beside it (without `-m`
+the report is the plan at that budget), `--frontier`
 plans from there up to the layer-by-layer peak (budget, peak, recomputed
 MACs, slow traffic).
 """
@@ -30,6 +31,7 @@ from typing import Any
 from tigris_ir.tools.cli import Diagnostic, Once, UserError, one_line_usage, run_main
 
 PROG = "tigris-analyze"
+DEFAULT_BUDGET = 256 * 1024
 
 
 class AnalyzeError(UserError):
@@ -43,8 +45,9 @@ def _parser() -> argparse.ArgumentParser:
         "-m",
         "--budget",
         action=Once,
-        default="256K",
-        help="fast-memory budget: bytes, or with K / M (default 256K)",
+        default=None,
+        help="fast-memory budget: bytes, or with K / M (default 256K; with --min-budget and "
+        "no -m, the plan shown is the one at the smallest budget that fits)",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="one row per stage")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -67,7 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--min-budget",
         action="store_true",
-        help="also search the smallest fast budget that fits (beside --slow-budget)",
+        help="search the smallest fast budget that fits (beside --slow-budget); without -m "
+        "the report is the plan at that budget",
     )
     p.add_argument(
         "--frontier",
@@ -101,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def analyze(
     path: Path,
-    budget: int,
+    budget: int | None,
     shapes: dict[str, tuple[int, ...]],
     with_min: bool,
     slow_budget: int | None = None,
@@ -119,6 +123,7 @@ def analyze(
     largest body's to the enclosing graph's, an upper bound), and `bodies`
     lists each body's own plan, nested as the bodies are.
     """
+    from tigris_ir.dialects import nn
     from tigris_ir.passes.boundary import is_int8_boundary
     from tigris_ir.passes.plan_arena import is_lowered
     from tigris_ir.plan.ir import (
@@ -129,6 +134,7 @@ def analyze(
         scope_need,
         tree_min_budget,
     )
+    from tigris_ir.plan.nn_graph import build_view
     from tigris_ir.plan.planner import frontier, min_fast_budget
     from tigris_ir.tools.tigris_run import load_module
 
@@ -141,6 +147,26 @@ def analyze(
             "its loop.plan attribute; analyze the model or its nn / tile-level IR instead"
         )
     _set_boundary(module, boundary, path)
+    streaming = stream_input or stream_output
+    found: dict[str, Any] = {}
+    if with_min:
+        if (slow_budget is not None or streaming) and any(
+            isinstance(op, nn.ControlFlowOp) for op in fn.walk()
+        ):
+            raise AnalyzeError(
+                f"'{path}': --min-budget and --frontier beside --slow-budget "
+                "and --stream-input cover models without If / Loop only"
+            )
+        t_min = time.perf_counter()
+        if slow_budget is None and not streaming:
+            found["min_budget_bytes"] = tree_min_budget(fn)
+        else:
+            found["min_budget_bytes"] = min_fast_budget(
+                build_view(fn).graph, slow_budget, stream_input, stream_output
+            )
+        found["min_budget_seconds"] = round(time.perf_counter() - t_min, 4)
+    if budget is None:
+        budget = found.get("min_budget_bytes", DEFAULT_BUDGET)
     tree = plan_tree(
         fn,
         budget,
@@ -148,7 +174,7 @@ def analyze(
         stream_input=stream_input,
         stream_output=stream_output,
     )
-    compile_s = time.perf_counter() - t0
+    compile_s = time.perf_counter() - t0 - found.get("min_budget_seconds", 0.0)
     view, p = tree.view, tree.plan
     assert p is not None
     g = view.graph
@@ -198,19 +224,12 @@ def analyze(
     if tree.bodies:
         out["bodies"] = [_body(b) for b in tree.bodies]
     flat = not tree.bodies
-    streaming = stream_input or stream_output
-    if (with_min or with_frontier) and (slow_budget is not None or streaming) and not flat:
+    if with_frontier and (slow_budget is not None or streaming) and not flat:
         raise AnalyzeError(
             f"'{path}': --min-budget and --frontier beside --slow-budget "
             "and --stream-input cover models without If / Loop only"
         )
-    if with_min:
-        t0 = time.perf_counter()
-        if slow_budget is None and not streaming:
-            out["min_budget_bytes"] = tree_min_budget(fn)
-        else:
-            out["min_budget_bytes"] = min_fast_budget(g, slow_budget, stream_input, stream_output)
-        out["min_budget_seconds"] = round(time.perf_counter() - t0, 4)
+    out.update(found)
     if with_frontier:
         if not flat:
             raise AnalyzeError(f"'{path}': --frontier covers models without If / Loop only")
@@ -537,10 +556,14 @@ def run(argv: Sequence[str] | None = None) -> int:
     from tigris_ir.plan.memory import parse_budget
     from tigris_ir.tools.cli import check_budget
 
-    try:
-        budget = check_budget(parse_budget(args.budget), args.budget)
-    except ValueError as e:
-        raise AnalyzeError(f"{e} (option -m)") from None
+    budget: int | None = None
+    if args.budget is not None:
+        try:
+            budget = check_budget(parse_budget(args.budget), args.budget)
+        except ValueError as e:
+            raise AnalyzeError(f"{e} (option -m)") from None
+    elif not args.min_budget:
+        budget = DEFAULT_BUDGET
     path = Path(args.model)
     if not path.exists():
         raise AnalyzeError(f"cannot open '{path}': no such file")
@@ -570,7 +593,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             Path(args.plot),
             path,
             shapes,
-            budget,
+            report["budget_bytes"],
             slow,
             (args.stream_input, args.stream_output),
             report,

@@ -51,7 +51,7 @@ import zoo  # noqa: E402
 from tigris_ir.backend.c import cortex  # noqa: E402
 from tigris_ir.backend.c.network import print_network  # noqa: E402
 from tigris_ir.frontend.onnx_import import import_model  # noqa: E402
-from tigris_ir.interp.program import untiled_reference  # noqa: E402
+from tigris_ir.interp.untiled import untiled_reference  # noqa: E402
 from tigris_ir.passes.boundary import set_int8_boundary  # noqa: E402
 from tigris_ir.passes.lower_gebp import tile_and_lower  # noqa: E402
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass, untiled_func  # noqa: E402

@@ -5,12 +5,11 @@ plan is lowered to loop IR (`lower-to-loops`), its arena placed and verified
 (`plan-arena`) and run (`tigris_ir.interp.loop_ir.run_loop_module`). The table shows whether
 the output equals the untiled reference (int8 bit-exact, float32 to a
 relative 1e-5), the planned against the measured fast peak, slow peak, slow
-reads and writes, and the tiles run. `--direct` runs the plan interpreter
-(`run_program`) instead of the loop IR; `--backend c` prints the loop IR as C,
+reads and writes, and the tiles run. `--backend c` prints the loop IR as C,
 builds it with its statistics on (`-DTIGRIS_STATS`) and runs that: output and
 figures are then the C program's.
 
-    python bench/verify.py [--models a,b] [--budgets 32K,64K] [--direct | --backend c]
+    python bench/verify.py [--models a,b] [--budgets 32K,64K] [--backend c]
 """
 
 from __future__ import annotations
@@ -35,8 +34,6 @@ import zoo  # noqa: E402
 from tigris_ir.backend.c.build import run_c
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.interp.loop_ir import run_loop_module
-from tigris_ir.interp.program import run_program
-from tigris_ir.loops.schedule import schedule
 from tigris_ir.plan.ir import main_func
 from tigris_ir.plan.memory import format_bytes, parse_budget
 from tigris_ir.plan.nn_graph import build_view
@@ -65,12 +62,10 @@ def main() -> None:
     ap.add_argument("--models", default=",".join(zoo.ZOO))
     ap.add_argument("--budgets", default="32K,64K,128K,256K,512K")
     ap.add_argument("--size", choices=["full", "small"], default="full")
-    ap.add_argument("--direct", action="store_true", help="run the plan, not its loop IR")
     ap.add_argument("--backend", choices=["interp", "c"], default="interp")
     args = ap.parse_args()
     budgets = [parse_budget(b) for b in args.budgets.split(",")]
-    how = "plan interpreter" if args.direct else "loop IR"
-    how = "generated C" if args.backend == "c" else how
+    how = "generated C" if args.backend == "c" else "loop IR"
     table = Table(title=f"plans run as planned ({args.size} zoo, {how}), bytes")
     cols = ["model", "dtype", "budget", "equal", "worst"]
     for fig in ("fast peak", "slow peak", "slow reads", "slow writes"):
@@ -106,24 +101,20 @@ def main() -> None:
                     continue
                 total += 1
                 try:
+                    m = import_model(model, origin=name).module
+                    LowerToLoopsPass(budget=budget).apply(Context(), m)
+                    PlanArenaPass().apply(Context(), m)
                     t = time.perf_counter()
-                    if args.direct:
-                        res = run_program(schedule(view, p), view, imp.weights, args_in)
-                    else:
-                        m = import_model(model, origin=name).module
-                        LowerToLoopsPass(budget=budget).apply(Context(), m)
-                        PlanArenaPass().apply(Context(), m)
-                        t = time.perf_counter()
-                        res = run_loop_module(m, imp.weights, args_in)
-                        if args.backend == "c":
-                            outs, stats = run_c(m, imp.weights, [x], variant="stats")
-                            assert stats is not None
-                            layouts = module_layouts(fn)[1]
-                            res = replace(
-                                res,
-                                outputs=[to_internal(y, lay) for y, lay in zip(outs, layouts)],
-                                stats=stats,
-                            )
+                    res = run_loop_module(m, imp.weights, args_in)
+                    if args.backend == "c":
+                        outs, stats = run_c(m, imp.weights, [x], variant="stats")
+                        assert stats is not None
+                        layouts = module_layouts(fn)[1]
+                        res = replace(
+                            res,
+                            outputs=[to_internal(y, lay) for y, lay in zip(outs, layouts)],
+                            stats=stats,
+                        )
                     dt = time.perf_counter() - t
                 except Exception as e:  # a row, not a crash
                     table.add_row(*row, "ERROR", f"{type(e).__name__}: {str(e)[:60]}", *[""] * 10)

@@ -1,10 +1,10 @@
 """`lower-to-loops`: the plan as loop-level IR (scf, memref, arith, loop).
 
-The function becomes its schedule (`tigris_ir.loops.schedule.schedule`, the one
-the plan interpreter runs): model inputs are `"slow"` memref arguments and
-outputs returned memrefs (`"fast"` ones when the plan runs in place); a
-tensor crossing a unit boundary is a `"slow"` `memref.alloc` from the start
-of its producing unit to the end of its last reader. Per unit:
+The function becomes its schedule (`tigris_ir.loops.schedule.schedule`):
+model inputs are `"slow"` memref arguments and outputs returned memrefs
+(`"fast"` ones when the plan runs in place); a tensor crossing a unit
+boundary is a `"slow"` `memref.alloc` from the start of its producing unit
+to the end of its last reader. Per unit:
 
 * a normal stage: `memref.alloc` of each fast buffer where the planner's cost
   model allocates it, `memref.copy` of whole inputs in and outputs out,

@@ -55,7 +55,7 @@ from tigris_ir.dialects import loop, nn
 from tigris_ir.dialects.rtile import clamp_of
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.interp.loop_ir import run_loop_module
-from tigris_ir.interp.program import RunResult
+from tigris_ir.interp.run_stats import RunResult
 from tigris_ir.passes.lower_gebp import tile_and_lower
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass

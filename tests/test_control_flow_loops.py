@@ -24,7 +24,7 @@ from xdsl.utils.exceptions import PassFailedException
 from tigris_ir.dialects import loop
 from tigris_ir.frontend.onnx_import import Imported, import_file, import_model
 from tigris_ir.interp.loop_ir import Interpreting
-from tigris_ir.interp.program import RunStats
+from tigris_ir.interp.run_stats import RunStats
 from tigris_ir.loops.arena import arena_problems
 from tigris_ir.passes.lower_gebp import tile_and_lower
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass

@@ -96,7 +96,7 @@ def test_mobilenet_on_the_board_is_bit_exact(
     if not short:
         monkeypatch.setattr(arm_m, "short_form", lambda *a: False)
         monkeypatch.setattr(ops, "short_form", lambda *a: False)
-    from tigris_ir.interp.program import untiled_reference
+    from tigris_ir.interp.untiled import untiled_reference
     from tigris_ir.passes.lower_to_loops import untiled_func
     from tigris_ir.plan.ir import main_func
     from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
@@ -160,7 +160,7 @@ def test_int8_add_lanes_on_the_board(name: str, short: bool, monkeypatch: pytest
     from tigris_ir.dialects import nn
     from tigris_ir.dialects.rtile import TARGET
     from tigris_ir.frontend.onnx_import import import_model
-    from tigris_ir.interp.program import untiled_reference
+    from tigris_ir.interp.untiled import untiled_reference
     from tigris_ir.passes.lower_gebp import tile_and_lower
     from tigris_ir.passes.lower_to_loops import LowerToLoopsPass, untiled_func
     from tigris_ir.passes.plan_arena import PlanArenaPass

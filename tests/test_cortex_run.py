@@ -23,7 +23,7 @@ from tigris_ir.backend.c import cortex
 from tigris_ir.backend.c.build import CRunError
 from tigris_ir.backend.c.network import CSource, print_network
 from tigris_ir.frontend.onnx_import import import_model
-from tigris_ir.interp.program import untiled_reference
+from tigris_ir.interp.untiled import untiled_reference
 from tigris_ir.passes.lower_gebp import tile_and_lower
 from tigris_ir.passes.lower_to_loops import LowerToLoopsPass, untiled_func
 from tigris_ir.passes.plan_arena import PlanArenaPass

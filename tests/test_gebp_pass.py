@@ -531,7 +531,7 @@ def test_the_interpreter_runs_the_kernels_loops(int8: bool, monkeypatch: pytest.
     equal to the untiled reference (float32 to 1e-5, int8 exactly)."""
     from tigris_ir.interp import rtile_exec
     from tigris_ir.interp.loop_ir import run_loop_module
-    from tigris_ir.interp.program import untiled_reference
+    from tigris_ir.interp.untiled import untiled_reference
     from tigris_ir.passes.lower_to_loops import untiled_func
 
     module, weights, x = _ds_cnn_plan(int8)
@@ -565,7 +565,7 @@ def test_the_interpreter_calls_a_pointwise_kernel_as_its_row_merge_says(
     the untiled reference."""
     from tigris_ir.interp import rtile_exec
     from tigris_ir.interp.loop_ir import run_loop_module
-    from tigris_ir.interp.program import untiled_reference
+    from tigris_ir.interp.untiled import untiled_reference
     from tigris_ir.passes.lower_to_loops import untiled_func
 
     module, weights, x = _ds_cnn_plan(False)
@@ -651,7 +651,7 @@ def test_an_in_place_activation_is_fused_into_the_epilogue():
     from tigris_ir.backend.c.build import run_c
     from tigris_ir.dialects.rtile import CLAMP, EpilogueOp, clamp_of
     from tigris_ir.interp.loop_ir import run_loop_module
-    from tigris_ir.interp.program import untiled_reference
+    from tigris_ir.interp.untiled import untiled_reference
     from tigris_ir.passes.lower_gebp import fusable_activation
     from tigris_ir.passes.lower_to_loops import untiled_func
     from tigris_ir.plan.ir import main_func

@@ -23,7 +23,9 @@ from xdsl.parser import Parser
 from tigris_ir.dialects import nn
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.interp import band_exec
-from tigris_ir.interp.program import FastArena, run_program
+from tigris_ir.interp.loop_ir import lower_plan, run_loop_module, run_plan
+from tigris_ir.interp.run_stats import RunResult
+from tigris_ir.loops.arena import FastArena
 from tigris_ir.loops.schedule import Buffer, LineBufferGap, PlanRunError, schedule
 from tigris_ir.plan.arena import Interval, live_peak, place
 from tigris_ir.plan.band import BandError, band_slices
@@ -327,9 +329,14 @@ def zoo_case(
 
 
 def assert_runs_as_planned(module: ModuleOp, weights, args, ref, p: Plan) -> None:
-    fn = main_func(module)
-    view = build_view(fn)
-    res = run_program(schedule(view, p), view, weights, args)
+    """Plan `p` lowered to loop IR and run: the three equalities."""
+    assert_measured_as_planned(run_plan(module, p, weights, args), ref, p)
+
+
+def assert_measured_as_planned(res: RunResult, ref, p: Plan) -> None:
+    """Outputs equal to the untiled reference `ref` (float32 to 1e-5, int8
+    bit-exact), the measured fast peak the planned one in an arena of exactly
+    that size, the measured slow peak, reads and writes the planned ones."""
     for r, y in zip(ref, res.outputs, strict=True):
         if r.dtype == np.float32:
             np.testing.assert_allclose(y, r, rtol=1e-5, atol=1e-5 * float(np.max(np.abs(r))))
@@ -432,12 +439,11 @@ def test_nothing_runs_on_a_plan_that_does_not_fit():
 
 def test_a_wrong_input_is_refused():
     module, weights, args, _ = zoo_case("ds_cnn", False)
-    view = build_view(main_func(module))
-    prog = schedule(view, plan(view.graph, 8192))
+    lowered = lower_plan(module, plan(build_view(main_func(module)).graph, 8192))
     with pytest.raises(PlanRunError, match="must be float32 of shape"):
-        run_program(prog, view, weights, [args[0].astype(np.float64)])
+        run_loop_module(lowered, weights, [args[0].astype(np.float64)])
     with pytest.raises(PlanRunError, match="takes 1 input"):
-        run_program(prog, view, weights, [])
+        run_loop_module(lowered, weights, [])
 
 
 # ---------------------------------------------------------------------------
@@ -562,28 +568,16 @@ def lower(module: ModuleOp, budget: int) -> ModuleOp:
 
 @pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
 @pytest.mark.parametrize("name", list(zoo.ZOO))
-def test_loop_ir_runs_the_same_schedule(name: str, int8: bool):
-    """Lowered to scf/memref/loop IR, placed and run, a plan computes the
-    same outputs and measures the same figures as the plan interpreter."""
-    from tigris_ir.interp.loop_ir import run_loop_module
-
-    module, weights, args, _ = zoo_case(name, int8)
+def test_the_pipelines_loop_ir_runs_as_planned(name: str, int8: bool):
+    """Lowered by the passes a user types (lower-to-loops planning from the
+    budget, gebp-tile, lower-gebp, plan-arena), verified and run, a plan
+    computes the untiled reference and measures the figures of the plan
+    the planner makes under that budget."""
+    module, weights, args, ref = zoo_case(name, int8)
     view = build_view(main_func(module))
     p = next(q for q in (plan(view.graph, b) for b in (4096, 16384, 65536)) if q.fits)
-    budget = p.budget
-    direct = run_program(schedule(view, p), view, weights, args)
-    res = run_loop_module(lower(module, budget), weights, args)
-    for a, b in zip(direct.outputs, res.outputs, strict=True):
-        np.testing.assert_array_equal(a, b)
-    s = res.stats
-    assert (s.fast_peak, s.slow_peak, s.slow_reads, s.slow_writes, s.tiles) == (
-        direct.stats.fast_peak,
-        direct.stats.slow_peak,
-        direct.stats.slow_reads,
-        direct.stats.slow_writes,
-        direct.stats.tiles,
-    )
-    assert s.arena_bytes == p.peak and s.fast_high <= p.peak
+    res = run_loop_module(lower(module, p.budget), weights, args)
+    assert_measured_as_planned(res, ref, p)
 
 
 def _loop_context() -> Context:
@@ -779,7 +773,7 @@ def test_a_line_buffered_concat_stage_recomputes_and_the_others_do_not():
 def test_a_plan_with_no_arena_does_not_run():
     from xdsl.context import Context
 
-    from tigris_ir.interp.loop_ir import LoopIRError, run_loop_module
+    from tigris_ir.interp.loop_ir import LoopIRError
     from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 
     module, weights, args, _ = zoo_case("ds_cnn", True)
@@ -825,8 +819,6 @@ func.func @main(%a: tensor<1x8x16x4xf32>) -> tensor<1x16x8x4xf32> {
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_matrix_rows_whole_rows_reshape_and_axis_bands(kind: str):
-    from tigris_ir.interp.loop_ir import run_loop_module
-
     ctx = Context()
     for d in (Builtin, Func, nn.NN):
         ctx.load_dialect(d)
@@ -844,8 +836,4 @@ def test_matrix_rows_whole_rows_reshape_and_axis_bands(kind: str):
     p = plan(view.graph, 1024)
     assert kind in [st.strategy for st in p.stages]
     assert_runs_as_planned(module, weights, args, ref, p)
-    res = run_loop_module(lower(module, 1024), weights, args)
-    np.testing.assert_array_equal(
-        res.outputs[0], run_program(schedule(view, p), view, weights, args).outputs[0]
-    )
-    assert res.stats.fast_peak == p.peak and res.stats.slow_reads == p.slow_reads
+    assert_measured_as_planned(run_loop_module(lower(module, 1024), weights, args), ref, p)

@@ -17,8 +17,7 @@ from xdsl.ir import Block, Region
 from tigris_ir.dialects import nn
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.interp import band_exec
-from tigris_ir.interp.program import run_program
-from tigris_ir.loops.schedule import schedule
+from tigris_ir.interp.loop_ir import run_plan
 from tigris_ir.plan.ir import main_func
 from tigris_ir.plan.memory import align
 from tigris_ir.plan.nn_graph import build_view
@@ -34,7 +33,6 @@ def runs_as_planned(module: ModuleOp, weights: dict[str, np.ndarray], p: Plan, s
     """The plan's outputs equal the untiled reference (float32 to 1e-5, ints
     exactly) and its measured memory and traffic equal the planned figures."""
     fn = main_func(module)
-    view = build_view(fn)
     rng = np.random.default_rng(seed)
     args = []
     for a in fn.body.block.args:
@@ -44,7 +42,7 @@ def runs_as_planned(module: ModuleOp, weights: dict[str, np.ndarray], p: Plan, s
         else:
             args.append(rng.integers(-128, 128, shape).astype(dt))
     ref = run_function(fn, weights, args)
-    res = run_program(schedule(view, p), view, weights, args)
+    res = run_plan(module, p, weights, args)
     for r, y in zip(ref, res.outputs, strict=True):
         if r.dtype == np.float32:
             np.testing.assert_allclose(y, r, rtol=1e-5, atol=1e-5 * float(np.max(np.abs(r))))
@@ -53,6 +51,7 @@ def runs_as_planned(module: ModuleOp, weights: dict[str, np.ndarray], p: Plan, s
     s = res.stats
     assert s.arena_bytes == s.fast_peak == p.peak <= p.budget
     assert (s.slow_peak, s.slow_reads, s.slow_writes) == (p.slow_peak, p.slow_reads, p.slow_writes)
+    return res
 
 
 def conv_model(shape: tuple[int, ...], layers: list[tuple]) -> ModelProto:
@@ -222,7 +221,7 @@ def test_an_accumulated_int8_mean_at_ties_equals_the_reference():
         if p.stages[0].strategy != "accumulate" or p.stages[0].num_tiles < 2:
             raise RuntimeError(f"expected accumulated bands: {p.describe()}")
         a = tie_inputs(rng, 32, 64)
-        res = run_program(schedule(view, p), view, {}, [a])
+        res = run_plan(module, p, {}, [a])
         np.testing.assert_array_equal(res.outputs[0], op.reference([a])[0])
 
 
@@ -332,7 +331,8 @@ def test_no_buffer_is_shared_with_a_tensor_read_elsewhere():
 @pytest.mark.parametrize("budget", [2048, 6144])
 def test_in_place_activations_run_as_planned(budget: int):
     """conv, relu and Add chains of the zoo's ResNet (small): plans with shared
-    buffers run at the plan level and as loop IR with measured == planned."""
+    buffers run as loop IR with measured == planned, lowered from the plan
+    and by lower-to-loops from the budget alike."""
     import zoo
 
     imported = import_model(zoo.build("resnet", size="small", int8=False))
@@ -340,10 +340,10 @@ def test_in_place_activations_run_as_planned(budget: int):
     p = plan(build_view(fn).graph, budget)
     assert p.fits
     assert any(u.shared for u in (*p.stages, *p.chains))
-    runs_as_planned(imported.module, imported.weights, p)
-    rng = np.random.default_rng(0)
+    planned = runs_as_planned(imported.module, imported.weights, p)
+    rng = np.random.default_rng(0)  # the inputs runs_as_planned draws
     args = [rng.standard_normal(nn.shape_of(a)).astype(np.float32) for a in fn.body.block.args]
-    direct = run_program(schedule(build_view(fn), p), build_view(fn), imported.weights, args)
+    # the pipeline's own lower-to-loops (planning from the budget) runs the same plan
     res = lowered_run(imported.module, imported.weights, budget, args)
-    np.testing.assert_array_equal(res.outputs[0], direct.outputs[0])
+    np.testing.assert_array_equal(res.outputs[0], planned.outputs[0])
     assert (res.stats.fast_peak, res.stats.slow_reads) == (p.peak, p.slow_reads)

@@ -578,7 +578,7 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
     from xdsl.utils.exceptions import PassFailedException
 
     from tigris_ir.interp.loop_ir import run_loop_module
-    from tigris_ir.interp.program import untiled_reference
+    from tigris_ir.interp.untiled import untiled_reference
     from tigris_ir.passes.lower_gebp import tile_and_lower
     from tigris_ir.passes.lower_to_loops import LowerToLoopsPass, untiled_func
     from tigris_ir.passes.plan_arena import PlanArenaPass, is_lowered, verify_arena

@@ -19,10 +19,11 @@ two halves of an accumulated GlobalAveragePool.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
@@ -34,6 +35,38 @@ from tigris_ir.plan.band import WHOLE, Band, BandError, Range, band_shape
 from tigris_ir.plan.tiling import TRANSPOSED, WINDOW, map_range
 from tigris_ir.plan.tiling_class import TilingClass
 from tigris_ir.reference import kernels as K
+
+# ---------------------------------------------------------------------------
+# band kernels, one per kind of `nn` op
+
+Kernel = Callable[[Any, list[np.ndarray], Band, Band], list[np.ndarray]]
+"""A band kernel: (op, operands, band its first operand holds, result band)
+-> the result bands."""
+
+_KERNELS: dict[type[nn.NNOp], Kernel] = {}
+_K = TypeVar("_K", bound=Kernel)
+
+
+def band_kernel(*kinds: type[nn.NNOp]) -> Callable[[_K], _K]:
+    """Register the band kernel of these `nn` op classes (and their
+    subclasses, unless one has its own). An op with no kernel runs its
+    reference on the band: an elementwise or whole-rows op on its operands
+    fitted to the band, a reshape-like op (`TilingClass.RESHAPE`) as one
+    contiguous span."""
+
+    def register(fn: _K) -> _K:
+        for kind in kinds:
+            _KERNELS[kind] = fn
+        return fn
+
+    return register
+
+
+@functools.cache
+def kernel_for(kind: type[nn.NNOp]) -> Kernel | None:
+    """The band kernel of an op class: its own or its nearest base's."""
+    return next((_KERNELS[c] for c in kind.__mro__ if c in _KERNELS), None)
+
 
 # ---------------------------------------------------------------------------
 # quantization dispatch, as `NNOp.reference` does it
@@ -256,6 +289,7 @@ def _channel_group_consts(
     ]
 
 
+@band_kernel(nn.ConvOp)
 def _conv(op: nn.ConvOp, args: list[np.ndarray], held: Band, out: Band) -> list[np.ndarray]:
     """`kernels.conv` on a band, with the same arithmetic (float64 sums, one
     rounding; integer sums exact) and its weights converted once."""
@@ -312,6 +346,7 @@ def _conv(op: nn.ConvOp, args: list[np.ndarray], held: Band, out: Band) -> list[
     return _dispatch(op, list(args), real, integer)
 
 
+@band_kernel(nn.MaxPoolOp)
 def _max_pool(op: nn.MaxPoolOp, args: list[np.ndarray], held: Band, out: Band) -> list[np.ndarray]:
     out_shape = nn.shape_of(op.output)
     sl, pads, _ = _window_geometry(op, held, out, out_shape)
@@ -331,6 +366,7 @@ def _max_pool(op: nn.MaxPoolOp, args: list[np.ndarray], held: Band, out: Band) -
     return _dispatch(op, list(args), real)
 
 
+@band_kernel(nn.AveragePoolOp)
 def _avg_pool(
     op: nn.AveragePoolOp, args: list[np.ndarray], held: Band, out: Band
 ) -> list[np.ndarray]:
@@ -392,6 +428,7 @@ def _avg_pool(
     return _dispatch(op, list(args), real, fixed=fixed)
 
 
+@band_kernel(nn.ConvTransposeOp)
 def _conv_transpose(
     op: nn.ConvTransposeOp, args: list[np.ndarray], held: Band, out: Band
 ) -> list[np.ndarray]:
@@ -449,6 +486,7 @@ def _conv_transpose(
     return _dispatch(op, list(args), real, integer)
 
 
+@band_kernel(nn.ResizeOp)
 def _resize(op: nn.ResizeOp, args: list[np.ndarray], held: Band, out: Band) -> list[np.ndarray]:
     """`kernels.resize` with the source coordinates of the band's output rows,
     taken from the held input rows."""
@@ -521,6 +559,7 @@ def _reshape(op: nn.NNOp, args: list[np.ndarray], held: Band, out: Band) -> list
     return [flat[start:stop].reshape(band_shape(out_shape, out))]
 
 
+@band_kernel(nn.IndexMapOp)
 def _index_map(
     op: nn.IndexMapOp, args: list[np.ndarray], held: Band, out: Band
 ) -> list[np.ndarray]:
@@ -575,46 +614,65 @@ def compute(
         np.asarray(x).reshape(()) if not nn.shape_of(v) and np.size(x) == 1 else x
         for x, v in zip(args, op.operands)
     ]
-    if isinstance(op, nn.ConvOp):
-        res = _conv(op, a, inp, out)
-    elif isinstance(op, nn.MaxPoolOp):
-        res = _max_pool(op, a, inp, out)
-    elif isinstance(op, nn.AveragePoolOp):
-        res = _avg_pool(op, a, inp, out)
-    elif isinstance(op, nn.ConvTransposeOp):
-        res = _conv_transpose(op, a, inp, out)
-    elif isinstance(op, nn.ResizeOp):
-        res = _resize(op, a, inp, out)
-    elif isinstance(op, nn.ConvIntegerOp):
-        sl, pads, _ = _window_geometry(op, inp, out, _static(op).out_shape)
-        res = [op.accumulate(a[0][sl], a[1], pads)]
-    elif isinstance(op, nn.IndexMapOp):
-        res = _index_map(op, a, inp, out)
-    elif isinstance(op, nn.GlobalAveragePoolOp):
-        if out or inp:
-            raise BandError(f"{op.name}: an accumulated band runs through accumulate/finish")
-        res = op.reference(a)
-    elif op.tiling() is TilingClass.RESHAPE or isinstance(op, nn.FlattenOp | nn.ReshapeOp):
-        res = _reshape(op, a, inp, out) if (inp or out) else op.reference(a)
+    kernel = kernel_for(type(op))
+    if kernel is not None:
+        res = kernel(op, a, inp, out)
+    elif op.tiling() is TilingClass.RESHAPE:
+        res = _reshape_like(op, a, inp, out)
     else:
-        cls = op.tiling()
-        if cls is TilingClass.WHOLE_ROWS:
-            for axis in op.whole_axes():
-                if axis in out:
-                    raise BandError(f"{op.name}: normalises along axis {axis}, which the band cuts")
-        if cls in (TilingClass.POINTWISE, TilingClass.WHOLE_ROWS):
-            a = _fit_whole(op, a, held, out)
-        elif isinstance(op, nn.GemmOp) and out and not held[2] and a[2].ndim == 2:
-            full = nn.shape_of(op.y)
-            if a[2].shape[0] == full[0] != 1:
-                a[2] = a[2][slice(*out.get(0, (0, full[0])))]
-        res = op.reference(a)
+        res = _on_fitted_operands(op, a, held, out)
     shapes = [_static(op).out_shape] if len(res) == 1 else [nn.shape_of(v) for v in op.results]
     for r, shape in zip(res, shapes):
         want = band_shape(shape, out)
         if tuple(r.shape) != want:
             raise BandError(f"{op.name}: the band result has shape {r.shape}, expected {want}")
     return res
+
+
+@band_kernel(nn.ConvIntegerOp)
+def _conv_integer(
+    op: nn.ConvIntegerOp, args: list[np.ndarray], held: Band, out: Band
+) -> list[np.ndarray]:
+    """The integer accumulator of the band's window."""
+    sl, pads, _ = _window_geometry(op, held, out, _static(op).out_shape)
+    return [op.accumulate(args[0][sl], args[1], pads)]
+
+
+@band_kernel(nn.GlobalAveragePoolOp)
+def _global_average_pool(
+    op: nn.GlobalAveragePoolOp, args: list[np.ndarray], held: Band, out: Band
+) -> list[np.ndarray]:
+    """Whole only: a band of it is accumulated (`accumulate`, `finish`)."""
+    if out or held:
+        raise BandError(f"{op.name}: an accumulated band runs through accumulate/finish")
+    return op.reference(args)
+
+
+@band_kernel(nn.FlattenOp, nn.ReshapeOp)
+def _reshape_like(op: nn.NNOp, args: list[np.ndarray], held: Band, out: Band) -> list[np.ndarray]:
+    """A band of a reshape-like op: one contiguous span; whole, the reference."""
+    return _reshape(op, args, held, out) if (held or out) else op.reference(args)
+
+
+def _on_fitted_operands(
+    op: nn.NNOp, args: list[np.ndarray], held: Sequence[Band], out: Band
+) -> list[np.ndarray]:
+    """An op with no kernel of its own: its reference on the band, whole
+    operands that broadcast cut to it (elementwise and whole-rows ops; a
+    Gemm's row bias)."""
+    a = args
+    cls = op.tiling()
+    if cls is TilingClass.WHOLE_ROWS:
+        for axis in op.whole_axes():
+            if axis in out:
+                raise BandError(f"{op.name}: normalises along axis {axis}, which the band cuts")
+    if cls in (TilingClass.POINTWISE, TilingClass.WHOLE_ROWS):
+        a = _fit_whole(op, a, held, out)
+    elif isinstance(op, nn.GemmOp) and out and not held[2] and a[2].ndim == 2:
+        full = nn.shape_of(op.y)
+        if a[2].shape[0] == full[0] != 1:
+            a = [*a[:2], a[2][slice(*out.get(0, (0, full[0])))], *a[3:]]
+    return op.reference(a)
 
 
 # ---------------------------------------------------------------------------

@@ -611,19 +611,21 @@ class Machine:
             results.append(r.data.copy())
         return results
 
-    # ---- band compute: nothing here, the interpreter's band kernels -----
+    # ---- compute: one hook per band op, nothing here (the verifier) -----
+    # `tigris_ir.interp.loop_ir` computes: `loop.band`'s `nn` op on its band,
+    # `loop.accumulate`'s partial sums and `loop.finish`'s result.
 
-    def compute(
-        self,
-        op: loop.BandComputeOp,
-        nn_op: nn.NNOp,
-        ins: list[Ref],
-        outs: list[Ref],
-        held: list[Band],
-        out: Band,
+    def band(
+        self, nn_op: nn.NNOp, ins: list[Ref], outs: list[Ref], held: list[Band], out: Band
     ) -> None:
-        """Compute a band of `op` (whose body's op is `nn_op`): the
-        interpreter's machine; the verifier computes nothing."""
+        """`loop.band`: the results of `nn_op` over the band `out`, from
+        operands holding the bands `held`."""
+
+    def accumulate(self, nn_op: nn.NNOp, band: Ref, acc: Ref) -> None:
+        """`loop.accumulate`: add a band's sums to the accumulator."""
+
+    def finish(self, nn_op: nn.NNOp, acc: Ref, out: Ref) -> None:
+        """`loop.finish`: the result from the accumulated sums."""
 
 
 @dataclass
@@ -1072,7 +1074,7 @@ class LoopFunctions(InterpreterFunctions):
                     raise LoopIRError(f"{what}: {e}") from None
                 m.need(f"{what} operand #{i}", r, h, need, shape)
         try:
-            m.compute(op, st.nn_op, ins, outs, held, out)
+            m.band(st.nn_op, ins, outs, held, out)
         except BandError as e:
             raise LoopIRError(f"{self._what(op)}: {e}") from None
         if m.tracked:
@@ -1121,7 +1123,7 @@ class LoopFunctions(InterpreterFunctions):
             shape = nn.shape_of(op.body.block.args[0].type)
             m.need(self._what(op), ins[0], bands[0], bands[0], shape)
             m.cover(op, 0, bands[0])
-        m.compute(op, self._static(op).nn_op, ins, outs, bands[:1], bands[1])
+        m.accumulate(self._static(op).nn_op, ins[0], outs[0])
         return ()
 
     @impl(loop.FinishOp)
@@ -1131,7 +1133,7 @@ class LoopFunctions(InterpreterFunctions):
         ins, outs = self._split(op, args)
         if m.tracked:
             m.need(self._what(op), ins[0], {}, {}, None)
-        m.compute(op, self._static(op).nn_op, ins, outs, bands[:1], bands[1])
+        m.finish(self._static(op).nn_op, ins[0], outs[0])
         if m.tracked:
             c = m.cover(op, 1, bands[1])
             shape = nn.shape_of(op.tensor_results()[0])

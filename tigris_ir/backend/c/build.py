@@ -35,7 +35,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from tigris_ir.backend.c.network import CSource, print_network
-from tigris_ir.interp.program import RunStats
+from tigris_ir.interp.run_stats import RunStats
 from tigris_ir.reference.executor import to_boundary, to_internal
 
 REQUIRED_FLAGS = ("-std=c99", "-ffp-contract=off")

@@ -64,7 +64,7 @@ from tigris_ir.backend.c.build import (
     cache_dir,
 )
 from tigris_ir.backend.c.network import CSource
-from tigris_ir.interp.program import RunStats
+from tigris_ir.interp.run_stats import RunStats
 from tigris_ir.rtile.targets import Board, Mcu, Target
 
 CC = "arm-none-eabi-gcc"

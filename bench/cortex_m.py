@@ -43,6 +43,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -85,12 +86,14 @@ def _qdq(
     scales: tuple[float, float] = (0.05, 0.05),
     name: str = "layer",
     two: bool = False,
+    same: bool = False,
 ) -> Callable[[], onnx.ModelProto]:
     """A one-layer int8 model in QDQ form written directly (onnxruntime's
     quantizer leaves a pool on the float input unquantized): the input
     quantized by scale scales[0] (zero point 3), the layer `node` (input
     name, initializers it may add), the output quantized by scales[1] (zero
-    point -5); with `two`, a second input "input2" quantized by scale 0.08
+    point -5, or 3 with `same`: a max pool keeps its input's quantization, as
+    onnxruntime's quantizer makes it); with `two`, a second input "input2" quantized by scale 0.08
     (zero point 1), read by the layer as "bd"."""
     from onnx import TensorProto, helper, numpy_helper
 
@@ -99,7 +102,7 @@ def _qdq(
             numpy_helper.from_array(np.array(scales[0], np.float32), "sx"),
             numpy_helper.from_array(np.array(3, np.int8), "zx"),
             numpy_helper.from_array(np.array(scales[1], np.float32), "sy"),
-            numpy_helper.from_array(np.array(-5, np.int8), "zy"),
+            numpy_helper.from_array(np.array(3 if same else -5, np.int8), "zy"),
             numpy_helper.from_array(np.array(0.08, np.float32), "sb"),
             numpy_helper.from_array(np.array(1, np.int8), "zb"),
         ]
@@ -131,7 +134,7 @@ def _qdq(
     return make
 
 
-def _pool(op: str, k: int, s: int, pad: int, **attrs: int):
+def _pool(op: str, k: int, s: int, pad: int, **attrs: Any):
     from onnx import helper
 
     def node(x: str, inits: list[onnx.TensorProto]) -> onnx.NodeProto:
@@ -199,7 +202,7 @@ ROWS: dict[str, Row] = {
     "fc": Row("fully connected 1280 -> 1000", _layer(_fc, (1, 1280), "fc"), (1.92, 1.92, 0.48)),
     "maxpool": Row(
         "max pool 3x3 s2 p1, 36x36x48",
-        _qdq((1, 48, 36, 36), _pool("MaxPool", 3, 2, 1), (0.05, 0.05), "maxpool"),
+        _qdq((1, 48, 36, 36), _pool("MaxPool", 3, 2, 1), (0.05, 0.05), "maxpool", same=True),
         (None, None, None),
         "elem",
     ),

@@ -861,8 +861,9 @@ def dsp_add_lanes(
     (`rule` ("short", (M, c, k)): `tigris_rq_short` without its own
     doubling, one SMMLAR of the doubled sum and the sign's correction added,
     the shift by k done by SSAT (USAT) as its operand's shift), or the
-    general rule (("fixed", (M, l, k)): `tg_rqx`, then SSAT). Returns the lines given the operands' and the result's
-    pointers and the element count; the loop advances `k`."""
+    general rule (("fixed", (M, l, k)): `tg_rqx`, then SSAT). Returns the
+    lines given the operands' and the result's pointers and the element
+    count; the loop advances `k`."""
     prelude(unit)
     kind, (m, a, b) = rule
     sat = "__usat" if yt == "uint8_t" else "__ssat"
@@ -949,20 +950,12 @@ class PoolLanes:
     """Average: "short" (`tigris_rq_short`, tables M, c, k by count) or
     "fixed" (`tg_rqx`, the packed multiplier by count)."""
     tables: tuple[str, ...] = ()
-    """Average: the per-count tables (short: M, c, k; fixed: packed)."""
+    """Average: the per-count tables (short: M, c, k and the packed one the
+    portable loops read; fixed: packed)."""
     count: str = ""
     """Average: C of the window's count (the divisor)."""
     channels: int | None = None
     """The channels where they are known when printing."""
-
-    def vectors(self, lanes: int) -> int:
-        """Helium registers of `lanes` channels one step holds over the
-        window: at most `MVE_STEP`, as few as cover the known channels in
-        that many steps (48 channels of int16 lanes: two steps of three)."""
-        if self.channels is None:
-            return MVE_STEP
-        regs = max(1, -(-self.channels // lanes))
-        return -(-regs // -(-regs // MVE_STEP))
 
 
 MVE_STEP = 4
@@ -971,17 +964,44 @@ MVE_STEP = 4
 eight, the loads and the requantization take the others."""
 
 
-def _mve_preds(cn: str, nq: int, lanes: int) -> list[str]:
-    """The predicates of a step's `nq` vectors of `lanes` channels from
-    channel c: VCTP of the channels left to each (none: all lanes off)."""
-    ctp = "vctp8q" if lanes == 16 else "vctp16q"
-    out = [f"    const int r_ = {cn} - c;"]
-    out += [
-        f"    const mve_pred16_t p{i}_ ="
-        f" {ctp}((uint32_t)(r_ > {lanes * i} ? r_ - {lanes * i} : 0));"
-        for i in range(nq)
-    ]
-    return out
+def _mve_ld(fn: str, ptr: str, i: int, pred: bool) -> str:
+    """A Helium load of vector i of a step (zeroing the lanes off in a tail)."""
+    return f"{fn.replace('q_', 'q_z_', 1)}({ptr}, p{i}_)" if pred else f"{fn}({ptr})"
+
+
+def _mve_st(fn: str, ptr: str, v: str, i: int, pred: bool) -> str:
+    """A Helium store of vector i of a step (only the lanes on in a tail)."""
+    return f"{fn.replace('q_', 'q_p_', 1)}({ptr}, {v}, p{i}_)" if pred else f"{fn}({ptr}, {v})"
+
+
+def _mve_head(cn: str, nq: int, lanes: int, pred: bool) -> list[str]:
+    """The loop head of a Helium step over channels from c: `nq` whole
+    vectors of `lanes` channels, or (`pred`) one predicated vector of the
+    channels left (VCTP)."""
+    if not pred:
+        return [f"  for (; c + {lanes * nq} <= {cn}; c += {lanes * nq}) {{"]
+    ctp = {16: "vctp8q", 8: "vctp16q", 4: "vctp32q"}[lanes]
+    return [f"  for (; c < {cn}; c += {lanes}) {{",
+            f"    const mve_pred16_t p0_ = {ctp}((uint32_t)({cn} - c));"]
+
+
+def _mve_steps(
+    channels: int | None, lanes: int, step: Callable[[int, bool], list[str]]
+) -> list[str]:
+    """A Helium kernel's steps from channel c = 0: whole vectors, up to
+    `MVE_STEP` per step (as many as the known channels fill), one step of
+    the whole vectors those leave, then one predicated vector at a time for
+    the channels left (none where the known channels fill whole vectors)."""
+    if channels is None:
+        return [*step(MVE_STEP, False), *step(1, True)]
+    whole = channels // lanes
+    out: list[str] = []
+    if whole:
+        nq = min(MVE_STEP, whole)
+        out += step(nq, False)
+        if whole % nq:  # the whole vectors left: one step of them
+            out += step(whole % nq, False)
+    return out + (step(1, True) if channels % lanes else [])
 
 
 def _taps(p: PoolLanes, body: list[str], indent: str) -> list[str]:
@@ -1060,27 +1080,37 @@ def pool_lanes(unit: CUnit, p: PoolLanes) -> list[str]:
         else:
             s = "u8" if u else "s8"
             ty = "uint8x16_t" if u else "int8x16_t"
-            nq = p.vectors(16)
-            body = [f"m{i}_ = vmaxq_{s}(m{i}_, vldrbq_z_{s}(xp + {16 * i}, p{i}_));"
-                    for i in range(nq)]
-            out += [
-                f"  for (int c = 0; c < {p.cn}; c += {16 * nq}) {{",
-                *_mve_preds(p.cn, nq, 16),
-                "    " + " ".join(f"{ty} m{i}_ = vdupq_n_{s}({'0' if u else '-128'});"
-                              for i in range(nq)),
-                *_taps(p, body, "    "),
-                *(f"    vstrbq_p_{s}(({p.yt} *)({p.out} + c + {16 * i}), m{i}_, p{i}_);"
-                  for i in range(nq)),
-                "  }",
-            ]
+
+            def mstep(nq: int, pred: bool) -> list[str]:
+                body = [
+                    f"m{i}_ = vmaxq_{s}(m{i}_, "
+                    f"{_mve_ld(f'vldrbq_{s}', f'xp + {16 * i}', i, pred)});"
+                    for i in range(nq)
+                ]
+                stores = [
+                    _mve_st(f"vstrbq_{s}", f"({p.yt} *)({p.out} + c + {16 * i})", f"m{i}_", i,
+                            pred)
+                    for i in range(nq)
+                ]
+                return [
+                    *_mve_head(p.cn, nq, 16, pred),
+                    "    " + " ".join(f"{ty} m{i}_ = vdupq_n_{s}({'0' if u else '-128'});"
+                                  for i in range(nq)),
+                    *_taps(p, body, "    "),
+                    *(f"    {st};" for st in stores),
+                    "  }",
+                ]
+
+            out += ["  int c = 0;", *_mve_steps(p.channels, 16, mstep)]
         return [*out, "}"]
     # the average pool, fixed point
     nin = " * ".join(f"(tb{ax.axis} - ta{ax.axis})" for ax in p.axes)
     out.append(f"  const int32_t zs_ = {nin} * {p.xzp};")
     out.append(f"  const int n_ = {p.count};")
     if p.rule == "short":
-        tm, tc, tk = p.tables
+        tm, tc, tk, packed = p.tables
         out.append(f"  const int32_t M_ = {tm}[n_], C_ = {tc}[n_]; const int K_ = {tk}[n_];")
+        out.append(f"  (void){packed};")
     else:
         out += [
             f"  const int64_t P_ = {p.tables[0]}[n_];",
@@ -1129,18 +1159,17 @@ def pool_lanes(unit: CUnit, p: PoolLanes) -> list[str]:
             "  }",
         ]
         return [*out, "}"]
-    nq = p.vectors(8)
-
-    def ld(i: int) -> str:
+    def ld(i: int, pred: bool) -> str:
         if u:
-            return f"vreinterpretq_s16_u16(vldrbq_z_u16(xp + {8 * i}, p{i}_))"
-        return f"vldrbq_z_s16(xp + {8 * i}, p{i}_)"
+            return f"vreinterpretq_s16_u16({_mve_ld('vldrbq_u16', f'xp + {8 * i}', i, pred)})"
+        return _mve_ld("vldrbq_s16", f"xp + {8 * i}", i, pred)
 
     def wide(i: int) -> list[str]:
         if u:
             return [f"vreinterpretq_s32_u32(vmovl{h}q_u16(vreinterpretq_u16_s16(s{i}_)))"
                     for h in "bt"]
         return [f"vmovlbq_s16(s{i}_)", f"vmovltq_s16(s{i}_)"]
+
     if p.rule == "short":
         rql = [
             "      const int32x4_t n_ = vshrq_n_s32(v_, 31);",
@@ -1155,33 +1184,45 @@ def pool_lanes(unit: CUnit, p: PoolLanes) -> list[str]:
             f"      v_ = vqaddq_n_s32(v_, {p.yzp});",
         ]
     lo_, hi_ = (0, 255) if p.yt == "uint8_t" else (-128, 127)
-    store = "vstrbq_p_u16" if p.yt == "uint8_t" else "vstrbq_p_s16"
+    store = "vstrbq_u16" if p.yt == "uint8_t" else "vstrbq_s16"
     res = "vreinterpretq_u16_s16(r_)" if p.yt == "uint8_t" else "r_"
+
+    def astep(nq: int, pred: bool) -> list[str]:
+        out = [
+            *_mve_head(p.cn, nq, 8, pred),
+            "    " + " ".join(f"int16x8_t s{i}_ = vdupq_n_s16(0);" for i in range(nq)),
+            *_taps(p, [f"s{i}_ = vaddq_s16(s{i}_, {ld(i, pred)});" for i in range(nq)], "    "),
+        ]
+        for q in range(nq):
+            st = _mve_st(store, f"({p.yt} *)({p.out} + c + {8 * q})", res, q, pred)
+            out += [
+                "    {",
+                *(line for i in range(2) for line in (
+                    f"    int32x4_t h{i}_;",
+                    f"    {{ int32x4_t v_ = vsubq_s32({wide(q)[i]}, vdupq_n_s32(zs_));",
+                    *rql,
+                    f"      h{i}_ = vminq_s32(vmaxq_s32(v_, vdupq_n_s32({lo_})),"
+                    f" vdupq_n_s32({hi_})); }}",
+                )),
+                "    { const int16x8_t r_ = vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), h0_), h1_);",
+                f"      {st}; }}",
+                "    }",
+            ]
+        return [*out, "  }"]
+
     out += [
         *(["  const int32x4_t F_ = vdupq_n_s32(K_ ? -1 : 0);"] if p.rule != "short" else []),
-        f"  for (int c = 0; c < {p.cn}; c += {8 * nq}) {{",
-        *_mve_preds(p.cn, nq, 8),
-        "    " + " ".join(f"int16x8_t s{i}_ = vdupq_n_s16(0);" for i in range(nq)),
-        *_taps(p, [f"s{i}_ = vaddq_s16(s{i}_, {ld(i)});" for i in range(nq)], "    "),
-    ]
-    for q in range(nq):
-        out += [
-            "    {",
-            *(line for i in range(2) for line in (
-                f"    int32x4_t h{i}_;",
-                f"    {{ int32x4_t v_ = vsubq_s32({wide(q)[i]}, vdupq_n_s32(zs_));",
-                *rql,
-                f"      h{i}_ = vminq_s32(vmaxq_s32(v_, vdupq_n_s32({lo_})), vdupq_n_s32({hi_}));"
-                " }",
-            )),
-            "    { const int16x8_t r_ = vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), h0_), h1_);",
-            f"      {store}(({p.yt} *)({p.out} + c + {8 * q}), {res}, p{q}_); }}",
-            "    }",
-        ]
-    out += [
-        "  }",
+        "  int c = 0;",
+        *_mve_steps(p.channels, 8, astep),
     ]
     return [*out, "}"]
+
+
+def _static(expr: str) -> int | None:
+    try:
+        return int(expr)
+    except ValueError:
+        return None
 
 
 def gap_lanes(
@@ -1195,37 +1236,45 @@ def gap_lanes(
     DSP: two words (eight channels) per step, their bytes summed in 16-bit
     halves (SXTAB16 of each word and of it rotated by 8) along one row of
     positions (at most `decide.LANE_TAPS` of them), the halves added to
-    int32 sums after each row; then one word, then the channels left one by
-    one. Helium: four channels per Q register widened to int32 lanes
-    (VLDRB.S32) and summed, up to `MVE_STEP` registers per step, the last
-    predicated (VCTP32)."""
+    int32 sums after each row (the whole band at once where its rows are
+    dense and hold at most 255 positions); then one word, then the channels
+    left one by one. Helium: four channels per Q register widened to int32
+    lanes (VLDRB.S32) and summed, up to `MVE_STEP` whole registers per step,
+    then one predicated register (VCTP32) at a time (`_mve_steps`)."""
     prelude(unit)
     u = xt == "uint8_t"
     (e1, s1), (e2, s2) = axes
     npos = f"({e1}) * ({e2})"
+    n1, n2 = _static(e1), _static(e2)
+    if n1 is not None and n2 is not None and s1 == n2 * s2 and (
+        isa == "mve" or n1 * n2 <= 255
+    ):  # dense rows: one run of positions
+        e1, e2, s1 = "1", str(n1 * n2), 0
     if isa == "mve":
-        regs = MVE_STEP if channels is None else max(1, -(-channels // 4))
-        nq = MVE_STEP if channels is None else -(-regs // -(-regs // MVE_STEP))
-        ld = "vldrbq_z_u32" if u else "vldrbq_z_s32"
+        ld = "vldrbq_u32" if u else "vldrbq_s32"
         cast = "vreinterpretq_s32_u32" if u else ""
-        return [
-            "#ifdef TG_MVE",
-            f"for (int c = 0; c < {cn}; c += {4 * nq}) {{",
-            f"  const int r_ = {cn} - c;",
-            *(f"  const mve_pred16_t p{i}_ = vctp32q((uint32_t)(r_ > {4 * i} ? r_ - {4 * i} : 0));"
-              for i in range(nq)),
-            "  " + " ".join(f"int32x4_t a{i}_ = vdupq_n_s32(0);" for i in range(nq)),
-            f"  for (int j1 = 0; j1 < {e1}; j1++) {{",
-            f"    const {xt} *xr = {base} + c + (long)j1 * {s1};",
-            f"    for (int j2 = 0; j2 < {e2}; j2++, xr += {s2}) {{",
-            *(f"      a{i}_ = vaddq_s32(a{i}_, {cast}({ld}(xr + {4 * i}, p{i}_)));"
-              for i in range(nq)),
-            "    }",
-            "  }",
-            *(f"  vstrwq_p_s32(part + c + {4 * i}, vsubq_s32(a{i}_, vdupq_n_s32({npos} * {xzp})),"
-              f" p{i}_);" for i in range(nq)),
-            "}",
-        ]
+
+        def sub(i: int) -> str:
+            return f"vsubq_s32(a{i}_, vdupq_n_s32({npos} * {xzp}))"
+
+        def gstep(nq: int, pred: bool) -> list[str]:
+            adds = [f"a{i}_ = vaddq_s32(a{i}_, {cast}({_mve_ld(ld, f'xr + {4 * i}', i, pred)}));"
+                    for i in range(nq)]
+            return [
+                *_mve_head(cn, nq, 4, pred),
+                "    " + " ".join(f"int32x4_t a{i}_ = vdupq_n_s32(0);" for i in range(nq)),
+                f"    for (int j1 = 0; j1 < {e1}; j1++) {{",
+                f"      const {xt} *xr = {base} + c + (long)j1 * {s1};",
+                f"      for (int j2 = 0; j2 < {e2}; j2++, xr += {s2}) {{",
+                *(f"        {a}" for a in adds),
+                "      }",
+                "    }",
+                *(f"    {_mve_st('vstrwq_s32', f'part + c + {4 * i}', sub(i), i, pred)};"
+                  for i in range(nq)),
+                "  }",
+            ]
+
+        return ["#ifdef TG_MVE", "{", "  int c = 0;", *_mve_steps(channels, 4, gstep), "}"]
     ext, extr = ("__uxtab16", "tg_uxtab16r8") if u else ("__sxtab16", "tg_sxtab16r8")
     lo, hi = ("(int32_t)(uint16_t)", "(int32_t)((uint32_t)") if u else ("(int16_t)", "(")
 

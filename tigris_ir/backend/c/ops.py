@@ -1307,14 +1307,37 @@ def _lanes(op: nn.NNOp) -> str | None:
     return attr.data if isinstance(attr, StringAttr) else None
 
 
+def _window_counts(op: nn.NNOp) -> set[int]:
+    """The divisors an average pool's windows have over its whole output:
+    per spatial axis the taps inside the image (or its explicit pads with
+    count_include_pad), as `emit_pool`'s cnt<a> counts them, multiplied."""
+    import itertools
+
+    assert isinstance(op, nn.PoolOp)
+    xs, ys = nn.shape_of(op.operands[0]), nn.shape_of(op.results[0])
+    nsp = len(xs) - 2
+    k, s, p = op.kernel(), op.strides(), op.pads()
+    include = bool(op.int_("count_include_pad"))
+    per_axis = []
+    for i in range(nsp):
+        size = xs[1 + i]
+        lo, hi = (-p[i], size + p[nsp + i]) if include else (0, size)
+        per_axis.append({
+            max(0, min(hi - g, k[i]) - max(lo - g, 0))
+            for g in (j * s[i] - p[i] for j in range(ys[1 + i]))
+        })
+    return {math.prod(c) for c in itertools.product(*per_axis)}
+
+
 def _avg_lanes(
     unit: CUnit, op: nn.NNOp, pl: arm_m.PoolLanes, ex: _Elem, ey: _Elem, taps: int,
     sp: list[_Spatial],
 ) -> arm_m.PoolLanes:
     """An average pool's lanes with its requantization: the multipliers of
-    every window count (`kernels.mean_fixed`), as the short form's tables
-    where `band.short_form` holds for all of them (sums of at most `taps`
-    8-bit terms), else packed."""
+    every window count (`kernels.mean_fixed`) by count, as the short form's
+    tables where `band.short_form` holds for the counts the op's windows
+    have (`_window_counts`; sums of at most `taps` 8-bit terms), else
+    packed."""
     from dataclasses import replace
 
     fixed_helpers(unit)
@@ -1322,14 +1345,19 @@ def _avg_lanes(
     packed = pack_fixed(K.mean_fixed_real(_scale(ex), _scale(ey), counts))
     zy = _zp(ey)
     count = " * ".join(f"cnt{ax.axis}" for ax in sp)
-    bound = np.full(packed.shape, taps * 255, np.int64)
-    if short_form(packed, bound, zy):
+    seen = np.array(sorted(n - 1 for n in _window_counts(op) if n > 0), np.int64)
+    bound = np.full(seen.shape, taps * 255, np.int64)
+    # the portable loops' table (under #else: named here so that the lanes
+    # mention it, else unused where they are built)
+    portable = unit.const("avgm", np.concatenate([[0], packed]).astype(np.int64))
+    if seen.size and short_form(packed[seen], bound, zy):
         m, c, kk = short_params(np.concatenate([[0], packed]), zy)
         tables = tuple(unit.const(h, v.astype(np.int32))
                        for h, v in (("avgm", m), ("avgc", c), ("avgk", kk)))
+        tables += (portable,)
         rule = "short"
     else:
-        tables = (unit.const("avgm", np.concatenate([[0], packed]).astype(np.int64)),)
+        tables = (portable,)
         rule = "fixed"
     return replace(pl, xzp=_zp(ex), yzp=zy, rule=rule, tables=tables, count=count)
 
@@ -1381,13 +1409,23 @@ def _sum_positions(
 
 
 def _gap_fixed(unit: CUnit, op: nn.NNOp, ex: _Elem, ey: _Elem, acc: str) -> str:
-    """`GlobalAveragePoolOp.finish_fixed` of the int32 sum `acc`, as C."""
+    """`GlobalAveragePoolOp.finish_fixed` of the int32 sum `acc`, as C (with
+    `rtile.lanes`, `tigris_rq_short` where `band.short_form` holds for sums
+    of count 8-bit terms)."""
     fixed_helpers(unit)
     count = math.prod(nn.shape_of(op.operands[0])[1:-1])
     if count * 256 >= 2**31:
         raise CLoweringError(f"{op.name}: {count} int8 terms may leave the int32 sum")
-    pm = fixed_literal(float(K.mean_fixed_real(_scale(ex), _scale(ey), count)))
-    return f"({ey.ctype})tigris_requant_fx((int32_t){_par(acc)}, {pm}, {_zp(ey)}, {ey.lo}, {ey.hi})"
+    real = float(K.mean_fixed_real(_scale(ex), _scale(ey), count))
+    zy = _zp(ey)
+    packed = pack_fixed(real)
+    if _lanes(op) is not None and short_form(packed, np.array([count * 255]), zy):
+        # the short form, proved exact for these sums (SMMLAR on the DSP extension)
+        m, c, k = (int(v[0]) for v in short_params(packed, zy))
+        v = f"tigris_rq_short((int32_t){_par(acc)}, {m}, {c}, {k})"
+        return f"({ey.ctype})({v} < {ey.lo} ? {ey.lo} : {v} > {ey.hi} ? {ey.hi} : {v})"
+    pm = fixed_literal(real)
+    return f"({ey.ctype})tigris_requant_fx((int32_t){_par(acc)}, {pm}, {zy}, {ey.lo}, {ey.hi})"
 
 
 def _check_exact_sum(op: nn.NNOp, ex: _Elem, ey: _Elem | None, terms: int) -> None:

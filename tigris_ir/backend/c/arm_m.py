@@ -900,13 +900,21 @@ static inline __attribute__((always_inline, unused)) int32_t tg_rq2(int32_t a2, 
         return [f"    {y}[k + {i}] = ({yt}){sat}({rq(f's{i}')}, 8);"]
 
     def lanes(xs: list[str], y: str, n: str) -> list[str]:
-        out = ["#ifdef TG_DSP", f"for (; k + 4 <= {n}; k += 4) {{"]
+        # the tables' addresses opaque to gcc: else it reaches the second
+        # from the first (one more ADD per lookup, no scaled-index load)
+        out = [
+            "#ifdef TG_DSP",
+            "{",
+            f"  const int32_t *ta_ = {tables[0]}, *tb_ = {tables[1]};",
+            '  __asm__("" : "+r"(ta_), "+r"(tb_));',
+            f"  for (; k + 4 <= {n}; k += 4) {{",
+        ]
         for i in range(4):
-            got = [f"{t}[(uint8_t){x}[k + {i}]]" for t, x in zip(tables, xs)]
+            got = [f"{t}[(uint8_t){x}[k + {i}]]" for t, x in zip(("ta_", "tb_"), xs)]
             out.append(f"    const int32_t s{i} = {got[0]} {sign} {got[1]};")
         for i in range(4):
             out += store(i, y)
-        return [*out, "}", "#endif"]
+        return [*out, "  }", "}", "#endif"]
 
     return lanes
 

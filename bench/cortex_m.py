@@ -1,4 +1,4 @@
-"""Instructions per MAC on Cortex-M4, M7 and M55 under QEMU, against CMSIS-NN.
+"""Instructions per MAC (or element) on Cortex-M4, M7 and M55 under QEMU, against CMSIS-NN.
 
 Each row is an int8 plan (budget `--budget`, the target's requantization:
 integer-only fixed point on the Cortex-M CPUs, or `--requant float`) whose
@@ -17,6 +17,10 @@ Rows:
   is the layer's; with `--boundary float` it includes the float32 NCHW
   boundary (the input's transpose and quantization, the output's
   dequantization), which CMSIS-NN's figures do not;
+* int8 max and average pools, a global average pool and an Add, each a
+  model of that one layer, counted in instructions per output element
+  (they multiply nothing; CMSIS-NN's documentation gives no per-element
+  figure for them, so their anchor column is empty);
 * whole networks: MobileNetV2 0.35 at 144x144, DS-CNN, MobileNetV1 0.25 at
   96x96 (the zoo's full sizes), with flash (text + rodata + data) and RAM
   (data + bss + stack) of the image.
@@ -26,7 +30,8 @@ shapes (M4 / M7 / M55), as the issue states them; the networks' anchor is the
 issue's target (MobileNetV2 0.35/144: 2.5 on M7, 0.8 on M55).
 
     python bench/cortex_m.py [--cpus cortex-m4,cortex-m7,cortex-m55]
-                             [--rows pw36,dw36,stem,pw9,fc,mobilenet_v2_035,ds_cnn,mobilenet_v1_025]
+                             [--rows pw36,dw36,stem,pw9,fc,maxpool,avgpool,gap,add,
+                                     mobilenet_v2_035,ds_cnn,mobilenet_v1_025]
                              [--budget 256K] [--requant fixed|float]
                              [--boundary int8|float]
 """
@@ -38,6 +43,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -74,6 +80,85 @@ def _layer(build: Callable[[zoo._Graph], str], shape: tuple[int, ...], name: str
     return make
 
 
+def _qdq(
+    shape: tuple[int, ...],
+    node: Callable[[str, list[onnx.TensorProto]], onnx.NodeProto],
+    scales: tuple[float, float] = (0.05, 0.05),
+    name: str = "layer",
+    two: bool = False,
+    same: bool = False,
+) -> Callable[[], onnx.ModelProto]:
+    """A one-layer int8 model in QDQ form written directly (onnxruntime's
+    quantizer leaves a pool on the float input unquantized): the input
+    quantized by scale scales[0] (zero point 3), the layer `node` (input
+    name, initializers it may add), the output quantized by scales[1] (zero
+    point -5, or 3 with `same`: a max pool keeps its input's quantization, as
+    onnxruntime's quantizer makes it); with `two`, a second input "input2" quantized by scale 0.08
+    (zero point 1), read by the layer as "bd"."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def make() -> onnx.ModelProto:
+        inits = [
+            numpy_helper.from_array(np.array(scales[0], np.float32), "sx"),
+            numpy_helper.from_array(np.array(3, np.int8), "zx"),
+            numpy_helper.from_array(np.array(scales[1], np.float32), "sy"),
+            numpy_helper.from_array(np.array(3 if same else -5, np.int8), "zy"),
+            numpy_helper.from_array(np.array(0.08, np.float32), "sb"),
+            numpy_helper.from_array(np.array(1, np.int8), "zb"),
+        ]
+        inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, shape)]
+        if two:
+            inputs.append(helper.make_tensor_value_info("input2", TensorProto.FLOAT, shape))
+        nodes = [
+            helper.make_node("QuantizeLinear", ["input", "sx", "zx"], ["xq"]),
+            helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xd"]),
+            *(
+                [
+                    helper.make_node("QuantizeLinear", ["input2", "sb", "zb"], ["bq"]),
+                    helper.make_node("DequantizeLinear", ["bq", "sb", "zb"], ["bd"]),
+                ]
+                if two
+                else []
+            ),
+            node("xd", inits),
+            helper.make_node("QuantizeLinear", ["yf", "sy", "zy"], ["yq"]),
+            helper.make_node("DequantizeLinear", ["yq", "sy", "zy"], ["output"]),
+        ]
+        graph = helper.make_graph(
+            nodes, name, inputs,
+            [helper.make_tensor_value_info("output", TensorProto.FLOAT, None)], inits,
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        return onnx.shape_inference.infer_shapes(model, strict_mode=True)
+
+    return make
+
+
+def _pool(op: str, k: int, s: int, pad: int, **attrs: Any):
+    from onnx import helper
+
+    def node(x: str, inits: list[onnx.TensorProto]) -> onnx.NodeProto:
+        return helper.make_node(op, [x], ["yf"], kernel_shape=[k, k], strides=[s, s],
+                                pads=[pad] * 4, **attrs)
+
+    return node
+
+
+def _gap(x: str, inits: list[onnx.TensorProto]) -> onnx.NodeProto:
+    from onnx import helper
+
+    return helper.make_node("GlobalAveragePool", [x], ["yf"])
+
+
+def _add(x: str, inits: list[onnx.TensorProto]) -> onnx.NodeProto:
+    """An Add of the input and a second input of its shape (scale 0.08, zero
+    point 1): the layer alone, where a second branch computed from the first
+    input would add its own instructions."""
+    from onnx import helper
+
+    return helper.make_node("Add", [x, "bd"], ["yf"])
+
+
 def _fc(g: zoo._Graph) -> str:
     w = g.const("fc_w", g.he((1000, 1280), 1280))
     b = g.const("fc_b", g.small(1000))
@@ -86,6 +171,11 @@ class Row:
     make: Callable[[], onnx.ModelProto]
     anchor: tuple[float | None, float | None, float | None]
     """Instructions per MAC to compare with, per CPU of CPUS."""
+    per: str = "MAC"
+    """What the row's figure counts instructions per: "MAC" (the graph's
+    multiply-accumulates) or "elem" (the output's elements: the pools and
+    Add, which multiply nothing; CMSIS-NN states no such figure, so no
+    anchor)."""
 
 
 ROWS: dict[str, Row] = {
@@ -110,6 +200,30 @@ ROWS: dict[str, Row] = {
         (1.83, 1.80, 0.30),
     ),
     "fc": Row("fully connected 1280 -> 1000", _layer(_fc, (1, 1280), "fc"), (1.92, 1.92, 0.48)),
+    "maxpool": Row(
+        "max pool 3x3 s2 p1, 36x36x48",
+        _qdq((1, 48, 36, 36), _pool("MaxPool", 3, 2, 1), (0.05, 0.05), "maxpool", same=True),
+        (None, None, None),
+        "elem",
+    ),
+    "avgpool": Row(
+        "average pool 3x3 s1 p1, 36x36x48",
+        _qdq((1, 48, 36, 36), _pool("AveragePool", 3, 1, 1), (0.05, 0.03), "avgpool"),
+        (None, None, None),
+        "elem",
+    ),
+    "gap": Row(
+        "global average pool 9x9x336",
+        _qdq((1, 336, 9, 9), _gap, (0.05, 0.01), "gap"),
+        (None, None, None),
+        "elem",
+    ),
+    "add": Row(
+        "Add 36x36x48 + 36x36x48",
+        _qdq((1, 48, 36, 36), _add, (0.05, 0.1), "add", two=True),
+        (None, None, None),
+        "elem",
+    ),
     "mobilenet_v2_035": Row(
         "MobileNetV2 0.35/144",
         lambda: zoo.build("mobilenet_v2_035", size="full", int8=True),
@@ -124,6 +238,12 @@ ROWS: dict[str, Row] = {
         (None, None, None),
     ),
 }
+
+
+def elements(model: onnx.ModelProto) -> int:
+    """Elements of the graph's (first) output."""
+    inferred = onnx.shape_inference.infer_shapes(model)
+    return int(np.prod([d.dim_value for d in inferred.graph.output[0].type.tensor_type.shape.dim]))
 
 
 def macs(model: onnx.ModelProto) -> int:
@@ -209,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.boundary} boundary)"
     )
     table.add_column("row")
-    table.add_column("MACs", justify="right")
+    table.add_column("MACs (elements)", justify="right")
     for cpu in cpus:
         table.add_column(f"{cpu}", justify="right")
         table.add_column("anchor", justify="right")
@@ -219,8 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     for key in (r for r in args.rows.split(",") if r):
         row = ROWS[key]
         model = row.make()
-        n = macs(model)
-        cells = [row.label, f"{n / 1e6:.2f} M"]
+        n = macs(model) if row.per == "MAC" else elements(model)
+        cells = [row.label, f"{n / 1e6:.2f} M" + ("" if row.per == "MAC" else " elem")]
         for cpu in cpus:
             m = measure(model, cpu, budget, args.requant, args.boundary)
             per = m.instructions / n

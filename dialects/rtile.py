@@ -233,6 +233,11 @@ COVER = "rtile.cover"
 """... its `#rtile.cover` of the site."""
 TARGET = "rtile.target"
 """... the name of the target the geometry was fitted to."""
+LANES = "rtile.lanes"
+"""The SIMD kernel an int8 elementwise op or pool of a Cortex-M target runs
+("dsp": the DSP extension's four bytes per 32-bit register, "mve": Helium's
+Q registers), chosen by `lower-gebp` from its `rtile.target`'s description
+(`Target.int8_lanes`); absent, the op prints its portable loop."""
 REQUEST = "rtile.request"
 """A geometry the user asks for on one op: honoured when `check` accepts it."""
 CLAMP = "rtile.clamp"

@@ -151,8 +151,8 @@ class GebpTilePass(ModulePass):
         if target.mcu is not None:  # the Cortex-M depthwise kernels are the CPU's
             for dw in decide.depthwise_ops(op):
                 dw.attributes[TARGET] = StringAttr(label)
-            for add in decide.int8_adds(op):  # and its int8 Add / Sub lanes
-                add.attributes[TARGET] = StringAttr(label)
+            for lane_op in decide.lane_ops(op):  # and its int8 Add / Sub and pool lanes
+                lane_op.attributes[TARGET] = StringAttr(label)
 
     def _choose(
         self,

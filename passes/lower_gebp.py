@@ -18,7 +18,11 @@ into its epilogue (`bias_clamp`) and the activation's band is removed: the
 buffer holds the activated values as soon as the product is stored, and
 nothing reads it in between. A float32 depthwise convolution (no matrix
 product, no kernel op) takes such a band the same way, as its `rtile.clamp`
-attribute. The C backend prints exactly those ops. A site `gebp-tile` gave no
+attribute. The int8 Add / Sub and pools of a Cortex-M target (marked with its
+`rtile.target` by `gebp-tile`) get their SIMD unit, `rtile.lanes = "dsp"` or
+`"mve"`, where the target's description has it and a kernel exists for the
+op (`decide.int8_lanes`); without it they print their portable loops. The C
+backend prints exactly those ops. A site `gebp-tile` gave no
 geometry (no register tile fits it) keeps no kernel: its
 band runs the direct loop nest. The tensor-level functions of the module (the
 untiled reference) are left alone.
@@ -34,7 +38,14 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import memref
-from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, MemRefType, ModuleOp, TensorType
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    Float32Type,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -43,6 +54,7 @@ from xdsl.utils.exceptions import PassFailedException
 from tigris_ir.dialects import loop, nn
 from tigris_ir.dialects.rtile import (
     CLAMP,
+    LANES,
     TARGET,
     EpilogueOp,
     KernelOp,
@@ -242,6 +254,12 @@ class LowerGebpPass(ModulePass):
         for dw in list(decide.depthwise_ops(op)):
             if isinstance(dw, nn.ConvOp):
                 fuse_depthwise_activation(dw)
+        for lane_op in decide.lane_ops(op):  # a Cortex-M target's int8 Add / Sub and pools
+            lane_op.attributes.pop(LANES, None)
+            if TARGET in lane_op.attributes:
+                lanes = decide.int8_lanes(lane_op, decide.site_target(lane_op))
+                if lanes is not None:
+                    lane_op.attributes[LANES] = StringAttr(lanes)
 
 
 def tile_and_lower(module: ModuleOp, target: str = "host") -> None:

@@ -66,6 +66,78 @@ def int8_adds(module: ModuleOp) -> Iterator[Operation]:
             yield op
 
 
+def int8_pools(module: ModuleOp) -> Iterator[Operation]:
+    """The quantized max, average and global average pools of a module's
+    plan functions (every function where the module holds no plan)."""
+    from tigris_ir.dialects import nn
+
+    for op in plan_ops(module):
+        if isinstance(op, nn.MaxPoolOp | nn.AveragePoolOp | nn.GlobalAveragePoolOp) and (
+            op.is_quantized()
+        ):
+            yield op
+
+
+def lane_ops(module: ModuleOp) -> Iterator[Operation]:
+    """The ops a Cortex-M target may give SIMD lanes (`rtile.lanes`): the
+    int8 Add / Sub and pools."""
+    yield from int8_adds(module)
+    yield from int8_pools(module)
+
+
+LANE_TAPS = 255
+"""The most taps an average pool's lanes sum (and positions a global one's
+DSP kernel sums along a row): the DSP kernels sum bytes in 16-bit halves
+(SXTAB16), Helium's average pool in int16 lanes; 255 int8 or uint8 terms
+stay inside them."""
+
+
+def _fixed_path(op: Operation) -> bool:
+    """Whether a quantized op runs its integer-only definition (the
+    reference's "fixed" path: neither an integer op nor one computing on its
+    stored values of one quantization)."""
+    from tigris_ir.dialects import nn
+
+    assert isinstance(op, nn.NNOp)
+    if op.quant_kind() is nn.QuantKind.INTEGER:
+        return False
+    if op.quant_kind() is nn.QuantKind.EXACT and op._same_quantization():
+        return False
+    return op.FIXED and nn.requant_fixed(op)
+
+
+def int8_lanes(op: Operation, target: tg.Target) -> str | None:
+    """The SIMD unit (`Target.int8_lanes`) an int8 Add / Sub or pool of the
+    target runs on, where its kernel exists for the op: an Add or Sub, an
+    average pool of at most `LANE_TAPS` taps, or a global average pool (on
+    the DSP extension: rows of at most `LANE_TAPS` positions) in fixed
+    point; a max pool whose input and output share one quantization; 8-bit
+    types throughout, two spatial axes for the pools. None: the portable
+    loop."""
+    import numpy as np
+
+    from tigris_ir.dialects import nn
+
+    lanes = target.int8_lanes
+    if lanes is None or not isinstance(op, nn.NNOp):
+        return None
+    if any(np.dtype(nn.dtype_of(v)).itemsize != 1 for v in (*op.operands, *op.results)):
+        return None
+    if isinstance(op, nn.MaxPoolOp):
+        same = op.quant_kind() is nn.QuantKind.EXACT and op._same_quantization()
+        return lanes if same and len(nn.shape_of(op.input)) == 4 else None
+    if not _fixed_path(op):
+        return None
+    if isinstance(op, nn.AveragePoolOp):
+        taps = int(np.prod(op.kernel()))
+        return lanes if taps <= LANE_TAPS and len(nn.shape_of(op.input)) == 4 else None
+    if isinstance(op, nn.GlobalAveragePoolOp):
+        shape = nn.shape_of(op.operands[0])
+        rows_fit = lanes == "mve" or shape[-2] <= LANE_TAPS  # DSP: 16-bit sums along a row
+        return lanes if len(shape) == 4 and rows_fit else None
+    return lanes if isinstance(op, nn.AddOp | nn.SubOp) else None
+
+
 def file_of(target: tg.Target, site: Site) -> tg.Target:
     """The register file a site's geometry is fitted to: that of the target's
     float32 FMA (`Target.float_file`) or of its int8 instruction."""

@@ -288,6 +288,18 @@ class Target:
             return "pmaddwd"
         return "none"
 
+    @property
+    def int8_lanes(self) -> Literal["dsp", "mve"] | None:
+        """The SIMD unit the int8 elementwise ops and pools of this target's
+        C run on (`rtile.lanes`): Helium where the CPU has MVE, else the DSP
+        extension's four bytes per general register, else none (their
+        portable loops; the x86 targets' are the compiler's)."""
+        if self.mcu is None:
+            return None
+        if self.mcu.mve != "none":
+            return "mve"
+        return "dsp" if self.mcu.dsp else None
+
     def float_file(self) -> Target:
         """The register file the float32 kernels tile: the registers at the
         width of one FMA issue (`fma_bytes`), where that is narrower."""

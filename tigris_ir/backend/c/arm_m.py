@@ -29,6 +29,7 @@ that targets neither builds the portable loops over the same panels.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -120,6 +121,9 @@ static inline __attribute__((always_inline, unused)) int32_t tg_ldw(const void *
   int32_t v;
   memcpy(&v, p, sizeof v);
   return v;
+}
+static inline __attribute__((always_inline, unused)) void tg_stw(void *p, int32_t v) {
+  memcpy(p, &v, sizeof v);
 }
 /* tigris_requant's float32 rule before the clamp: float32(acc) * m rounded
    half to even, plus the zero point, saturated to int32 (the clamp to int8
@@ -222,6 +226,18 @@ static inline __attribute__((always_inline, unused)) int32_t tg_sxtb16r8(int32_t
 static inline __attribute__((always_inline, unused)) int32_t tg_uxtb16r8(int32_t x) {
   int32_t r;
   __asm__("uxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+  return r;
+}
+/* SXTAB16 (UXTAB16) of x rotated right by 8: a + bytes 1 and 3 of x, in
+   16-bit halves. */
+static inline __attribute__((always_inline, unused)) int32_t tg_sxtab16r8(int32_t a, int32_t x) {
+  int32_t r;
+  __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
+  return r;
+}
+static inline __attribute__((always_inline, unused)) int32_t tg_uxtab16r8(int32_t a, int32_t x) {
+  int32_t r;
+  __asm__("uxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
   return r;
 }
 #endif"""
@@ -828,3 +844,480 @@ def mve_add_lanes(
         ]
 
     return lanes
+
+
+def dsp_add_lanes(
+    unit: CUnit,
+    tables: tuple[str, str],
+    sign: str,
+    rule: tuple[str, tuple[int, int, int]],
+    zy: int,
+    yt: str,
+) -> Callable[[list[str], str, str], list[str]]:
+    """The DSP-extension steps of an int8 Add (sign "+") or Sub ("-") under
+    fixed point, four elements per step ahead of the scalar loop: each
+    operand's rescaled value read from its 256-entry table by its byte (the
+    scalar loop's rule), doubled in the table itself for the short form
+    (`rule` ("short", (M, c, k)): `tigris_rq_short` without its own
+    doubling, one SMMLAR of the doubled sum and the sign's correction added,
+    the shift by k done by SSAT (USAT) as its operand's shift), or the
+    general rule (("fixed", (M, l, k)): `tg_rqx`, then SSAT). Returns the
+    lines given the operands' and the result's pointers and the element
+    count; the loop advances `k`."""
+    prelude(unit)
+    kind, (m, a, b) = rule
+    sat = "__usat" if yt == "uint8_t" else "__ssat"
+
+    def rq(v: str) -> str:
+        if kind == "short":
+            return f"tg_rq2({v}, {m}, {a}, {b})"
+        half = 1 << (b - 1) if b else 0
+        return f"tg_rqx({v}, {m}, {a}, {b}, {half}, {zy})"
+
+    unit.helper("c_conv.arm_m.rq2", """#ifdef TG_DSP
+/* tigris_rq_short of acc given 2 acc (the tables hold the doubled values):
+   SMMLAR, the sign of acc (that of 2 acc: no overflow, |acc| < 2^30), >> k */
+static inline __attribute__((always_inline, unused)) int32_t tg_rq2(int32_t a2, int32_t m,
+                                                                   int32_t c, int k) {
+  int32_t h;
+  __asm__("smmlar %0, %1, %2, %3" : "=r"(h) : "r"(a2), "r"(m), "r"(c));
+  return (h + (a2 >> 31)) >> k;
+}
+#endif""")
+
+    def store(i: int, y: str) -> list[str]:
+        """The short form's last shift inside the saturation (SSAT's
+        operand shift, asr #1 to #31), else `rq` then SSAT."""
+        if kind == "short" and 1 <= b <= 31:
+            return [
+                "    { int32_t h_, r_;",
+                f'      __asm__("smmlar %0, %1, %2, %3" : "=r"(h_) : "r"(s{i}), "r"({m}),'
+                f' "r"({a}));',
+                f"      h_ += s{i} >> 31;",
+                f'      __asm__("{sat[2:]} %0, #8, %1, asr #{b}" : "=r"(r_) : "r"(h_));',
+                f"      {y}[k + {i}] = ({yt})r_; }}",
+            ]
+        return [f"    {y}[k + {i}] = ({yt}){sat}({rq(f's{i}')}, 8);"]
+
+    def lanes(xs: list[str], y: str, n: str) -> list[str]:
+        # the tables' addresses opaque to gcc: else it reaches the second
+        # from the first (one more ADD per lookup, no scaled-index load)
+        out = [
+            "#ifdef TG_DSP",
+            "{",
+            f"  const int32_t *ta_ = {tables[0]}, *tb_ = {tables[1]};",
+            '  __asm__("" : "+r"(ta_), "+r"(tb_));',
+            f"  for (; k + 4 <= {n}; k += 4) {{",
+        ]
+        for i in range(4):
+            got = [f"{t}[(uint8_t){x}[k + {i}]]" for t, x in zip(("ta_", "tb_"), xs)]
+            out.append(f"    const int32_t s{i} = {got[0]} {sign} {got[1]};")
+        for i in range(4):
+            out += store(i, y)
+        return [*out, "  }", "}", "#endif"]
+
+    return lanes
+
+
+# ---------------------------------------------------------------------------
+# pools
+
+
+@dataclass(frozen=True)
+class PoolAxis:
+    """One spatial axis of a pool as `ops.emit_pool` opened its loops: the
+    output index's window start g<a>, its inside taps [ta<a>, tb<a>), the
+    dilation, the input's element stride and first held row (C)."""
+
+    axis: int
+    dil: int
+    stride: int
+    first: str
+
+
+@dataclass(frozen=True)
+class PoolLanes:
+    """What the SIMD channel loops of one output pixel of a pool need."""
+
+    isa: str
+    """"dsp" or "mve" (`rtile.lanes`)."""
+    kind: str
+    """"max" or "avg" (fixed point)."""
+    xt: str
+    yt: str
+    axes: tuple[PoolAxis, ...]
+    base: str
+    """C: the input's channel 0 of this batch, before the taps' offsets."""
+    out: str
+    """C: the output pixel's channel 0."""
+    cn: str
+    """C: the channels."""
+    xzp: int = 0
+    yzp: int = 0
+    rule: str = ""
+    """Average: "short" (`tigris_rq_short`, tables M, c, k by count) or
+    "fixed" (`tg_rqx`, the packed multiplier by count)."""
+    tables: tuple[str, ...] = ()
+    """Average: the per-count tables (short: M, c, k and the packed one the
+    portable loops read; fixed: packed)."""
+    count: str = ""
+    """Average: C of the window's count (the divisor)."""
+    channels: int | None = None
+    """The channels where they are known when printing."""
+
+
+MVE_STEP = 4
+"""Q registers of accumulators a Helium pool step holds over its window
+(sixty-four channels of a max pool, thirty-two of an average): four of the
+eight, the loads and the requantization take the others."""
+
+
+def _mve_ld(fn: str, ptr: str, i: int, pred: bool) -> str:
+    """A Helium load of vector i of a step (zeroing the lanes off in a tail)."""
+    return f"{fn.replace('q_', 'q_z_', 1)}({ptr}, p{i}_)" if pred else f"{fn}({ptr})"
+
+
+def _mve_st(fn: str, ptr: str, v: str, i: int, pred: bool) -> str:
+    """A Helium store of vector i of a step (only the lanes on in a tail)."""
+    return f"{fn.replace('q_', 'q_p_', 1)}({ptr}, {v}, p{i}_)" if pred else f"{fn}({ptr}, {v})"
+
+
+def _mve_head(cn: str, nq: int, lanes: int, pred: bool) -> list[str]:
+    """The loop head of a Helium step over channels from c: `nq` whole
+    vectors of `lanes` channels, or (`pred`) one predicated vector of the
+    channels left (VCTP)."""
+    if not pred:
+        return [f"  for (; c + {lanes * nq} <= {cn}; c += {lanes * nq}) {{"]
+    ctp = {16: "vctp8q", 8: "vctp16q", 4: "vctp32q"}[lanes]
+    return [f"  for (; c < {cn}; c += {lanes}) {{",
+            f"    const mve_pred16_t p0_ = {ctp}((uint32_t)({cn} - c));"]
+
+
+def _mve_steps(
+    channels: int | None, lanes: int, step: Callable[[int, bool], list[str]]
+) -> list[str]:
+    """A Helium kernel's steps from channel c = 0: whole vectors, up to
+    `MVE_STEP` per step (as many as the known channels fill), one step of
+    the whole vectors those leave, then one predicated vector at a time for
+    the channels left (none where the known channels fill whole vectors)."""
+    if channels is None:
+        return [*step(MVE_STEP, False), *step(1, True)]
+    whole = channels // lanes
+    out: list[str] = []
+    if whole:
+        nq = min(MVE_STEP, whole)
+        out += step(nq, False)
+        if whole % nq:  # the whole vectors left: one step of them
+            out += step(whole % nq, False)
+    return out + (step(1, True) if channels % lanes else [])
+
+
+def _taps(p: PoolLanes, body: list[str], indent: str) -> list[str]:
+    """The window's taps around `body` (which reads `xp`, the tap's channel c)."""
+    out: list[str] = []
+    ptr = "xq + c"
+    for i, ax in enumerate(p.axes):
+        a = ax.axis
+        pad = indent + "  " * i
+        out += [
+            f"{pad}for (int t{a} = ta{a}; t{a} < tb{a}; t{a}++) {{",
+            f"{pad}  const int r{a} = g{a} + t{a} * {ax.dil} - {ax.first};",
+            f"{pad}  const {p.xt} *const xp{i} = {ptr} + (long)r{a} * {ax.stride};",
+        ]
+        ptr = f"xp{i}"
+    pad = indent + "  " * len(p.axes)
+    out.append(f"{pad}const {p.xt} *const xp = {ptr};")
+    out += [pad + line for line in body]
+    out += [indent + "  " * i + "}" for i in reversed(range(len(p.axes)))]
+    return out
+
+
+def _sat(yt: str) -> str:
+    return "__usat" if yt == "uint8_t" else "__ssat"
+
+
+def pool_lanes(unit: CUnit, p: PoolLanes) -> list[str]:
+    """The channel loops of one output pixel of an int8 max or average pool
+    on the DSP extension or Helium, all `p.cn` channels, opening the `#ifdef`
+    of its extension (the caller writes the portable loops under `#else`).
+
+    Max, DSP: four words (sixteen channels) per step held in registers over
+    the window, a per-byte maximum by SSUB8 (USUB8) setting the GE flags and
+    SEL taking the larger bytes, then one word, then the channels left one by
+    one. Max, Helium: sixteen channels per Q register, VMAX over the window,
+    the last step predicated (VCTP8). Average, DSP: the bytes of one word
+    summed in 16-bit halves (SXTAB16 of the word and of it rotated by 8:
+    channels 0 and 2, 1 and 3; at most `decide.LANE_TAPS` terms), less the
+    inside taps' zero points, requantized per channel by the window count's
+    multiplier (`tigris_rq_short`, or `tg_rqx`) and SSAT; Helium: eight
+    channels widened to int16 lanes (VLDRB.S16) summed, widened to int32
+    (VMOVLB, VMOVLT), the rule in lanes (VQSHL, VQRDMULH, VRSHL with the
+    negative lanes' fix, VQADD of the zero point), narrowed back (VMOVNB,
+    VMOVNT), the last step predicated (VCTP16)."""
+    prelude(unit)
+    guard = GUARD["vmladava" if p.isa == "mve" else "smlad"]
+    u = p.xt == "uint8_t"
+    out = [f"#ifdef {guard}", "{", f"  const {p.xt} *const xq = {p.base};"]
+    if p.kind == "max":
+        if p.isa == "dsp":
+            low = "0" if u else "(int32_t)0x80808080u"
+            sub = "__usub8" if u else "__ssub8"
+
+            def step(nw: int) -> list[str]:
+                body: list[str] = []
+                for i in range(nw):
+                    body += [f"const int32_t v{i} = tg_ldw(xp + {4 * i});",
+                             f"(void){sub}(v{i}, m{i}); m{i} = __sel(v{i}, m{i});"]
+                return [
+                    f"  for (; c + {4 * nw} <= {p.cn}; c += {4 * nw}) {{",
+                    "    " + " ".join(f"int32_t m{i} = {low};" for i in range(nw)),
+                    *_taps(p, body, "    "),
+                    *(f"    tg_stw({p.out} + c + {4 * i}, m{i});" for i in range(nw)),
+                    "  }",
+                ]
+
+            out += ["  int c = 0;", *step(4), *step(1)]
+            body = ["if (xp[0] > m0) m0 = xp[0];"]
+            out += [
+                f"  for (; c < {p.cn}; c++) {{",
+                f"    {p.xt} m0 = {'0' if u else '-128'};",
+                *_taps(p, body, "    "),
+                f"    {p.out}[c] = ({p.yt})m0;",
+                "  }",
+            ]
+        else:
+            s = "u8" if u else "s8"
+            ty = "uint8x16_t" if u else "int8x16_t"
+
+            def mstep(nq: int, pred: bool) -> list[str]:
+                body = [
+                    f"m{i}_ = vmaxq_{s}(m{i}_, "
+                    f"{_mve_ld(f'vldrbq_{s}', f'xp + {16 * i}', i, pred)});"
+                    for i in range(nq)
+                ]
+                stores = [
+                    _mve_st(f"vstrbq_{s}", f"({p.yt} *)({p.out} + c + {16 * i})", f"m{i}_", i,
+                            pred)
+                    for i in range(nq)
+                ]
+                return [
+                    *_mve_head(p.cn, nq, 16, pred),
+                    "    " + " ".join(f"{ty} m{i}_ = vdupq_n_{s}({'0' if u else '-128'});"
+                                  for i in range(nq)),
+                    *_taps(p, body, "    "),
+                    *(f"    {st};" for st in stores),
+                    "  }",
+                ]
+
+            out += ["  int c = 0;", *_mve_steps(p.channels, 16, mstep)]
+        return [*out, "}"]
+    # the average pool, fixed point
+    nin = " * ".join(f"(tb{ax.axis} - ta{ax.axis})" for ax in p.axes)
+    out.append(f"  const int32_t zs_ = {nin} * {p.xzp};")
+    out.append(f"  const int n_ = {p.count};")
+    if p.rule == "short":
+        tm, tc, tk, packed = p.tables
+        out.append(f"  const int32_t M_ = {tm}[n_], C_ = {tc}[n_]; const int K_ = {tk}[n_];")
+        out.append(f"  (void){packed};")
+    else:
+        out += [
+            f"  const int64_t P_ = {p.tables[0]}[n_];",
+            "  const int32_t M_ = TG_FX_M(P_); const int L_ = TG_FX_L(P_), K_ = TG_FX_K(P_);",
+        ]
+    if p.isa == "dsp":
+        if p.rule == "short":
+            def rq(v: str) -> str:
+                return f"tigris_rq_short({v}, M_, C_, K_)"
+        else:
+            out.append("  const int32_t H_ = TG_FX_HALF(K_);")
+
+            def rq(v: str) -> str:
+                return f"tg_rqx({v}, M_, L_, K_, H_, {p.yzp})"
+        ext, extr = ("__uxtab16", "tg_uxtab16r8") if u else ("__sxtab16", "tg_sxtab16r8")
+        lo, hi = ("(int32_t)(uint16_t)", "(int32_t)((uint32_t)") if u else ("(int16_t)", "(")
+
+        def sums(nw: int) -> list[str]:
+            body: list[str] = []
+            for i in range(nw):
+                body += [f"const int32_t v{i} = tg_ldw(xp + {4 * i});",
+                         f"e{i} = {ext}(e{i}, v{i}); o{i} = {extr}(o{i}, v{i});"]
+            out = [
+                f"  for (; c + {4 * nw} <= {p.cn}; c += {4 * nw}) {{",
+                "    " + " ".join(f"int32_t e{i} = 0, o{i} = 0;" for i in range(nw)),
+                *_taps(p, body, "    "),
+            ]
+            for i in range(nw):
+                out += [
+                    f"    const int32_t s{4 * i} = {lo}e{i} - zs_, s{4 * i + 1} = {lo}o{i} - zs_;",
+                    f"    const int32_t s{4 * i + 2} = {hi}e{i} >> 16) - zs_,"
+                    f" s{4 * i + 3} = {hi}o{i} >> 16) - zs_;",
+                ]
+            out += [f"    {p.out}[c + {j}] = ({p.yt}){_sat(p.yt)}({rq(f's{j}')}, 8);"
+                    for j in range(4 * nw)]
+            return [*out, "  }"]
+
+        out += [
+            "  int c = 0;",
+            *sums(2),
+            *sums(1),
+            f"  for (; c < {p.cn}; c++) {{",
+            "    int32_t s = 0;",
+            *_taps(p, ["s += xp[0];"], "    "),
+            f"    {p.out}[c] = ({p.yt}){_sat(p.yt)}({rq('s - zs_')}, 8);",
+            "  }",
+        ]
+        return [*out, "}"]
+    def ld(i: int, pred: bool) -> str:
+        if u:
+            return f"vreinterpretq_s16_u16({_mve_ld('vldrbq_u16', f'xp + {8 * i}', i, pred)})"
+        return _mve_ld("vldrbq_s16", f"xp + {8 * i}", i, pred)
+
+    def wide(i: int) -> list[str]:
+        if u:
+            return [f"vreinterpretq_s32_u32(vmovl{h}q_u16(vreinterpretq_u16_s16(s{i}_)))"
+                    for h in "bt"]
+        return [f"vmovlbq_s16(s{i}_)", f"vmovltq_s16(s{i}_)"]
+
+    if p.rule == "short":
+        rql = [
+            "      const int32x4_t n_ = vshrq_n_s32(v_, 31);",
+            "      v_ = vaddq_n_s32(vqrdmulhq_n_s32(v_, M_), C_);",
+            "      v_ = vshlq_r_s32(vaddq_s32(v_, n_), -K_);",
+        ]
+    else:
+        rql = [
+            "      v_ = vqrdmulhq_n_s32(vqshlq_s32(v_, vdupq_n_s32(L_)), M_);",
+            "      v_ = vrshlq_s32(vqaddq_s32(v_, vandq_s32(vshrq_n_s32(v_, 31), F_)),"
+            " vdupq_n_s32(-K_));",
+            f"      v_ = vqaddq_n_s32(v_, {p.yzp});",
+        ]
+    lo_, hi_ = (0, 255) if p.yt == "uint8_t" else (-128, 127)
+    store = "vstrbq_u16" if p.yt == "uint8_t" else "vstrbq_s16"
+    res = "vreinterpretq_u16_s16(r_)" if p.yt == "uint8_t" else "r_"
+
+    def astep(nq: int, pred: bool) -> list[str]:
+        out = [
+            *_mve_head(p.cn, nq, 8, pred),
+            "    " + " ".join(f"int16x8_t s{i}_ = vdupq_n_s16(0);" for i in range(nq)),
+            *_taps(p, [f"s{i}_ = vaddq_s16(s{i}_, {ld(i, pred)});" for i in range(nq)], "    "),
+        ]
+        for q in range(nq):
+            st = _mve_st(store, f"({p.yt} *)({p.out} + c + {8 * q})", res, q, pred)
+            out += [
+                "    {",
+                *(line for i in range(2) for line in (
+                    f"    int32x4_t h{i}_;",
+                    f"    {{ int32x4_t v_ = vsubq_s32({wide(q)[i]}, vdupq_n_s32(zs_));",
+                    *rql,
+                    f"      h{i}_ = vminq_s32(vmaxq_s32(v_, vdupq_n_s32({lo_})),"
+                    f" vdupq_n_s32({hi_})); }}",
+                )),
+                "    { const int16x8_t r_ = vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), h0_), h1_);",
+                f"      {st}; }}",
+                "    }",
+            ]
+        return [*out, "  }"]
+
+    out += [
+        *(["  const int32x4_t F_ = vdupq_n_s32(K_ ? -1 : 0);"] if p.rule != "short" else []),
+        "  int c = 0;",
+        *_mve_steps(p.channels, 8, astep),
+    ]
+    return [*out, "}"]
+
+
+def _static(expr: str) -> int | None:
+    try:
+        return int(expr)
+    except ValueError:
+        return None
+
+
+def gap_lanes(
+    unit: CUnit, isa: str, xt: str, base: str, axes: tuple[tuple[str, int], ...], cn: str,
+    xzp: int, channels: int | None,
+) -> list[str]:
+    """The integer sums over every position of a global average pool's band,
+    `part[c]` = sum of (x - zp) for the channels c < cn, opening the
+    `#ifdef` of the extension (the caller writes the portable loops under
+    `#else`). `axes`: each spatial axis's extent (C) and element stride.
+    DSP: two words (eight channels) per step, their bytes summed in 16-bit
+    halves (SXTAB16 of each word and of it rotated by 8) along one row of
+    positions (at most `decide.LANE_TAPS` of them), the halves added to
+    int32 sums after each row (the whole band at once where its rows are
+    dense and hold at most 255 positions); then one word, then the channels
+    left one by one. Helium: four channels per Q register widened to int32
+    lanes (VLDRB.S32) and summed, up to `MVE_STEP` whole registers per step,
+    then one predicated register (VCTP32) at a time (`_mve_steps`)."""
+    prelude(unit)
+    u = xt == "uint8_t"
+    (e1, s1), (e2, s2) = axes
+    npos = f"({e1}) * ({e2})"
+    n1, n2 = _static(e1), _static(e2)
+    if n1 is not None and n2 is not None and s1 == n2 * s2 and (
+        isa == "mve" or n1 * n2 <= 255
+    ):  # dense rows: one run of positions
+        e1, e2, s1 = "1", str(n1 * n2), 0
+    if isa == "mve":
+        ld = "vldrbq_u32" if u else "vldrbq_s32"
+        cast = "vreinterpretq_s32_u32" if u else ""
+
+        def sub(i: int) -> str:
+            return f"vsubq_s32(a{i}_, vdupq_n_s32({npos} * {xzp}))"
+
+        def gstep(nq: int, pred: bool) -> list[str]:
+            adds = [f"a{i}_ = vaddq_s32(a{i}_, {cast}({_mve_ld(ld, f'xr + {4 * i}', i, pred)}));"
+                    for i in range(nq)]
+            return [
+                *_mve_head(cn, nq, 4, pred),
+                "    " + " ".join(f"int32x4_t a{i}_ = vdupq_n_s32(0);" for i in range(nq)),
+                f"    for (int j1 = 0; j1 < {e1}; j1++) {{",
+                f"      const {xt} *xr = {base} + c + (long)j1 * {s1};",
+                f"      for (int j2 = 0; j2 < {e2}; j2++, xr += {s2}) {{",
+                *(f"        {a}" for a in adds),
+                "      }",
+                "    }",
+                *(f"    {_mve_st('vstrwq_s32', f'part + c + {4 * i}', sub(i), i, pred)};"
+                  for i in range(nq)),
+                "  }",
+            ]
+
+        return ["#ifdef TG_MVE", "{", "  int c = 0;", *_mve_steps(channels, 4, gstep), "}"]
+    ext, extr = ("__uxtab16", "tg_uxtab16r8") if u else ("__sxtab16", "tg_sxtab16r8")
+    lo, hi = ("(int32_t)(uint16_t)", "(int32_t)((uint32_t)") if u else ("(int16_t)", "(")
+
+    def step(nw: int) -> list[str]:
+        out = [
+            f"for (; c + {4 * nw} <= {cn}; c += {4 * nw}) {{",
+            "  " + " ".join(f"int32_t t{j} = 0;" for j in range(4 * nw)),
+            f"  for (int j1 = 0; j1 < {e1}; j1++) {{",
+            f"    const {xt} *xr = {base} + c + (long)j1 * {s1};",
+            "    " + " ".join(f"int32_t e{i} = 0, o{i} = 0;" for i in range(nw)),
+            f"    for (int j2 = 0; j2 < {e2}; j2++, xr += {s2}) {{",
+        ]
+        for i in range(nw):
+            out += [f"      const int32_t v{i} = tg_ldw(xr + {4 * i});",
+                    f"      e{i} = {ext}(e{i}, v{i}); o{i} = {extr}(o{i}, v{i});"]
+        out.append("    }")
+        for i in range(nw):
+            out += [
+                f"    t{4 * i} += {lo}e{i}; t{4 * i + 1} += {lo}o{i};",
+                f"    t{4 * i + 2} += {hi}e{i} >> 16); t{4 * i + 3} += {hi}o{i} >> 16);",
+            ]
+        out.append("  }")
+        out += [f"  part[c + {j}] = t{j} - {npos} * {xzp};" for j in range(4 * nw)]
+        return [*out, "}"]
+
+    return [
+        "#ifdef TG_DSP",
+        "int c = 0;",
+        *step(2),
+        *step(1),
+        f"for (; c < {cn}; c++) {{",
+        "  int32_t t = 0;",
+        f"  for (int j1 = 0; j1 < {e1}; j1++)",
+        f"    for (int j2 = 0; j2 < {e2}; j2++)",
+        f"      t += ({base})[c + (long)j1 * {s1} + (long)j2 * {s2}];",
+        f"  part[c] = t - {npos} * {xzp};",
+        "}",
+    ]

@@ -59,7 +59,7 @@ from tigris_ir.backend.c.band import (
     short_params,
 )
 from tigris_ir.dialects import nn
-from tigris_ir.dialects.rtile import TARGET
+from tigris_ir.dialects.rtile import LANES
 from tigris_ir.reference import kernels as K
 
 # ---------------------------------------------------------------------------
@@ -322,7 +322,8 @@ def _fixed_binary(
 ) -> tuple[Body, Lanes | None]:
     """The integer-only Add, Sub (`kernels.add_fixed`) or Mul
     (`kernels.mul_fixed`) of stored int8 elements; with the Add or Sub of a
-    Helium target (`rtile.target`), its lanes (`arm_m.mve_add_lanes`)."""
+    Cortex-M target, the lanes of its `rtile.lanes` (`arm_m.mve_add_lanes`,
+    `arm_m.dsp_add_lanes`)."""
     fixed_helpers(unit)
     za, zb, zy = _zp(ea), _zp(eb), _zp(ey)
     sa, sb, sy = _scale(ea), _scale(eb), _scale(ey)
@@ -363,10 +364,14 @@ def _fixed_binary(
         e = (p & 63) - 32
         rule = ("fixed", (p >> FIXED_SHIFT_BITS, max(e, 0), max(-e, 0)))
     lanes = None
-    target = op.attributes.get(TARGET)
-    if isinstance(target, StringAttr) and arm_m.depthwise_isa(target.data) == "mve":
+    unit_ = _lanes(op)
+    if unit_ == "mve":
         tables = (unit.const("addfx", ta), unit.const("addfx", tb))
         lanes = arm_m.mve_add_lanes(unit, tables, sign, rule, zy, lo, hi)
+    elif unit_ == "dsp":  # the short form's tables hold the values doubled
+        two = 2 if rule[0] == "short" else 1
+        tables = (unit.const("addfx", ta * two), unit.const("addfx", tb * two))
+        lanes = arm_m.dsp_add_lanes(unit, tables, sign, rule, zy, ey.ctype)
 
     def add(a: list[str]) -> tuple[list[str], list[str]]:
         stmts = [
@@ -1240,8 +1245,19 @@ def emit_pool(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit
             w(f"const int cnt{a} = cz{a} > ca{a} ? cz{a} - ca{a} : 0;")
     pix = " + ".join(f"j{ax.axis} * {y.strides[ax.axis]}" for ax in sp)
     w(f"{y.ctype} *yo = yb + {pix};")
-    c0, cb, size_arr = _open_blocks(w, cn, cstatic)
     fixed = not is_max and _path(op) == "fixed"
+    lanes = _lanes(op)
+    if lanes is not None and x.strides[-1] == 1 and y.strides[-1] == 1:
+        axes = tuple(arm_m.PoolAxis(ax.axis, d[i], x.strides[ax.axis], ax.i)
+                     for i, ax in enumerate(sp))
+        pl = arm_m.PoolLanes(lanes, "max" if is_max else "avg", x.ctype, y.ctype, axes,
+                             f"xb + {oc}", "yo", cn, channels=cstatic)
+        if not is_max:
+            pl = _avg_lanes(unit, op, pl, ex, ey, math.prod(k), sp)
+        for line in arm_m.pool_lanes(unit, pl):
+            w(line)
+        w("#else")
+    c0, cb, size_arr = _open_blocks(w, cn, cstatic)
     acc_t = x.ctype if is_max else "int32_t" if fixed else "double"
     w(f"{acc_t} acc[{size_arr}];")
     init = _low(x.ctype) if is_max else "0" if fixed else "0.0"
@@ -1279,8 +1295,71 @@ def emit_pool(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit
         res = _quant(unit, ey, f"(float)(acc[c] / (double)({cnt}))")
     w(f"for (int c = 0; c < {cb}; c++) yo[{_cidx(_add(c0, 'c'), y.strides[-1])}] = {res};")
     w.close()  # channel blocks
+    if lanes is not None and x.strides[-1] == 1 and y.strides[-1] == 1:
+        w("#endif")
     w.close(len(sp) + 1)
     return fn.call(unit)
+
+
+def _lanes(op: nn.NNOp) -> str | None:
+    """The op's SIMD unit (`rtile.lanes`, lower-gebp's), if any."""
+    attr = op.attributes.get(LANES)
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+def _window_counts(op: nn.NNOp) -> set[int]:
+    """The divisors an average pool's windows have over its whole output:
+    per spatial axis the taps inside the image (or its explicit pads with
+    count_include_pad), as `emit_pool`'s cnt<a> counts them, multiplied."""
+    import itertools
+
+    assert isinstance(op, nn.PoolOp)
+    xs, ys = nn.shape_of(op.operands[0]), nn.shape_of(op.results[0])
+    nsp = len(xs) - 2
+    k, s, p = op.kernel(), op.strides(), op.pads()
+    include = bool(op.int_("count_include_pad"))
+    per_axis = []
+    for i in range(nsp):
+        size = xs[1 + i]
+        lo, hi = (-p[i], size + p[nsp + i]) if include else (0, size)
+        per_axis.append({
+            max(0, min(hi - g, k[i]) - max(lo - g, 0))
+            for g in (j * s[i] - p[i] for j in range(ys[1 + i]))
+        })
+    return {math.prod(c) for c in itertools.product(*per_axis)}
+
+
+def _avg_lanes(
+    unit: CUnit, op: nn.NNOp, pl: arm_m.PoolLanes, ex: _Elem, ey: _Elem, taps: int,
+    sp: list[_Spatial],
+) -> arm_m.PoolLanes:
+    """An average pool's lanes with its requantization: the multipliers of
+    every window count (`kernels.mean_fixed`) by count, as the short form's
+    tables where `band.short_form` holds for the counts the op's windows
+    have (`_window_counts`; sums of at most `taps` 8-bit terms), else
+    packed."""
+    from dataclasses import replace
+
+    fixed_helpers(unit)
+    counts = np.arange(1, taps + 1)
+    packed = pack_fixed(K.mean_fixed_real(_scale(ex), _scale(ey), counts))
+    zy = _zp(ey)
+    count = " * ".join(f"cnt{ax.axis}" for ax in sp)
+    seen = np.array(sorted(n - 1 for n in _window_counts(op) if n > 0), np.int64)
+    bound = np.full(seen.shape, taps * 255, np.int64)
+    # the portable loops' table (under #else: named here so that the lanes
+    # mention it, else unused where they are built)
+    portable = unit.const("avgm", np.concatenate([[0], packed]).astype(np.int64))
+    if seen.size and short_form(packed[seen], bound, zy):
+        m, c, kk = short_params(np.concatenate([[0], packed]), zy)
+        tables = tuple(unit.const(h, v.astype(np.int32))
+                       for h, v in (("avgm", m), ("avgc", c), ("avgk", kk)))
+        tables += (portable,)
+        rule = "short"
+    else:
+        tables = (portable,)
+        rule = "fixed"
+    return replace(pl, xzp=_zp(ex), yzp=zy, rule=rule, tables=tables, count=count)
 
 
 # ---------------------------------------------------------------------------
@@ -1288,12 +1367,15 @@ def emit_pool(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit
 
 
 def _sum_positions(
-    fn: _Fn, x: CTensor, y: CTensor, ex: _Elem, what: str, fixed: bool = False
+    fn: _Fn, x: CTensor, y: CTensor, ex: _Elem, what: str, fixed: bool = False,
+    lanes: str | None = None, unit: CUnit | None = None,
 ) -> tuple[str, str]:
     """Open batch and channel-block loops and sum every position of the band
     `x` into `double part[]` (in any order: exact for dequantized int8), or
-    `fixed`, the integers q - zp into `int32_t part[]`; returns (first
-    channel, channels) of the block, loops left open."""
+    `fixed`, the integers q - zp into `int32_t part[]`, with the SIMD unit
+    `lanes` (`arm_m.gap_lanes`, the portable loops under `#else`) where the
+    channels are dense; returns (first channel, channels) of the block,
+    loops left open."""
     xs = fn.ptr(x.ctype, x.name)
     ob, oc, cn, cstatic = _channel_blocks(fn, x, y, what)
     w = fn.code
@@ -1301,8 +1383,17 @@ def _sum_positions(
     w(f"const {x.ctype} *xb = {xs} + (b + {ob}) * {x.strides[0]};")
     c0, cb, size_arr = _open_blocks(w, cn, cstatic)
     w(f"{'int32_t' if fixed else 'double'} part[{size_arr}];")
-    w(f"for (int c = 0; c < {cb}; c++) part[c] = {'0' if fixed else '0.0'};")
     axes = list(range(1, x.rank - 1))
+    simd = lanes is not None and fixed and x.strides[-1] == 1 and len(axes) == 2
+    if simd:
+        assert lanes is not None and unit is not None
+        spatial = tuple((fn.int_(x.extent[a]), x.strides[a]) for a in axes)
+        static = _int(cb)
+        for line in arm_m.gap_lanes(unit, lanes, x.ctype, f"xb + {_add(oc, c0)}", spatial, cb,
+                                    _zp(ex), static):
+            w(line)
+        w("#else")
+    w(f"for (int c = 0; c < {cb}; c++) part[c] = {'0' if fixed else '0.0'};")
     for a in axes:
         w.open(f"for (int j{a} = 0; j{a} < {fn.int_(x.extent[a])}; j{a}++)")
     cst = x.strides[-1]
@@ -1312,17 +1403,29 @@ def _sum_positions(
     term = f"(int32_t){el} - {_zp(ex)}" if fixed else f"(double){_deq(ex, el)}"
     w(f"for (int c = 0; c < {cb}; c++) part[c] += {term};")
     w.close(len(axes))
+    if simd:
+        w("#endif")
     return c0, cb
 
 
 def _gap_fixed(unit: CUnit, op: nn.NNOp, ex: _Elem, ey: _Elem, acc: str) -> str:
-    """`GlobalAveragePoolOp.finish_fixed` of the int32 sum `acc`, as C."""
+    """`GlobalAveragePoolOp.finish_fixed` of the int32 sum `acc`, as C (with
+    `rtile.lanes`, `tigris_rq_short` where `band.short_form` holds for sums
+    of count 8-bit terms)."""
     fixed_helpers(unit)
     count = math.prod(nn.shape_of(op.operands[0])[1:-1])
     if count * 256 >= 2**31:
         raise CLoweringError(f"{op.name}: {count} int8 terms may leave the int32 sum")
-    pm = fixed_literal(float(K.mean_fixed_real(_scale(ex), _scale(ey), count)))
-    return f"({ey.ctype})tigris_requant_fx((int32_t){_par(acc)}, {pm}, {_zp(ey)}, {ey.lo}, {ey.hi})"
+    real = float(K.mean_fixed_real(_scale(ex), _scale(ey), count))
+    zy = _zp(ey)
+    packed = pack_fixed(real)
+    if _lanes(op) is not None and short_form(packed, np.array([count * 255]), zy):
+        # the short form, proved exact for these sums (SMMLAR on the DSP extension)
+        m, c, k = (int(v[0]) for v in short_params(packed, zy))
+        v = f"tigris_rq_short((int32_t){_par(acc)}, {m}, {c}, {k})"
+        return f"({ey.ctype})({v} < {ey.lo} ? {ey.lo} : {v} > {ey.hi} ? {ey.hi} : {v})"
+    pm = fixed_literal(real)
+    return f"({ey.ctype})tigris_requant_fx((int32_t){_par(acc)}, {pm}, {zy}, {ey.lo}, {ey.hi})"
 
 
 def _check_exact_sum(op: nn.NNOp, ex: _Elem, ey: _Elem | None, terms: int) -> None:
@@ -1350,7 +1453,7 @@ def emit_gap(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit:
     fn = _Fn("tigris_gap")
     ys = fn.ptr(y.ctype, y.name, out=True)
     fixed = _path(op) == "fixed"
-    c0, cb = _sum_positions(fn, x, y, ex, op.name, fixed)
+    c0, cb = _sum_positions(fn, x, y, ex, op.name, fixed, _lanes(op), unit)
     if fixed:
         res = _gap_fixed(unit, op, ex, ey, "part[c]")
     else:
@@ -1378,7 +1481,7 @@ def emit_gap_accumulate(
         )
     fn = _Fn("tigris_gap_acc")
     ys = fn.ptr(acc.ctype, acc.name, out=True)
-    c0, cb = _sum_positions(fn, x, acc, ex, op.name, fixed)
+    c0, cb = _sum_positions(fn, x, acc, ex, op.name, fixed, _lanes(op), unit)
     at = f"b * {acc.strides[0]} + {_cidx(_add(c0, 'c'), acc.strides[-1])}"
     new = f"{ys}[{at}] + part[c]" if fixed else f"({acc.ctype})((double){ys}[{at}] + part[c])"
     fn.code(f"for (int c = 0; c < {cb}; c++) {ys}[{at}] = {new};")

@@ -367,7 +367,8 @@ MCPU_HELP = (
     "the CPU every target-dependent pass (gebp-tile's default target=) and the C "
     "(its flags, build and run) are for: host (this machine), an x86 or NEON "
     "preset, or cortex-m4, cortex-m7, cortex-m55 (built with arm-none-eabi-gcc, run "
-    "under qemu-system-arm); default host"
+    "under qemu-system-arm; their int8 plans requantize integer-only, the requant pass's "
+    "fixed mode, unless the pipeline or --requant chooses); default host"
 )
 
 

@@ -166,11 +166,45 @@ class TigrisOptMain(xDSLOptMain):
             super().apply_passes(prog)
             return
         try:
+            self._target_requant(prog)
             super().apply_passes(prog)
         except DiagnosticException as e:
             raise Diagnostic(self.get_input_name(), few_lines(str(e))) from None
         except RecursionError:
             raise Diagnostic(self.get_input_name(), "the IR nests too deeply") from None
+
+    def _target_requant(self, prog: ModuleOp) -> None:
+        """--mcpu's requantization when the pipeline chooses none: the
+        integer-only CPUs (the Cortex-M ones) get the requant pass's fixed mode,
+        as tigris-run gives them, recorded in the IR (`nn.requant`); a module
+        that records a mode, a lowered plan and a model without int8 ops keep
+        theirs."""
+        from xdsl.utils.exceptions import PassFailedException
+
+        from tigris_ir.dialects import nn
+        from tigris_ir.passes.plan_arena import is_lowered
+        from tigris_ir.passes.requant import RequantPass, default_requant, set_requant
+        from tigris_ir.plan.ir import main_func
+
+        if self.args.mcpu is None or nn.REQUANT_ATTR in prog.attributes:
+            return
+        if any(isinstance(p, RequantPass) for p in self.pipeline.passes):
+            return
+        if default_requant(self.args.mcpu) != "fixed":
+            return
+        if not any(isinstance(op, nn.NNOp) and op.is_quantized() for op in prog.walk()):
+            return
+        try:
+            if is_lowered(main_func(prog)):
+                return
+        except (PassFailedException, ValueError):
+            return
+        try:
+            set_requant(prog, "fixed")
+        except PassFailedException as e:
+            raise Diagnostic(
+                self.get_input_name(), f"{e} (or add --requant=mode=float to the pipeline)"
+            ) from None
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)

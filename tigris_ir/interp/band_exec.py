@@ -609,6 +609,9 @@ def compute(
             if a[2].shape[0] == full[0] != 1:
                 a[2] = a[2][slice(*out.get(0, (0, full[0])))]
         res = op.reference(a)
+    clamp = None if isinstance(op, nn.ConvOp) else clamp_of(op)
+    if clamp is not None:  # an activation lower-gebp fused into an Add or a matrix product
+        res = [K.clip(res[0], lo=clamp[0], hi=clamp[1]), *res[1:]]
     shapes = [_static(op).out_shape] if len(res) == 1 else [nn.shape_of(v) for v in op.results]
     for r, shape in zip(res, shapes):
         want = band_shape(shape, out)

@@ -28,6 +28,7 @@ from tigris_ir.backend.c import conv as c_conv
 from tigris_ir.backend.c.band import CLoweringError
 from tigris_ir.dialects import loop, nn
 from tigris_ir.dialects.rtile import (
+    DIRECT,
     CoverAttr,
     GeomAttr,
     KBlocksOp,
@@ -464,8 +465,30 @@ def plan_module(text: str, target: str) -> ModuleOp:
     return module
 
 
-def test_lower_gebp_places_a_kernel_beside_each_tiled_site():
+def const_gemm_text(m: int, n: int, k: int) -> str:
+    """A gemm whose B and C are weights (constants of the plan)."""
+    a, b, c, y = tensor((m, k)), tensor((k, n)), tensor((n,)), tensor((m, n))
+    return (
+        f"func.func @f(%a: {a}) -> {y} {{\n"
+        f'  %b = nn.weight "b" : {b}\n'
+        f'  %c = nn.weight "c" : {c}\n'
+        f"  %y = nn.gemm %a, %b, %c : ({a}, {b}, {c}) -> {y}\n"
+        f"  func.return %y : {y}\n}}\n"
+    )
+
+
+def test_lower_gebp_states_the_direct_loops_of_a_gemm_of_activations():
+    """A gemm whose B is an activation (a function argument) has a geometry
+    but its band runs the direct loops: lower-gebp states it and places no
+    kernel."""
     module = plan_module(gemm_text(13, 19, 9), "avx2")
+    assert not ops_named(module, "rtile.kernel")
+    (site,) = [o for o in module.walk() if isinstance(o, nn.GemmOp) and DIRECT in o.attributes]
+    assert site.attributes[DIRECT] == StringAttr("B not a constant held whole")
+
+
+def test_lower_gebp_places_a_kernel_beside_each_tiled_site():
+    module = plan_module(const_gemm_text(13, 19, 9), "avx2")
     (kern,) = ops_named(module, "rtile.kernel")
     site = kern.site.owner
     assert isinstance(site, nn.GemmOp) and isinstance(site.parent_op(), loop.BandOp)

@@ -31,6 +31,10 @@ its packed rows hold over x - zp):
     rtile.row_blocks rows 64 merge 5 {
       rtile.pack_a "rows" kp 16 into ui8 offset 139 scratch 1024
 
+A depthwise convolution states its kernel as `rtile.depthwise`, a band that
+runs the direct loops says so as `rtile.direct`, and an activation fused into
+a depthwise convolution or an Add is its `rtile.clamp`.
+
 The C backend prints each op as the C it stands for and decides nothing.
 """
 

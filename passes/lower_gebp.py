@@ -18,9 +18,16 @@ into its epilogue (`bias_clamp`) and the activation's band is removed: the
 buffer holds the activated values as soon as the product is stored, and
 nothing reads it in between. A float32 depthwise convolution (no matrix
 product, no kernel op) takes such a band the same way, as its `rtile.clamp`
-attribute. The C backend prints exactly those ops. A site `gebp-tile` gave no
+attribute, and so does a float32 Add; a float32 Gemm's or MatMul's kernel
+takes it into its epilogue as a convolution's does. Every depthwise
+convolution states its kernel (`rtile.depthwise`: which one, its lanes, the
+channel vectors a step, the pixels a step; `rtile.kernel.depthwise_plan`),
+and every convolution, Gemm or MatMul whose band runs the direct loops states
+that and why (`rtile.direct`, `tigris_ir.rtile.direct`: no register-tiled
+kernel, or operands its kernel cannot read; such a band keeps no kernel). The
+C backend prints exactly those ops and attributes. A site `gebp-tile` gave no
 geometry (no register tile fits it) keeps no kernel: its
-band runs the direct loop nest. The tensor-level functions of the module (the
+band runs the direct loop nest (`rtile.direct`). The tensor-level functions of the module (the
 untiled reference) are left alone.
 
 A module without a loop-level plan is refused: the matrix products of

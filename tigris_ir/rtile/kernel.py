@@ -9,7 +9,10 @@ micro-tile runs (`micro_rows`: a float tile whose accumulator grid is smaller
 than the target's FMA pipeline runs several of its row passes at once), and
 for a pointwise convolution how many output rows one call covers
 (`row_merge`: a band of whole dense image rows is one run of pixels); and states
-them as the ops of an `rtile.kernel` (`tigris_ir.rtile.lower`). The C printer
+them as the ops of an `rtile.kernel` (`tigris_ir.rtile.lower`). A
+depthwise convolution's kernel (no matrix product) is decided here too
+(`depthwise_plan`: its kernel, lanes, channel vectors and pixels a step,
+stated as `rtile.depthwise`). The C printer
 reads those ops and decides nothing. The weights' panel layout follows from the
 geometry and its cover: full panels of rn * lanes columns, then one panel of
 the column tail's vectors.

@@ -25,14 +25,16 @@ weights (the portable build):
   call where its row blocks say so (`merge W`);
 * depthwise convolutions: per output pixel one pointer per tap (a pad row of
   zeros, or of the input zero point, where the tap leaves the image), vectors
-  over channels;
+  over channels, the kernel, lanes, vectors and pixels a step its
+  `rtile.depthwise` states;
 * every other convolution (strides, dilations, groups, channel multipliers):
   per output row, blocks of pixels gathered into a small stack buffer (im2col
   rows, tap-major, zeros for padding), then the same GEBP per group.
 
 Anything else (weights that are not constants, channel cuts, channels or
 pixels that are not dense, transposed convolutions, matrix products whose B
-is an activation, a cut C or a transposed A) runs a generic loop nest that
+is an activation, a cut C or a transposed A; the bands `lower-gebp` states
+`rtile.direct` on) runs a generic loop nest that
 maps every global index through the operands' origins, with the bounds checks
 on every row it reads. Float kernels use GCC vector extensions (any target);
 int8 vector kernels need AVX2 and run the plain loops elsewhere.

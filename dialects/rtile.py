@@ -31,6 +31,10 @@ its packed rows hold over x - zp):
     rtile.row_blocks rows 64 merge 5 {
       rtile.pack_a "rows" kp 16 into ui8 offset 139 scratch 1024
 
+A depthwise convolution states its kernel as `rtile.depthwise`, a band that
+runs the direct loops says so as `rtile.direct`, and an activation fused into
+a depthwise convolution or an Add is its `rtile.clamp`.
+
 The C backend prints each op as the C it stands for and decides nothing.
 """
 
@@ -244,6 +248,63 @@ CLAMP = "rtile.clamp"
 """A float32 depthwise convolution's fused activation (`lower-gebp` removed
 its Relu or Clip band): `{lo = ..., hi = ...}`, either bound or both, applied
 as `rtile.epilogue "bias_clamp"` applies them, to every value it stores."""
+
+
+DEPTHWISE = "rtile.depthwise"
+"""A depthwise convolution's kernel as `lower-gebp` decides it
+(`tigris_ir.rtile.kernel.depthwise_plan`): `{kernel = "vector" | "dsp" |
+"mve", lanes = L, vectors = V, pixels = P}`: the kernel, the channels per
+vector, the channel vectors one step accumulates, the output pixels one step
+covers."""
+
+DIRECT = "rtile.direct"
+"""A convolution or matrix product whose band runs the direct loops, and why
+(`tigris_ir.rtile.direct`): a string such as "no register-tiled kernel" or
+"channels not whole and dense". Such an op has no `rtile.kernel` (an
+activation fused into one stays, as its `rtile.clamp`)."""
+
+
+def depthwise_attr(plan: rk.DepthwisePlan) -> DictionaryAttr:
+    """The `rtile.depthwise` of a depthwise kernel's decisions."""
+    return DictionaryAttr(
+        {
+            "kernel": StringAttr(plan.kernel),
+            "lanes": IntegerAttr(plan.lanes, i64),
+            "vectors": IntegerAttr(plan.vectors, i64),
+            "pixels": IntegerAttr(plan.pixels, i64),
+        }
+    )
+
+
+def depthwise_of(op: Operation) -> rk.DepthwisePlan | None:
+    """The op's `rtile.depthwise` (None where it has none)."""
+    attr = op.attributes.get(DEPTHWISE)
+    if attr is None:
+        return None
+    keys = ("kernel", "lanes", "vectors", "pixels")
+    form = '{kernel = "vector" | "dsp" | "mve", lanes, vectors, pixels (integers >= 1)}'
+    if not isinstance(attr, DictionaryAttr) or set(attr.data) != set(keys):
+        raise VerifyException(f"{DEPTHWISE} must be {form}, got {attr}")
+    kind = attr.data["kernel"]
+    if not isinstance(kind, StringAttr) or kind.data not in rk.DW_KERNELS:
+        raise VerifyException(f"{DEPTHWISE}: kernel must be one of {rk.DW_KERNELS}, got {kind}")
+    counts: list[int] = []
+    for key in keys[1:]:
+        v = attr.data[key]
+        if not isinstance(v, IntegerAttr) or v.value.data < 1:
+            raise VerifyException(f"{DEPTHWISE}: {key} must be an integer >= 1, got {v}")
+        counts.append(v.value.data)
+    return rk.DepthwisePlan(cast(rk.DwKernel, kind.data), *counts)
+
+
+def direct_of(op: Operation) -> str | None:
+    """Why the op's band runs the direct loops (its `rtile.direct`), or None."""
+    attr = op.attributes.get(DIRECT)
+    if attr is None:
+        return None
+    if not isinstance(attr, StringAttr):
+        raise VerifyException(f"{DIRECT} must be a string (the reason), got {attr}")
+    return attr.data
 
 
 def clamp_attr(lo: float | None, hi: float | None) -> DictionaryAttr:

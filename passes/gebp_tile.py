@@ -11,7 +11,7 @@ product; for a Cortex-M target they get the `rtile.target` alone, which selects
 the CPU's depthwise kernel (DSP or Helium) in the C, and so do its quantized
 Add and Sub ops (Helium lanes where the CPU has MVE). A Cortex-M target whose
 int8 instruction caps the tile's rows (`Target.int8_rows`: Helium's VMLADAVA)
-gets the model's default with its rows capped (`target_default`).
+gets the model's default with its rows capped (`rtile.model.target_default`).
 
 On a loop-level plan (after `lower-to-loops`) the sites are the `nn` ops in the
 bodies of `loop.band` ops, and m is the rows of the largest band the op
@@ -58,17 +58,6 @@ def resolve_target(name: str, registers: int = 0) -> tg.Target:
             f"{rt.show(rt.Geometry(rt.rm_cap, 1, 1))})"
         )
     return target
-
-
-def target_default(target: tg.Target, site: Site) -> rt.Geometry | None:
-    """The model's default for a site, its rows capped where the target's int8
-    instruction caps them (`Target.int8_rows`: rm3 rn1 lanes2 for Helium's
-    VMLADAVA, whose accumulators only the even registers hold)."""
-    g = rt.default(target, site.m, site.n)
-    cap = target.int8_rows if site.dtype == "int8" else None
-    if g is None or cap is None or g.rm <= cap:
-        return g
-    return rt.Geometry(cap, g.rn, g.lanes)
 
 
 _GEOMETRY = re.compile(r"rm(\d+)\W*rn(\d+)\W*lanes(\d+)")
@@ -176,7 +165,7 @@ class GebpTilePass(ModulePass):
                     "it keeps the direct loops",
                 )
             return None
-        dflt = target_default(target, site)
+        dflt = rt.target_default(target, site.m, site.n, site.dtype == "int8")
         if request is not None or asked is not None:
             g = request.geometry if request is not None else asked
             assert g is not None

@@ -18,13 +18,20 @@ into its epilogue (`bias_clamp`) and the activation's band is removed: the
 buffer holds the activated values as soon as the product is stored, and
 nothing reads it in between. A float32 depthwise convolution (no matrix
 product, no kernel op) takes such a band the same way, as its `rtile.clamp`
-attribute. The int8 Add / Sub and pools of a Cortex-M target (marked with its
+attribute, and so does a float32 Add; a float32 Gemm's or MatMul's kernel
+takes it into its epilogue as a convolution's does. Every depthwise
+convolution states its kernel (`rtile.depthwise`: which one, its lanes, the
+channel vectors a step, the pixels a step; `rtile.kernel.depthwise_plan`),
+and every convolution, Gemm or MatMul whose band runs the direct loops states
+that and why (`rtile.direct`, `tigris_ir.rtile.direct`: no register-tiled
+kernel, or operands its kernel cannot read; such a band keeps no kernel). The
+int8 Add / Sub and pools of a Cortex-M target (marked with its
 `rtile.target` by `gebp-tile`) get their SIMD unit, `rtile.lanes = "dsp"` or
 `"mve"`, where the target's description has it and a kernel exists for the
-op (`decide.int8_lanes`); without it they print their portable loops. The C
-backend prints exactly those ops. A site `gebp-tile` gave no
+op (`decide.int8_lanes`); without it they print their portable loops. The
+C backend prints exactly those ops and attributes. A site `gebp-tile` gave no
 geometry (no register tile fits it) keeps no kernel: its
-band runs the direct loop nest. The tensor-level functions of the module (the
+band runs the direct loop nest (`rtile.direct`). The tensor-level functions of the module (the
 untiled reference) are left alone.
 
 A module without a loop-level plan is refused: the matrix products of
@@ -54,15 +61,21 @@ from xdsl.utils.exceptions import PassFailedException
 from tigris_ir.dialects import loop, nn
 from tigris_ir.dialects.rtile import (
     CLAMP,
+    DEPTHWISE,
+    DIRECT,
     LANES,
     TARGET,
     EpilogueOp,
     KernelOp,
     clamp_attr,
+    clamp_of,
+    depthwise_attr,
     kernel_of,
 )
 from tigris_ir.rtile import decide
+from tigris_ir.rtile import direct as rd
 from tigris_ir.rtile import kernel as rk
+from tigris_ir.rtile import targets as tg
 from tigris_ir.rtile.lower import kernel
 from tigris_ir.rtile.sites import Site, describe
 
@@ -71,7 +84,9 @@ def site_kernel(op: Operation, site: Site) -> None:
     """Replace the kernel of one site by the one its geometry and target give
     (an activation fused before stays fused: its band is gone)."""
     old = kernel_of(op)
-    clamp = old.epilogue.clamp if old is not None else None
+    clamp = clamp_of(op)  # of its kernel, or stated beside its direct loops
+    op.attributes.pop(CLAMP, None)
+    op.attributes.pop(DIRECT, None)
     if old is not None:
         Rewriter.erase_op(old)
     g = decide.geometry_of(op)
@@ -160,16 +175,29 @@ def _clamp_of(act: Operation) -> tuple[float | None, float | None]:
     return 0.0, None
 
 
+_FUSING = (nn.ConvOp, nn.GemmOp, nn.MatMulOp, nn.AddOp)
+"""The ops whose stores can take the activation after them: a site's kernel
+(its epilogue), a depthwise convolution's kernel and an Add (`rtile.clamp`)."""
+
+
 def fusable_activation(op: Operation) -> loop.BandOp | None:
-    """The in-place Relu / Clip band a float32 convolution site's band feeds
-    directly (only address arithmetic between), which its epilogue can take."""
+    """The in-place Relu / Clip band the band of a float32 convolution,
+    matrix product or Add feeds directly (only address arithmetic between),
+    which its stores can take."""
     band = op.parent_op()
-    if not isinstance(op, nn.ConvOp) or not isinstance(band, loop.BandOp):
+    if not isinstance(op, _FUSING) or not isinstance(band, loop.BandOp):
         return None
     if len(band.outputs) != 1:
         return None
+    buf = _root(band.outputs[0])
     nxt = band.next_op
-    while nxt is not None and _pure(nxt):
+    # an Add's or a matrix product's band may be followed by the release of a
+    # buffer it read before the activation's band (not the one it wrote)
+    released = isinstance(op, nn.AddOp | nn.GemmOp | nn.MatMulOp)
+    while nxt is not None and (
+        _pure(nxt)
+        or released and isinstance(nxt, memref.DeallocOp) and _root(nxt.memref) is not buf
+    ):
         nxt = nxt.next_op
     if not isinstance(nxt, loop.BandOp) or len(nxt.inputs) != 1 or len(nxt.outputs) != 1:
         return None
@@ -179,7 +207,6 @@ def fusable_activation(op: Operation) -> loop.BandOp | None:
         return None
     if not isinstance(t.element_type, Float32Type) or nn.quant_of(act.results[0]) is not None:
         return None
-    buf = _root(band.outputs[0])
     if _root(nxt.inputs[0]) is not buf or _root(nxt.outputs[0]) is not buf:
         return None
     return nxt
@@ -218,13 +245,14 @@ def fuse_activation(op: Operation) -> bool:
     return True
 
 
-def fuse_depthwise_activation(op: nn.ConvOp) -> bool:
-    """Take the in-place Relu / Clip band after a float32 depthwise
-    convolution's band into the convolution (`rtile.clamp`: its kernel clamps
-    every value it stores) and remove that band; False where there is none."""
-    if CLAMP in op.attributes or nn.quant_of(op.output) is not None:
+def fuse_clamp(op: nn.ConvOp | nn.AddOp) -> bool:
+    """Take the in-place Relu / Clip band after the band of a float32
+    depthwise convolution or Add into the op (`rtile.clamp`: its kernel, or
+    its loop, clamps every value it stores) and remove that band; False
+    where there is none."""
+    if CLAMP in op.attributes or nn.quant_of(op.results[0]) is not None:
         return False
-    if nn.dtype_of(op.input) != "float32":
+    if any(nn.dtype_of(v) != "float32" for v in (*op.operands[:2], op.results[0])):
         return False
     act_band = fusable_activation(op)
     if act_band is None:
@@ -234,6 +262,84 @@ def fuse_depthwise_activation(op: nn.ConvOp) -> bool:
     Rewriter.erase_op(act_band)
     _erase_dead(feeders)
     return True
+
+
+def band_operands(op: Operation) -> tuple[list[rd.Operand], rd.Operand] | None:
+    """The inputs and the output of the band an op is the body of, as its
+    kernel reads them (None: the op is no band's body)."""
+    band = op.parent_op()
+    if not isinstance(band, loop.BandComputeOp) or len(band.outputs) != 1:
+        return None
+    cuts = band.cut_axes()
+    body = band.body.block.args
+    mems: list[rd.Operand] = []
+    for i, v in enumerate((*band.inputs, *band.outputs)):
+        st = _strides(v)
+        if st is None:
+            return None
+        shape = nn.shape_of(body[i].type) if i < len(body) else nn.shape_of(op.results[0])
+        const = isinstance(v.owner, memref.GetGlobalOp)
+        mems.append(rd.Operand(tuple(shape), st, cuts[i], const))
+    return mems[:-1], mems[-1]
+
+
+def state_direct(
+    op: Operation, operands: tuple[list[rd.Operand], rd.Operand] | None = None
+) -> str | None:
+    """State on a convolution or matrix product whether its band runs the
+    direct loops, and why (`rtile.direct`, `tigris_ir.rtile.direct`); such a
+    band has no kernel: one made for the site is removed (an activation fused
+    into it stays, as `rtile.clamp`). `operands`: the band's inputs and
+    output (its memrefs' where not given)."""
+    op.attributes.pop(DIRECT, None)
+    operands = operands or band_operands(op)
+    if operands is None:
+        return None
+    ins, y = operands
+    int8 = isinstance(op, nn.NNOp) and op.is_quantized()
+    kern = kernel_of(op)
+    if isinstance(op, nn.ConvOp):
+        reason = rd.conv_reason(op, ins, y, int8, kern is not None)
+    elif isinstance(op, nn.GemmOp | nn.MatMulOp):
+        reason = rd.matmul_reason(op, ins, y, int8, kern is not None)
+    else:
+        return None
+    if reason is None:
+        return None
+    if kern is not None:
+        clamp = kern.epilogue.clamp
+        if clamp is not None:
+            op.attributes[CLAMP] = clamp_attr(*clamp)
+        Rewriter.erase_op(kern)
+    op.attributes[DIRECT] = StringAttr(reason)
+    return reason
+
+
+def channelwise(op: nn.ConvOp) -> bool:
+    """A convolution the C runs as a depthwise one: one channel per group in
+    and out (a single-channel convolution among them)."""
+    c = nn.shape_of(op.input)[-1]
+    return op.groups() == c == nn.shape_of(op.output)[-1]
+
+
+def state_depthwise(op: nn.ConvOp) -> None:
+    """State a depthwise convolution's kernel (`rtile.depthwise`,
+    `rtile.kernel.depthwise_plan`) for the target of its `rtile.target`
+    (the running CPU's where it has none: gebp-tile names a depthwise
+    convolution's target where its kernel is the CPU's, a Cortex-M's)."""
+    op.attributes.pop(DEPTHWISE, None)
+    if DIRECT in op.attributes:
+        return
+    label = op.attributes.get(TARGET)
+    try:
+        target = tg.get_target(label.data if isinstance(label, StringAttr) else "host")
+    except ValueError as e:
+        raise PassFailedException(f"lower-gebp: {describe(op)}: {TARGET}: {e}") from None
+    taps = 1
+    for d in nn.shape_of(op.weight)[1:-1]:
+        taps *= d
+    plan = rk.depthwise_plan(target, taps, op.is_quantized())
+    op.attributes[DEPTHWISE] = depthwise_attr(plan)
 
 
 @dataclass(frozen=True)
@@ -253,7 +359,14 @@ class LowerGebpPass(ModulePass):
             fuse_activation(site_op)
         for dw in list(decide.depthwise_ops(op)):
             if isinstance(dw, nn.ConvOp):
-                fuse_depthwise_activation(dw)
+                fuse_clamp(dw)
+        for o in list(decide.plan_ops(op)):
+            if isinstance(o, nn.ConvOp | nn.GemmOp | nn.MatMulOp):
+                state_direct(o)
+            if isinstance(o, nn.ConvOp) and channelwise(o):
+                state_depthwise(o)
+            if isinstance(o, nn.AddOp):
+                fuse_clamp(o)
         for lane_op in decide.lane_ops(op):  # a Cortex-M target's int8 Add / Sub and pools
             lane_op.attributes.pop(LANES, None)
             if TARGET in lane_op.attributes:

@@ -25,10 +25,16 @@ from xdsl.ir import Attribute, Block, Operation
 
 from tigris_ir.backend.c import band as c_band
 from tigris_ir.dialects import nn
-from tigris_ir.passes.lower_gebp import site_kernel
+from tigris_ir.passes.lower_gebp import (
+    channelwise,
+    site_kernel,
+    state_depthwise,
+    state_direct,
+)
 from tigris_ir.plan.band import Band
 from tigris_ir.rtile import decide
 from tigris_ir.rtile import model as rt
+from tigris_ir.rtile.direct import Operand
 from tigris_ir.rtile.sites import gemm_site
 from tigris_ir.rtile.targets import host_target
 
@@ -39,15 +45,26 @@ FLAGS = ("-std=c99", "-O2", "-march=native", "-ffp-contract=off", "-Wall", "-Wex
 
 
 
-def default_kernel(op: Operation) -> None:
-    """gebp-tile (the model's default for the host) and lower-gebp on one op."""
+def default_kernel(
+    op: Operation,
+    ins: Sequence[c_band.CTensor] = (),
+    outs: Sequence[c_band.CTensor] = (),
+) -> None:
+    """gebp-tile (the model's default for the host) and lower-gebp on one op,
+    whose band reads `ins` and writes `outs` (lower-gebp's decisions of a
+    band's direct loops and a depthwise kernel)."""
     site = gemm_site(op)
-    if site is None:
+    if site is not None:
+        target = host_target()
+        g = rt.default(decide.file_of(target, site), site.m, site.n)
+        decide.set_geometry(op, site, g, decide.target_label(target))
+        site_kernel(op, site)
+    if not isinstance(op, nn.ConvOp | nn.GemmOp | nn.MatMulOp) or len(outs) != 1:
         return
-    target = host_target()
-    g = rt.default(decide.file_of(target, site), site.m, site.n)
-    decide.set_geometry(op, site, g, decide.target_label(target))
-    site_kernel(op, site)
+    mems = [Operand(t.shape, t.strides, t.cut, t.value is not None) for t in (*ins, *outs)]
+    state_direct(op, (mems[:-1], mems[-1]))
+    if isinstance(op, nn.ConvOp) and channelwise(op):
+        state_depthwise(op)
 
 def _build_dir() -> Path:
     global _DIR
@@ -205,7 +222,7 @@ def _entry(
         for ax in sorted(out):
             bvals += _bound_decls(f"b{idx}_{ax}", k)
             k += 2
-    default_kernel(op)  # the register tile and kernel the passes would give it
+    default_kernel(op, ins, outs)  # the register tile and kernel the passes would give it
     body = c_band.emit(kind, op, ins, outs, unit)
     return "\n".join(
         [

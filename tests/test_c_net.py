@@ -81,7 +81,10 @@ def _toy_elementwise(fn: str):
 
         args = ", ".join(at(x) for x in ins)
         out = " + ".join(f"i{a} * {y.strides[a]}" for a in range(y.rank))
-        return "\n".join([*loops, f"    {y.name}[{out}] = {fn}({args});"])
+        clamp = clamp_of(op)  # a Relu lower-gebp fused into an Add (rtile.clamp)
+        assert clamp in (None, (0.0, None)), "the toy kernels fuse only Relu"
+        val = f"{fn}({args})" if clamp is None else f"TOY_RELU({fn}({args}))"
+        return "\n".join([*loops, f"    {y.name}[{out}] = {val};"])
 
     return emit
 

@@ -217,7 +217,7 @@ def test_lanes_on_the_board_are_bit_exact(
     general rule) for the average pools and Add / Sub."""
     from tigris_ir.backend.c import ops
     from tigris_ir.backend.c.network import print_network
-    from tigris_ir.interp.program import untiled_reference
+    from tigris_ir.interp.untiled import untiled_reference
     from tigris_ir.passes.lower_to_loops import untiled_func
     from tigris_ir.plan.ir import main_func
     from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal

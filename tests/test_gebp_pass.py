@@ -28,6 +28,7 @@ from tigris_ir.backend.c import conv as c_conv
 from tigris_ir.backend.c.band import CLoweringError
 from tigris_ir.dialects import loop, nn
 from tigris_ir.dialects.rtile import (
+    DIRECT,
     CoverAttr,
     GeomAttr,
     KBlocksOp,
@@ -464,8 +465,30 @@ def plan_module(text: str, target: str) -> ModuleOp:
     return module
 
 
-def test_lower_gebp_places_a_kernel_beside_each_tiled_site():
+def const_gemm_text(m: int, n: int, k: int) -> str:
+    """A gemm whose B and C are weights (constants of the plan)."""
+    a, b, c, y = tensor((m, k)), tensor((k, n)), tensor((n,)), tensor((m, n))
+    return (
+        f"func.func @f(%a: {a}) -> {y} {{\n"
+        f'  %b = nn.weight "b" : {b}\n'
+        f'  %c = nn.weight "c" : {c}\n'
+        f"  %y = nn.gemm %a, %b, %c : ({a}, {b}, {c}) -> {y}\n"
+        f"  func.return %y : {y}\n}}\n"
+    )
+
+
+def test_lower_gebp_states_the_direct_loops_of_a_gemm_of_activations():
+    """A gemm whose B is an activation (a function argument) has a geometry
+    but its band runs the direct loops: lower-gebp states it and places no
+    kernel."""
     module = plan_module(gemm_text(13, 19, 9), "avx2")
+    assert not ops_named(module, "rtile.kernel")
+    (site,) = [o for o in module.walk() if isinstance(o, nn.GemmOp) and DIRECT in o.attributes]
+    assert site.attributes[DIRECT] == StringAttr("B not a constant held whole")
+
+
+def test_lower_gebp_places_a_kernel_beside_each_tiled_site():
+    module = plan_module(const_gemm_text(13, 19, 9), "avx2")
     (kern,) = ops_named(module, "rtile.kernel")
     site = kern.site.owner
     assert isinstance(site, nn.GemmOp) and isinstance(site.parent_op(), loop.BandOp)
@@ -617,9 +640,9 @@ def test_a_kernel_whose_loops_miss_rows_is_an_error():
 # ------------------------------------------------------------------ activations fused
 
 
-def _fused_plan(name: str, budget: int):
-    """A zoo model (small, float32) planned, register-tiled for the host, lowered
-    and placed."""
+def _fused_plan(name: str, budget: int, model: object = None):
+    """A zoo model (small, float32; or `model`, an ONNX model) planned,
+    register-tiled for the host, lowered and placed."""
     sys.path.insert(0, str(Path(__file__).parent))
     import zoo
 
@@ -627,7 +650,7 @@ def _fused_plan(name: str, budget: int):
     from tigris_ir.passes.plan_arena import PlanArenaPass
     from tigris_ir.plan.ir import main_func
 
-    imp = import_model(zoo.build(name, size="small"))
+    imp = import_model(model if model is not None else zoo.build(name, size="small"))
     module = imp.module
     ctx = context()
     LowerToLoopsPass(budget=budget).apply(ctx, module)
@@ -698,3 +721,98 @@ def test_an_in_place_activation_is_fused_into_the_epilogue():
     other = "avx2" if tg.host_target().isa == "avx512" else "avx512"
     with pytest.raises(PassFailedException, match="fused activation"):
         GebpTilePass(target=other).apply(context(), module)
+
+
+def _matmul_relu():
+    """A float32 network of matrix products over rows followed by
+    activations: A [1, 32, 16], MatMul 16 -> 24, Relu, MatMul 24 -> 16,
+    Clip(0, 6), MatMul 16 -> 8 (seeded weights). At a 2 KiB budget its rows
+    are tiled and the activations run in place."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(7)
+
+    def w(name: str, *shape: int) -> onnx.TensorProto:
+        return numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("MatMul", ["input", "w1"], ["h1"]),
+        helper.make_node("Relu", ["h1"], ["r1"]),
+        helper.make_node("MatMul", ["r1", "w2"], ["h2"]),
+        helper.make_node("Clip", ["h2", "lo", "hi"], ["r2"]),
+        helper.make_node("MatMul", ["r2", "w3"], ["output"]),
+    ]
+    inits = [
+        w("w1", 16, 24), w("w2", 24, 16), w("w3", 16, 8),
+        numpy_helper.from_array(np.array(0, np.float32), "lo"),
+        numpy_helper.from_array(np.array(6, np.float32), "hi"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "matmul_relu",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 32, 16])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 32, 8])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("case", ["resnet", "matmul"])
+def test_an_activation_after_an_add_or_a_matrix_product_is_fused(case: str):
+    """lower-gebp takes the in-place Relu band after a float32 Add's band into
+    the Add (`rtile.clamp`) and after a Gemm's or MatMul's band into its
+    kernel's epilogue (bias_clamp), and removes it: the plan has that many
+    fewer Relu bands than the graph has Relus, a second run keeps the fusion,
+    and the interpreter and the C (vector and portable) equal the untiled
+    reference (onnxruntime's graph, float32 within 1e-5)."""
+    from tigris_ir.backend.c.build import run_c
+    from tigris_ir.dialects.rtile import CLAMP, EpilogueOp, clamp_of
+    from tigris_ir.interp.loop_ir import run_loop_module
+    from tigris_ir.interp.untiled import untiled_reference
+    from tigris_ir.passes.lower_to_loops import untiled_func
+    from tigris_ir.plan.ir import main_func
+    from tigris_ir.reference.executor import module_layouts, to_boundary
+
+    model = _matmul_relu() if case == "matmul" else None
+    budget = 2 * 1024 if case == "matmul" else 64 * 1024
+    module, weights, x = _fused_plan("resnet", budget, model)
+    fn, ref_fn = main_func(module), untiled_func(module)
+    assert ref_fn is not None
+
+    def adds() -> list[nn.AddOp]:
+        return [o for o in fn.walk() if isinstance(o, nn.AddOp) and CLAMP in o.attributes]
+
+    def products() -> list[EpilogueOp]:
+        return [
+            e
+            for e in fn.walk()
+            if isinstance(e, EpilogueOp)
+            and e.clamp is not None
+            and isinstance(e.parent_op(), KernelOp)
+            and isinstance(e.parent_op().site.owner, nn.GemmOp | nn.MatMulOp)  # type: ignore[union-attr]
+        ]
+
+    fused = adds() if case == "resnet" else products()
+    bounds = {clamp_of(o) if isinstance(o, nn.AddOp) else o.clamp for o in fused}
+    assert fused and bounds == ({(0.0, None)} if case == "resnet" else {(0.0, None), (0.0, 6.0)})
+    relus = sum(isinstance(o, nn.ReluOp | nn.ClipOp) for o in fn.walk())
+    ref_relus = sum(isinstance(o, nn.ReluOp | nn.ClipOp) for o in ref_fn.walk())
+    fused_sites = [e for e in fn.walk() if isinstance(e, EpilogueOp) and e.clamp is not None]
+    dw = [o for o in fn.walk() if isinstance(o, nn.ConvOp) and CLAMP in o.attributes]
+    assert relus + len(adds()) + len(fused_sites) + len(dw) == ref_relus
+    LowerGebpPass().apply(context(), module)  # a second run keeps the fusion
+    assert len(adds() if case == "resnet" else products()) == len(fused)
+    want = untiled_reference(ref_fn, weights, x)
+    got = run_loop_module(module, weights, x).outputs
+    for g_, w_ in zip(got, want, strict=True):
+        np.testing.assert_allclose(g_, w_, rtol=0, atol=1e-5 * float(np.abs(w_).max()))
+    ins, outs = module_layouts(fn)
+    xb = [to_boundary(a, lay) for a, lay in zip(x, ins, strict=True)]
+    for variant in ("default", "portable"):
+        c_out, _ = run_c(module, weights, xb, variant=variant, strict=True)
+        for c_, w_, lay in zip(c_out, want, outs, strict=True):
+            w_ = to_boundary(w_, lay)
+            np.testing.assert_allclose(c_, w_, rtol=0, atol=1e-5 * float(np.abs(w_).max()))

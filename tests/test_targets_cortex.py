@@ -127,16 +127,13 @@ def test_int8_tile_rows(name: str, rows: int):
     three rows of a pair (six); the DSP's SMLAD tiles keep the model's four.
     The model's own default is the spec's on every file; float32 sites and
     sites of fewer rows are not capped."""
-    from tigris_ir.passes.gebp_tile import target_default
-    from tigris_ir.rtile.sites import Site
-
     t = tg.get_target(name)
     file = t.int8_file()
     assert rt.default(file, 64, 64) == rt.Geometry(4, 1, 2)
     assert t.int8_rows == (3 if name == "cortex-m55" else None)
-    assert target_default(file, Site("conv", 64, 64, 32, "int8")) == rt.Geometry(rows, 1, 2)
-    assert target_default(file, Site("conv", 2, 64, 32, "int8")) == rt.Geometry(2, 1, 2)
-    assert target_default(file, Site("conv", 64, 64, 32, "float32")) == rt.default(file, 64, 64)
+    assert rt.target_default(file, 64, 64, True) == rt.Geometry(rows, 1, 2)
+    assert rt.target_default(file, 2, 64, True) == rt.Geometry(2, 1, 2)
+    assert rt.target_default(file, 64, 64, False) == rt.default(file, 64, 64)
     # a four-row request stays honourable: the cap is the default's, not a rule of check
     assert rt.check(file, 64, 64, rt.Geometry(4, 1, 2)) is None
 

@@ -166,7 +166,7 @@ def analyze(
             )
         found["min_budget_seconds"] = round(time.perf_counter() - t_min, 4)
     if budget is None:
-        budget = found.get("min_budget_bytes", DEFAULT_BUDGET)
+        budget = int(found.get("min_budget_bytes", DEFAULT_BUDGET))
     tree = plan_tree(
         fn,
         budget,

@@ -621,6 +621,9 @@ def compute(
         res = _reshape_like(op, a, inp, out)
     else:
         res = _on_fitted_operands(op, a, held, out)
+    clamp = None if isinstance(op, nn.ConvOp) else clamp_of(op)
+    if clamp is not None:  # an activation lower-gebp fused into an Add or a matrix product
+        res = [K.clip(res[0], lo=clamp[0], hi=clamp[1]), *res[1:]]
     shapes = [_static(op).out_shape] if len(res) == 1 else [nn.shape_of(v) for v in op.results]
     for r, shape in zip(res, shapes):
         want = band_shape(shape, out)

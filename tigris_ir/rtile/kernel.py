@@ -9,7 +9,10 @@ micro-tile runs (`micro_rows`: a float tile whose accumulator grid is smaller
 than the target's FMA pipeline runs several of its row passes at once), and
 for a pointwise convolution how many output rows one call covers
 (`row_merge`: a band of whole dense image rows is one run of pixels); and states
-them as the ops of an `rtile.kernel` (`tigris_ir.rtile.lower`). The C printer
+them as the ops of an `rtile.kernel` (`tigris_ir.rtile.lower`). A
+depthwise convolution's kernel (no matrix product) is decided here too
+(`depthwise_plan`: its kernel, lanes, channel vectors and pixels a step,
+stated as `rtile.depthwise`). The C printer
 reads those ops and decides nothing. The weights' panel layout follows from the
 geometry and its cover: full panels of rn * lanes columns, then one panel of
 the column tail's vectors.
@@ -21,7 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tigris_ir.rtile import model as rt
-from tigris_ir.rtile.targets import INT8_DOT_GROUP, Int8Dot, Target
+from tigris_ir.rtile.targets import INT8_DOT_GROUP, Int8Dot, Target, host_target
 
 Dot = Literal["fma", "vpdpbusd", "pmaddwd", "smlad", "vmladava", "none"]
 """The multiply-accumulate of a kernel: float32 vector FMA (or mul + add where
@@ -161,3 +164,67 @@ def row_offset(dot: Dot, unsigned_input: bool, zp: int) -> int | None:
     if dot == "vmladava":
         return zp - 128 if unsigned_input else zp
     return None
+
+
+DwKernel = Literal["vector", "dsp", "mve"]
+"""The kernel of a depthwise convolution: the vector kernel of the x86 C
+(float32 GCC vectors, int8 AVX2 lanes with an AVX-512 block of 32 channels
+beside them, each under its compiler's guard, plain loops elsewhere), or the
+Cortex-M int8 ones: the DSP extension's (SMLABB / SMLATT on channel pairs) or
+Helium's (VMULLB / VMULLT on int16 lanes)."""
+
+DW_KERNELS: tuple[DwKernel, ...] = ("vector", "dsp", "mve")
+
+DW_PIXELS = 8
+"""Output pixels per block of the float32 depthwise kernel (their tap pointers
+stay on the stack, the taps' weights in vector registers across the block)."""
+
+DW_WEIGHT_REGISTERS = 20
+"""The taps' weight vectors a float32 depthwise step may hold in registers
+(two channel vectors while taps * 2 stay within it: a 3x3 kernel)."""
+
+DW_INT8_VECTORS = 4
+"""Channel vectors (of eight int32 lanes) one int8 depthwise step of the
+x86 C accumulates."""
+
+C_FLOAT_LANES = max(4, host_target().vector_bytes // 4)
+"""float32 lanes of the C's generic float vectors (`tg_vf`): the widest unit
+of the compiling host, enabled where the compiler targets it (the portable
+loops elsewhere). The float32 depthwise kernel is written in them."""
+
+DW_LANES: dict[DwKernel, int] = {"dsp": 4, "mve": 8}
+"""Channels one step of a Cortex-M int8 depthwise kernel takes: four int8 in
+a 32-bit word (DSP), eight widened to int16 lanes of a Q register (Helium)."""
+
+DW_INT8_LANES = 8
+"""int32 lanes of the x86 C's int8 depthwise vectors (AVX2)."""
+
+
+@dataclass(frozen=True)
+class DepthwisePlan:
+    """The decisions of a depthwise convolution's kernel (`rtile.depthwise`)."""
+
+    kernel: DwKernel
+    lanes: int
+    """Channels per vector."""
+    vectors: int
+    """Channel vectors one step accumulates (float32: per block of pixels)."""
+    pixels: int
+    """Output pixels one step covers (float32: a block whose tap pointers and
+    weight vectors it shares; 1: one pixel per step)."""
+
+
+def depthwise_plan(target: Target, taps: int, int8: bool) -> DepthwisePlan:
+    """The kernel of a depthwise convolution of `taps` taps on `target`: the
+    CPU's int8 extension on a Cortex-M (Helium, else the DSP extension), else
+    the vector kernel, float32 in `C_FLOAT_LANES` lanes over blocks of
+    `DW_PIXELS` pixels with as many channel vectors (two, or one) as keep
+    the taps' weights within `DW_WEIGHT_REGISTERS`."""
+    if int8:
+        mcu = target.mcu
+        if mcu is not None and (mcu.mve != "none" or mcu.dsp):
+            kind: DwKernel = "mve" if mcu.mve != "none" else "dsp"
+            return DepthwisePlan(kind, DW_LANES[kind], 1, 1)
+        return DepthwisePlan("vector", DW_INT8_LANES, DW_INT8_VECTORS, 1)
+    vectors = 2 if 2 * taps <= DW_WEIGHT_REGISTERS else 1
+    return DepthwisePlan("vector", C_FLOAT_LANES, vectors, DW_PIXELS)

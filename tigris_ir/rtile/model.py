@@ -179,6 +179,20 @@ def default(target: Target, m: int, n: int) -> Geometry | None:
     return min(candidates, key=lambda g: rank_key(g, n))
 
 
+def target_default(target: Target, m: int, n: int, int8: bool) -> Geometry | None:
+    """The default for an m x n site of a target's kernels: the model's
+    (`default`), its rows capped where the target's int8 instruction caps
+    them (`Target.int8_rows`: rm3 rn1 lanes2 for Helium's VMLADAVA, whose
+    accumulators only the even registers hold). `target` is the register
+    file the site is fitted to; the cap is the default's, not a rule of
+    `check` (a request for more rows is still honoured)."""
+    g = default(target, m, n)
+    cap = target.int8_rows if int8 else None
+    if g is None or cap is None or g.rm <= cap:
+        return g
+    return Geometry(cap, g.rn, g.lanes)
+
+
 CHECK_RULES: Final[tuple[str, ...]] = (
     "degenerate",
     "renderable-lanes",

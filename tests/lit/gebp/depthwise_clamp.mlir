@@ -9,7 +9,7 @@
 // the accumulator vectors before their store (and the scalar channel tail).
 
 // IR:      loop.band
-// IR:        nn.conv {{.*}}rtile.clamp = {lo = 0.000000e+00 : f32, hi = 6.000000e+00 : f32}, kernel = array<i64: 3, 3>, {{.*}}group = 16
+// IR:        nn.conv {{.*}}rtile.clamp = {lo = 0.000000e+00 : f32, hi = 6.000000e+00 : f32}, rtile.depthwise = {kernel = "vector", {{.*}}}, kernel = array<i64: 3, 3>, {{.*}}group = 16
 // IR-NEXT:   loop.yield
 // IR-NEXT: }
 // IR-NOT:  nn.clip {{.*}}tensor<1x16x16x16xf32>) -> tensor<1x16x16x16xf32>

@@ -3,7 +3,7 @@
 // RUN: sed 's|WEIGHTS|%t/w.npz|' %s | tigris-opt --tile-stages=budget=1K | filecheck %s --check-prefix=BAND
 // RUN: sed 's|WEIGHTS|%t/w.npz|' %s | tigris-opt --tile-stages=budget=1K | tigris-opt | filecheck %s --check-prefix=BAND
 // RUN: sed 's|WEIGHTS|%t/w.npz|' %s | tigris-opt --lower-to-loops=budget=1K --plan-arena | filecheck %s --check-prefix=LOOPS
-// RUN: sed 's|WEIGHTS|%t/w.npz|' %s | tigris-opt --lower-to-loops=budget=1K --plan-arena -t c | filecheck %s --check-prefix=C
+// RUN: sed 's|WEIGHTS|%t/w.npz|' %s | tigris-opt --lower-to-loops=budget=1K --gebp-tile --lower-gebp --plan-arena -t c | filecheck %s --check-prefix=C
 // RUN: sed 's|WEIGHTS|%t/w.npz|' %s > %t/m.mlir && tigris-run %t/m.mlir -m 1K --random-input 0 --check --stats | filecheck %s --check-prefix=EXEC
 
 // A 3x3 depthwise convolution and its Relu on a 6 x 6 map of 32 float32

@@ -25,14 +25,16 @@ weights (the portable build):
   call where its row blocks say so (`merge W`);
 * depthwise convolutions: per output pixel one pointer per tap (a pad row of
   zeros, or of the input zero point, where the tap leaves the image), vectors
-  over channels;
+  over channels, the kernel, lanes, vectors and pixels a step its
+  `rtile.depthwise` states;
 * every other convolution (strides, dilations, groups, channel multipliers):
   per output row, blocks of pixels gathered into a small stack buffer (im2col
   rows, tap-major, zeros for padding), then the same GEBP per group.
 
 Anything else (weights that are not constants, channel cuts, channels or
 pixels that are not dense, transposed convolutions, matrix products whose B
-is an activation, a cut C or a transposed A) runs a generic loop nest that
+is an activation, a cut C or a transposed A; the bands `lower-gebp` states
+`rtile.direct` on) runs a generic loop nest that
 maps every global index through the operands' origins, with the bounds checks
 on every row it reads. Float kernels use GCC vector extensions (any target);
 int8 vector kernels need AVX2 and run the plain loops elsewhere.
@@ -54,6 +56,7 @@ from typing import cast
 import numpy as np
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from tigris_ir.backend.c import arm_m
 from tigris_ir.backend.c.band import (
@@ -67,6 +70,8 @@ from tigris_ir.backend.c.band import (
 )
 from tigris_ir.dialects import nn
 from tigris_ir.dialects.rtile import (
+    DEPTHWISE,
+    DIRECT,
     GEOM,
     TARGET,
     KBlocksOp,
@@ -74,8 +79,11 @@ from tigris_ir.dialects.rtile import (
     PackOp,
     PanelsOp,
     clamp_of,
+    depthwise_of,
+    direct_of,
     kernel_of,
 )
+from tigris_ir.rtile import direct as rd
 from tigris_ir.rtile import kernel as rk
 from tigris_ir.rtile import targets as tg
 from tigris_ir.rtile.sites import gemm_site
@@ -641,11 +649,16 @@ INT8_LANES: dict[str, tuple[int, ...]] = {
 
 def _tiled(op: nn.NNOp) -> bool:
     """Whether the op's band runs its register-tiled kernel (`rtile.kernel`);
-    False where `gebp-tile` found no tile (the direct loops), a diagnostic
-    where the passes have not run."""
+    False where it runs the direct loops (`rtile.direct`) or is no site, a
+    diagnostic where the passes have not run."""
     if kernel_of(op) is not None:
+        if DIRECT in op.attributes:
+            raise CLoweringError(
+                f"{op.name}: it states both its direct loops (rtile.direct) and a kernel "
+                "(rtile.kernel)"
+            )
         return True
-    if gemm_site(op) is None:
+    if DIRECT in op.attributes or gemm_site(op) is None:
         return False
     if GEOM in op.attributes:
         raise CLoweringError(
@@ -658,6 +671,68 @@ def _tiled(op: nn.NNOp) -> bool:
             "(rtile.target, #rtile.geom, rtile.kernel): run --gebp-tile and --lower-gebp"
         )
     return False
+
+
+def _operand(t: CTensor) -> rd.Operand:
+    return rd.Operand(t.shape, t.strides, t.cut, t.value is not None)
+
+
+def _direct(op: nn.NNOp, ins: Sequence[CTensor], y: CTensor, int8: bool) -> bool:
+    """Whether the op's band runs the direct loops, as `lower-gebp` states
+    it (`rtile.direct`); a diagnostic naming the op where the band cannot run
+    a kernel (`tigris_ir.rtile.direct`) and the IR does not say so."""
+    try:
+        stated = direct_of(op)
+    except VerifyException as e:
+        raise CLoweringError(f"{op.name}: {e}") from None
+    tiled = _tiled(op)
+    xs, yo = [_operand(t) for t in ins], _operand(y)
+    if isinstance(op, nn.ConvOp):
+        forced = rd.conv_reason(op, xs, yo, int8, tiled)
+    else:
+        forced = rd.matmul_reason(op, xs, yo, int8, tiled)
+    if stated is None and forced is not None:
+        raise CLoweringError(
+            f"{op.name}: its band runs no kernel ({forced}), but the IR does not state its "
+            f"direct loops ({DIRECT}): run --lower-gebp"
+        )
+    return stated is not None
+
+
+def _dw_plan(op: nn.NNOp, int8: bool) -> rk.DepthwisePlan:
+    """The depthwise kernel the op's `rtile.depthwise` states; a diagnostic
+    naming the op where it has none, or one this printer and the op's target
+    do not run (the C's float vectors are `C_FLOAT_LANES` wide)."""
+    try:
+        plan = depthwise_of(op)
+    except VerifyException as e:
+        raise CLoweringError(f"{op.name}: {e}") from None
+    if plan is None:
+        raise CLoweringError(
+            f"{op.name}: this depthwise convolution states no kernel ({DEPTHWISE}): "
+            "run --lower-gebp"
+        )
+    isa = arm_m.depthwise_isa(_target_label(op)) if int8 else None
+    want = isa or "vector"
+    lanes = (
+        rk.DW_LANES[cast(rk.DwKernel, isa)] if isa else rk.DW_INT8_LANES if int8 else LANES
+    )
+    said = f"{op.name}: its {DEPTHWISE} states"
+    if plan.kernel != want:
+        raise CLoweringError(
+            f"{said} the {plan.kernel} kernel; a{'n int8' if int8 else ' float32'} depthwise "
+            f"convolution of target '{_target_label(op) or 'host'}' runs the {want} one"
+        )
+    if plan.lanes != lanes:
+        raise CLoweringError(
+            f"{said} {plan.lanes} lanes; the {want} kernel of "
+            f"{'int8' if int8 else 'float32'} runs {lanes}"
+        )
+    if (int8 or isa) and plan.pixels != 1:
+        raise CLoweringError(f"{said} blocks of {plan.pixels} pixels; the int8 kernels run one")
+    if isa and plan.vectors != 1:
+        raise CLoweringError(f"{said} {plan.vectors} vectors a step; the {isa} kernel runs one")
+    return plan
 
 
 def _panels(op: nn.NNOp, k: int, n: int, int8: bool, merge: bool = False) -> _Panels:
@@ -1002,6 +1077,10 @@ def _clamp_expr(clamp: tuple[float | None, float | None] | None, x: str) -> str:
     if hi is None:
         return f"({x} < {_flt(lo)} ? {_flt(lo)} : {x})"
     return f"({x} < {_flt(lo)} ? {_flt(lo)} : ({x} > {_flt(hi)} ? {_flt(hi)} : {x}))"
+
+
+clamp_expr = _clamp_expr
+"""`_clamp_expr` for the other emitters (an Add's fused activation)."""
 
 
 def _i8_tile(unit: CUnit, r: int, v: int, last: int, unroll: int, yt: str) -> str:
@@ -1710,32 +1789,6 @@ def _consts_ready(ins: Sequence[CTensor], q: _Q | None) -> bool:
     return all(t.value is not None and not t.cut for t in need)
 
 
-def _dense_channels(g: _Conv, x: CTensor, y: CTensor) -> bool:
-    """Channels whole and unit-strided, pixels of both operands dense (the
-    memrefs' own strides: `_view` zeroes those of axes of size one)."""
-    return (
-        x.rank - 1 not in x.cut
-        and y.rank - 1 not in y.cut
-        and x.strides[-1] == 1
-        and y.strides[-1] == 1
-        and x.strides[-2] == g.c
-        and y.strides[-2] == g.co
-    )
-
-
-def _channel_group(g: _Conv, x: CTensor, y: CTensor) -> int:
-    """The channels per pixel of a depthwise band of a channel group (both
-    memrefs cut along the channels, unit-strided, the same pixel stride
-    below the channel count), else 0."""
-    last = x.rank - 1
-    if not (g.groups == g.c == g.co and g.cg == 1 and x.rank == y.rank == 4):
-        return 0
-    if last not in x.cut or last not in y.cut or x.strides[-1] != 1 or y.strides[-1] != 1:
-        return 0
-    group = x.strides[-2]
-    return group if y.strides[-2] == group and 1 < group < g.c else 0
-
-
 def _use_all(call: str, ins: Sequence[CTensor]) -> str:
     """The call, and every operand pointer it does not pass marked as used."""
     unused = [t.name for t in ins if not re.search(rf"\b{re.escape(t.name)}\b", call)]
@@ -1758,23 +1811,23 @@ def _conv(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CU
     if q is None and (x.ctype != "float" or y.ctype != "float"):
         raise CLoweringError(f"{op.name}: a float conv on {x.ctype} -> {y.ctype}")
     xv, yv = _view(x, 4), _view(y, 4)
-    group = _channel_group(g, x, y) if q is None and _consts_ready(ins, q) else 0
-    if group:
-        return _emit_depthwise(unit, g, q, ins, y, xv, yv, group, clamp_of(conv))
-    if not (_consts_ready(ins, q) and _dense_channels(g, x, y)):
+    if _direct(conv, ins, y, q is not None):
         return _emit_generic_conv(unit, conv, g, q, ins, y)
+    ready = _consts_ready(ins, q)
+    group = rd.channel_group(conv, _operand(x), _operand(y)) if q is None and ready else 0
+    if group:
+        plan = _dw_plan(conv, False)
+        return _emit_depthwise(unit, g, q, ins, y, xv, yv, plan, group, clamp_of(conv))
     w = ins[1].value
     assert w is not None
     if q is not None and q.fixed and arm_m.depthwise_isa(_target_label(conv)) is not None:
         q = arm_m.with_short_requant(q, np.asarray(w).reshape(g.co, -1), ins[2].value,
                                      _multipliers(q, np.asarray(ins[3].value), g.co))
     if g.groups == g.c == g.co and g.cg == 1:
-        isa = arm_m.depthwise_isa(_target_label(conv))
-        if q is not None and isa is not None:
-            return arm_m.emit_depthwise(unit, isa, g, q, ins, y, xv, yv)
-        return _emit_depthwise(unit, g, q, ins, y, xv, yv, clamp=clamp_of(conv))
-    if not _tiled(conv):  # no register tile fits the site
-        return _emit_generic_conv(unit, conv, g, q, ins, y)
+        plan = _dw_plan(conv, q is not None)
+        if q is not None and plan.kernel != "vector":
+            return arm_m.emit_depthwise(unit, plan.kernel, g, q, ins, y, xv, yv)
+        return _emit_depthwise(unit, g, q, ins, y, xv, yv, plan, clamp=clamp_of(conv))
     pointwise = (g.kh, g.kw, g.sh, g.sw) == (1, 1, 1, 1) and not any(conv.pads())
     if pointwise and g.groups == 1:
         return _emit_pointwise(unit, conv, g, q, ins, y, xv, yv)
@@ -2049,11 +2102,6 @@ def _gather(q: _Q | None, p: _Panels, n: str | int) -> str:
     return f"for (int ci = 0; ci < {n}; ++ci) dt[ci] = (int16_t)(s[ci] - {_lit(q.xzp)});"
 
 
-DW_PIXELS = 8
-"""Output pixels per block of the float32 depthwise kernel (its tap pointers
-stay on the stack, the taps' weights in vector registers)."""
-
-
 def _emit_depthwise(
     unit: CUnit,
     g: _Conv,
@@ -2062,13 +2110,16 @@ def _emit_depthwise(
     y: CTensor,
     xv: _View,
     yv: _View,
+    plan: rk.DepthwisePlan,
     group: int = 0,
     clamp: tuple[float | None, float | None] | None = None,
 ) -> str:
     """A depthwise convolution: per output pixel one pointer per tap (the pad
-    row where the tap leaves the image), vectors over channels; `clamp`
-    (float32) the activation `lower-gebp` fused into it (`rtile.clamp`),
-    applied to every value stored.
+    row where the tap leaves the image), vectors over channels, as `plan`
+    (`rtile.depthwise`) states them: `plan.lanes` channels a vector,
+    `plan.vectors` of them a step, float32 blocks of `plan.pixels` pixels;
+    `clamp` (float32) the activation `lower-gebp` fused into it
+    (`rtile.clamp`), applied to every value stored.
 
     `group` > 0 (float32): a band of a channel group, its buffers holding
     `group` channels per pixel from the band's first channel (`yl3`); the
@@ -2076,7 +2127,7 @@ def _emit_depthwise(
     computes `group` channels (a shorter last group fills the rest of its
     pixel's slots, which no band reads; the constants are padded for it)."""
     x = ins[0]
-    lanes = LANES if q is None else 8
+    lanes = plan.lanes
     cp = -(-g.c // lanes) * lanes
     nc = group or g.c
     cv = nc // lanes
@@ -2119,7 +2170,7 @@ def _emit_depthwise(
         ]
     mid.append(f"const {xt} *restrict pad")
     c32 = -(-g.c // 32) * 32
-    key = f"dw.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q)}.{group}.{clamp}"
+    key = f"dw.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q)}.{group}.{clamp}.{plan}"
 
     def block(nv: int, c: str) -> list[str]:
         if q is None:
@@ -2193,12 +2244,12 @@ def _emit_depthwise(
         return ["        {", *out, "        }"]
 
     def f32_chunks() -> list[str]:
-        """float32, vectors: blocks of DW_PIXELS output pixels of a row, their
+        """float32, vectors: blocks of `plan.pixels` output pixels of a row, their
         tap pointers first, then per block of channels the taps' weight
         vectors held in registers across the block's pixels (one load per
         multiply-add instead of two)."""
-        pix, t = DW_PIXELS, g.taps
-        nv = 2 if 2 * t <= 20 else 1
+        pix, t = plan.pixels, g.taps
+        nv = plan.vectors
         out = [
             f"      for (int ox0 = yl2; ox0 < yl2 + yn2; ox0 += {pix}) {{",
             f"        const int pn = yl2 + yn2 - ox0 < {pix} ? yl2 + yn2 - ox0 : {pix};",
@@ -2306,10 +2357,11 @@ def _emit_depthwise(
             out += [f"        c0 = {g.c};", "#elif defined(TG_AVX2)"]
         else:
             out.append(f"#ifdef {guard}")
-        full4, rem = divmod(cv, 4)
+        step = plan.vectors if q is not None else 4  # float32: the unused #else of TG_VECTOR
+        full4, rem = divmod(cv, step)
         if full4:
-            out.append(f"        for (; c0 < {full4 * 4 * lanes}; c0 += {4 * lanes})")
-            out += block(4, "c0")
+            out.append(f"        for (; c0 < {full4 * step * lanes}; c0 += {step * lanes})")
+            out += block(step, "c0")
         if rem:
             out += block(rem, "c0")
             out.append(f"        c0 += {rem * lanes};")
@@ -2619,11 +2671,16 @@ def _emit_generic_mat(
         res = "acc[j - jl]" + (f" + {cval}" if c is not None else "")
         m = "ws[j]" if mult is not None else _mult_expr(q, ws, "j")
         res = _store(q, res, m)
+    clamp = clamp_of(op)  # an activation fused by lower-gebp (rtile.clamp beside rtile.direct)
+    if clamp is not None:
+        if q is not None:
+            raise CLoweringError(f"{op.name}: an int8 matrix product takes no fused activation")
+        res = _clamp_expr(clamp, f"({res})")
     key = (
         f"gmat.{op.name}.{lay}.{a.shape}{_st(a)}{a.cut}.{b.shape}{_st(b)}{b.cut}"
         f".{y.shape}{_st(y)}.{c.shape if c else ''}{_st(c) if c else ''}"
         f".{_qkey(q, mult is None)}.{bzp}.{alpha}.{beta}.{a.ctype}{b.ctype}{y.ctype}"
-    )
+    ) + (f".clamp{clamp}" if clamp is not None else "")
 
     def build(name: str) -> str:
         params = [
@@ -2797,9 +2854,9 @@ def emit_matmul(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], un
 
 def _matmul(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CUnit) -> str:
     y = outs[0]
-    tiled = _tiled(op)  # the site runs its rtile.kernel
     if isinstance(op, nn.GemmOp):
         q = _quant(op, op.a, op.y)
+        tiled = not _direct(op, ins, y, q is not None)  # the site runs its rtile.kernel
         if q is not None and q.fixed:
             fixed_helpers(unit)
         a, b, c = ins[0], ins[1], ins[2]
@@ -2830,6 +2887,7 @@ def _matmul(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: 
         )
     mm = cast(nn.MatMulOp, op)
     q = _quant(mm, mm.a, mm.y)
+    tiled = not _direct(op, ins, y, q is not None)
     if q is not None and q.fixed:
         fixed_helpers(unit)
     a, b = ins[0], ins[1]

@@ -58,8 +58,9 @@ from tigris_ir.backend.c.band import (
     short_form,
     short_params,
 )
+from tigris_ir.backend.c.conv import clamp_expr
 from tigris_ir.dialects import nn
-from tigris_ir.dialects.rtile import LANES
+from tigris_ir.dialects.rtile import CLAMP, LANES, clamp_of
 from tigris_ir.reference import kernels as K
 
 # ---------------------------------------------------------------------------
@@ -828,6 +829,9 @@ def emit_binary(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], un
     path = _path(op)
     raw = isinstance(op, nn.BinaryOp) and op.integer_data()
     fixed, lanes = _fixed_binary(unit, op, ea, eb, ey) if path == "fixed" else (None, None)
+    clamp = clamp_of(op)  # the activation lower-gebp fused into a float32 Add (rtile.clamp)
+    if clamp is not None and (path != "real" or raw or not isinstance(op, nn.AddOp)):
+        raise CLoweringError(f"{op.name}: only a float32 Add takes a fused activation ({CLAMP})")
 
     def body(a: list[str]) -> tuple[list[str], list[str]]:
         if raw:  # integer data: numpy's wrap-around, through unsigned arithmetic
@@ -846,7 +850,8 @@ def emit_binary(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], un
                 else f"({a[1]} < {a[0]} ? {a[1]} : {a[0]})"
             ]
         stmts = [f"const float A_ = {_deq(ea, a[0])};", f"const float B_ = {_deq(eb, a[1])};"]
-        return stmts, [_quant(unit, ey, "(" + tmpl.format(a="A_", b="B_") + ")")]
+        res = "(" + tmpl.format(a="A_", b="B_") + ")"
+        return stmts, [_quant(unit, ey, clamp_expr(clamp, res) if clamp else res)]
 
     rank = outs[0].rank
     reads = [_aligned(ins[0], rank), _aligned(ins[1], rank)]

@@ -60,9 +60,7 @@ def constant_also_read() -> onnx.ModelProto:
     c = np.random.default_rng(3).standard_normal((1, 4, 1, 8)).astype(np.float32)
     return make_model(
         [
-            helper.make_node(
-                "Constant", [], ["c"], value=onnx.numpy_helper.from_array(c, "c")
-            ),
+            helper.make_node("Constant", [], ["c"], value=onnx.numpy_helper.from_array(c, "c")),
             helper.make_node("Add", ["x", "c"], ["y"]),
         ],
         {"x": X},
@@ -140,4 +138,3 @@ def test_tigris_run_checks_a_constant_output(
     interp = capsys.readouterr().out
     stats = [ln for ln in out.splitlines() if ln.split(":")[0] in ("fast peak", "slow peak")]
     assert stats and all(ln in interp for ln in stats)
-

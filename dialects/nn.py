@@ -689,6 +689,11 @@ class IdentityOp(UnaryOp):
     name = "nn.identity"
     QUANT_KIND: ClassVar[QuantKind] = QuantKind.EXACT
 
+    def check_operands(self) -> None:
+        # a copy moves values of any element type (a constant graph output
+        # of int64 or bool is copied out by one)
+        _check_data(self)
+
     def fn(self, x: np.ndarray) -> np.ndarray:
         return x.copy()
 

@@ -662,6 +662,17 @@ class _Importer:
         for out in g.output:
             v = self.value(out.name)
             r = len(nn.shape_of(v.ssa))
+            if isinstance(v.ssa.owner, nn.WeightOp) and r > 0:
+                # a constant output (a folded Shape, a Constant) is copied
+                # into a tensor of its own, as any computed output is: the
+                # plan holds and counts it, the run writes it
+                copy = self.emit(
+                    nn.IdentityOp,
+                    [v.ssa],
+                    dtype=nn.dtype_of(v.ssa),
+                    quant=nn.quant_of(v.ssa),
+                )
+                v = _Val(copy.results[0], v.layout)
             if r == 0:
                 one = self.emit(
                     nn.ReshapeOp,

@@ -66,6 +66,12 @@ def _one(kern: KernelOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     kp = pack.kp.value.data if pack is not None else k
     step = kblocks.step.value.data if kblocks is not None else kp
     rows = blocks.rows.value.data
+    # B once as every panel reads it: float64, zero rows up to kp and zero
+    # columns past n (a panel's columns past the sweep's last); a panel is a
+    # view of it (copied per panel and row block, this was most of the run)
+    width = max((s.width.value.data for s in sweeps if isinstance(s, PanelsOp)), default=0)
+    padded = np.zeros((kp, n + width), np.float64)
+    padded[:k, :n] = b
     acc = np.zeros((m, n), np.float64)
     for i0 in range(0, m, rows):
         mb = min(rows, m - i0)
@@ -76,7 +82,7 @@ def _one(kern: KernelOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
             stored = np.zeros((mb, n), np.int64)
             for sweep in sweeps:
                 assert isinstance(sweep, PanelsOp)
-                _sweep(kern, sweep, packed, b, acc[i0 : i0 + mb], stored, k0, kc)
+                _sweep(kern, sweep, packed, padded, n, acc[i0 : i0 + mb], stored, k0, kc)
             if not (stored == 1).all():
                 bad = np.argwhere(stored != 1)[0]
                 raise KernelRunError(
@@ -90,15 +96,16 @@ def _sweep(
     kern: KernelOp,
     sweep: PanelsOp,
     packed: np.ndarray,
-    b: np.ndarray,
+    padded: np.ndarray,
+    n: int,
     acc: np.ndarray,
     stored: np.ndarray,
     k0: int,
     kc: int,
 ) -> None:
     """One `rtile.panels` sweep over a row block's K block: every panel, and in
-    it the full micro-tiles, then the edge tile of the rows left."""
-    k, n = b.shape
+    it the full micro-tiles, then the edge tile of the rows left. `padded` is
+    B zero-padded (`_one`), `n` its columns."""
     micro = sweep.micro
     g = micro.geom.geometry
     edges = micro.edge_rows
@@ -112,8 +119,7 @@ def _sweep(
                 f"{kern.name}: the panel at column {j0} holds {cols} columns, its micro-tile "
                 f"stores {width - g.lanes + last}"
             )
-        panel = np.zeros((packed.shape[1], width), np.float64)
-        panel[:k, :cols] = b[:, j0 : j0 + cols]
+        panel = padded[:, j0 : j0 + width]
         i = mb // g.rm * g.rm  # the full tiles, side by side down the block's rows
         if i:
             _tile(packed, panel, acc, stored, 0, i, j0, cols, k0, kc)

@@ -129,6 +129,8 @@ def lifetimes(fn: func.FuncOp) -> list[Lifetime]:
         space = loop.space_of(a.type)
         if not space or space == loop.STREAM.data:
             continue  # a constant, or a streamed input: no storage
+        if not a.uses:
+            continue  # an input nothing reads (its Shape was folded): no storage
         uses = [top[id(u.operation)] for u in a.uses]
         returned = any(isinstance(u.operation, func.ReturnOp) for u in a.uses)
         last = end if returned else max(uses, default=0)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects import func
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import PassFailedException
 
 from tigris_ir.dialects import nn
 from tigris_ir.plan.graph import (
@@ -174,6 +175,13 @@ def build_view(fn: func.FuncOp, needs: Mapping[Operation, BodyNeed] | None = Non
     for op in block.ops:
         if isinstance(op, func.ReturnOp):
             returned = list(op.arguments)
+    for i, v in enumerate(returned):
+        if isinstance(v.owner, nn.WeightOp):
+            raise PassFailedException(
+                f"output #{i} is the weight '{v.owner.ref.data}' itself: a plan writes "
+                "every output of the function, so a constant output is copied into one "
+                "by an op (nn.identity, as the importer does)"
+            )
     return _build(block, list(block.args), returned, _aliases(fn), needs or {}, False)
 
 

@@ -524,6 +524,7 @@ class _Printer:
 
         block = self.fn.body.block
         self.arg_mems: list[_Mem] = []
+        self.unread: set[int] = set()
         for i, a in enumerate(block.args):
             t = _mem_type(a.type, f"argument #{i}")
             space = loop.space_of(t)
@@ -544,6 +545,21 @@ class _Printer:
                 )
                 self.vals[a] = m
                 self.arg_mems.append(m)
+                continue
+            if space and lv is None and not a.uses:
+                # an input nothing reads (a model of its Shape only): no
+                # storage and no copy, as the plan holds no bytes of it
+                m = _Mem(
+                    "0",
+                    c_band.c_type(_elem_dtype(t)),
+                    tuple(str(d) for d in t.get_shape()),
+                    _static_strides(t, f"argument #{i}"),
+                    space,
+                    f"unread{i}",
+                )
+                self.vals[a] = m
+                self.arg_mems.append(m)
+                self.unread.add(i)
                 continue
             if not space or lv is None:
                 raise NetworkError(f"argument #{i} is in no memory space (run lower-to-loops)")
@@ -1526,7 +1542,7 @@ def print_network(
     at = p.input_lines_at
     inputs_text: list[str] = []
     for i, (m, port) in enumerate(zip(p.arg_mems, ins)):
-        if not port.streamed:
+        if not port.streamed and i not in p.unread:
             inputs_text += _boundary_copy(p, m, port, f"inputs[{i}]", True)
     outputs_text: list[str] = []
     for i, (m, port) in enumerate(zip(p.returned, outs)):
@@ -1579,8 +1595,10 @@ def print_network(
     ]
     out.append("/* ---- arenas ---- */")
     if p.fast_bytes:
-        out.append(f"static unsigned char {p.fast_arena}[{u}_FAST_ARENA_BYTES] TIGRIS_FAST_SECTION "
-            "TIGRIS_ALIGNED;")
+        out.append(
+            f"static unsigned char {p.fast_arena}[{u}_FAST_ARENA_BYTES] TIGRIS_FAST_SECTION "
+            "TIGRIS_ALIGNED;"
+        )
     else:
         out.append(f"#define {p.fast_arena} ((unsigned char *)NULL) /* no fast buffer */")
     if p.slow_bytes:

@@ -154,3 +154,18 @@ def test_analyze_reports_the_macs_patches_recompute(capsys, tmp_path):
     assert r["recompute_macs"] == p.recomputed_macs
     grids = [s for s in p.stages if s.strategy == "grid" and s.recomputed_macs]
     assert grids and own >= sum(s.recomputed_macs for s in grids)
+
+
+def test_the_smallest_sram_search_caps_the_recomputed_macs():
+    """min_single_budget(max_recompute=f) counts a plan as fitting only if it
+    recomputes at most a fraction f of the MACs: with no recomputation
+    allowed its plan recomputes nothing and needs more SRAM than the search
+    at any MAC cost, whose plan recomputes."""
+    module, _, _, _ = _case("vgg", True)
+    g = build_view(main_func(module)).graph
+    least = min_single_budget(g)
+    capped = min_single_budget(g, max_recompute=0.0)
+    assert least < capped
+    free = plan(g, least, slow_budget=0)
+    none = plan(g, capped, slow_budget=0)
+    assert free.recomputed_macs > 0 and none.fits and none.recomputed_macs == 0

@@ -1223,9 +1223,10 @@ class _Ctx:
                 if (
                     t is not None
                     and t.strategy not in STREAM_KINDS
-                    and self.reads_stream(start, stop)
+                    and (self.reads_stream(start, stop) or self.writes_stream(start, stop))
                 ):
-                    # a streamed input arrives in whole rows: strips only
+                    # a streamed input arrives, a streamed output leaves, in
+                    # whole rows, each once: strips only (no patches)
                     t = _strips(model, budget, exact) if model.kind in STREAM_KINDS else None
             self._tilings[key] = t
         return self._tilings[key]
@@ -1233,6 +1234,10 @@ class _Ctx:
     def reads_stream(self, start: int, stop: int) -> bool:
         ins, _ = self.io(start, stop)
         return any(x in self.streamed for x in ins)
+
+    def writes_stream(self, start: int, stop: int) -> bool:
+        _, outs = self.io(start, stop)
+        return any(x in self.streamed_out for x in outs)
 
     def io(self, start: int, stop: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         key = (start, stop)

@@ -5,7 +5,11 @@ op run whole), the smallest fast budget with unbounded slow memory, and the
 smallest single SRAM (`--slow-budget 0`: every tensor in the one fast arena)
 with the model input resident and with it streamed in by rows
 (`--stream-input`), each with its recomputed MACs (percent of the model's) and
-the planning time of one plan at that budget. Beside them, side by side, the
+the planning time of one plan at that budget. Each single-SRAM figure twice:
+with the plans of line buffers (`patch_windows=1`: a 2D grid spans at most
+one window op) and with patches (`planner.PATCH_WINDOWS`, the default:
+stages of patches spanning several window ops recompute their overlaps,
+chosen by the planner's cost where they lower the peak). Beside them, side by side, the
 measured anchors of ANCHORS.md ("Plans without external memory") and the
 ratio of our figure to theirs (below 1: less memory than the anchor).
 
@@ -43,7 +47,7 @@ from tigris_ir.passes.boundary import set_int8_boundary
 from tigris_ir.plan.ir import layer_by_layer_peak, main_func
 from tigris_ir.plan.memory import format_bytes
 from tigris_ir.plan.nn_graph import build_view
-from tigris_ir.plan.planner import Plan, min_budget, min_single_budget, plan
+from tigris_ir.plan.planner import PATCH_WINDOWS, Plan, min_budget, min_single_budget, plan
 from tigris_ir.rtile.targets import host_cpu_name
 
 KB = 1000
@@ -88,7 +92,7 @@ def main() -> int:
     ap.add_argument("--dtypes", default="int8,f32")
     ap.add_argument("--boundary", choices=("int8", "float"), default="int8")
     args = ap.parse_args()
-    console = Console(width=200)
+    console = Console(width=240)
     t = Table(title="smallest SRAM budgets of the zoo models (full size)")
     for col in (
         "model",
@@ -97,9 +101,13 @@ def main() -> int:
         "fast, slow unbounded",
         "one SRAM, input resident",
         "MACs +",
+        "resident, patches",
+        "MACs +",
         "one SRAM, input streamed",
         "MACs +",
-        "plan s (both)",
+        "streamed, patches",
+        "MACs +",
+        "plan s (max)",
         "against the anchors",
         "target (issue 15)",
     ):
@@ -114,19 +122,24 @@ def main() -> int:
             g = build_view(fn).graph
             naive = layer_by_layer_peak(fn)
             fast = min_budget(g)
-            resident = min_single_budget(g)
-            streamed = min_single_budget(g, stream_input=True)
-            pr, tr = _timed(g, resident, slow_budget=0)
-            ps, ts = _timed(g, streamed, slow_budget=0, stream_input=True)
-            assert pr.fits and ps.fits and pr.slow_peak == ps.slow_peak == 0
+            found: dict[tuple[bool, int], tuple[int, Plan, float]] = {}
+            for stream in (False, True):
+                for pw in (1, PATCH_WINDOWS):
+                    b = min_single_budget(g, stream_input=stream, patch_windows=pw)
+                    p, secs = _timed(g, b, slow_budget=0, stream_input=stream, patch_windows=pw)
+                    assert p.fits and p.slow_peak == 0 and p.peak <= b
+                    found[stream, pw] = (b, p, secs)
+            resident, pr, _ = found[False, 1]
+            streamed, ps, _ = found[True, 1]
+            resident_p, prp, _ = found[False, PATCH_WINDOWS]
+            streamed_p, psp, _ = found[True, PATCH_WINDOWS]
+            slowest = max(secs for _, _, secs in found.values())
             notes = [
                 _vs((name, dt, "fast"), fast),
                 _vs((name, dt, "resident"), resident),
-                _vs((name, dt, "streamed"), streamed),
+                _vs((name, dt, "streamed"), min(streamed, streamed_p)),
             ]
-            targets = [
-                f"{k[2]} {v}" for k, v in TARGETS.items() if k[0] == name and k[1] == dt
-            ]
+            targets = [f"{k[2]} {v}" for k, v in TARGETS.items() if k[0] == name and k[1] == dt]
             t.add_row(
                 name,
                 dt,
@@ -134,23 +147,26 @@ def main() -> int:
                 format_bytes(fast),
                 f"{format_bytes(resident)} ({resident / naive:.3f}x)",
                 _pct(pr),
+                f"{format_bytes(resident_p)} ({resident_p / naive:.3f}x)",
+                _pct(prp),
                 f"{format_bytes(streamed)} ({streamed / naive:.3f}x)",
                 _pct(ps),
-                f"{tr:.2f} / {ts:.2f}",
+                f"{format_bytes(streamed_p)} ({streamed_p / naive:.3f}x)",
+                _pct(psp),
+                f"{slowest:.2f}",
                 "\n".join(n for n in notes if n),
                 "\n".join(targets),
             )
     console.print(t)
     console.print(
-        "Ratios in brackets: of the layer-by-layer peak. 'plan s': one plan at the "
-        "resident / streamed budget. int8 boundary: "
+        "Ratios in brackets: of the layer-by-layer peak. 'plan s': the slowest of the "
+        "four plans at those budgets. 'patches': stages of patches may span up to "
+        f"{PATCH_WINDOWS} window ops (else one). int8 boundary: "
         f"{args.boundary} (float: the int8 models take a float32 input, QuantizeLinear "
         "first, which a resident plan holds whole)."
     )
     console.print(f"planning times on: {host_cpu_name()}")
     return 0
-
-
 
 
 if __name__ == "__main__":

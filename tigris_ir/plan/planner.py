@@ -61,6 +61,26 @@ exactly this and measures the same numbers):
   * traffic counts raw bytes: reads as loaded per tile, writes once.
   * recomputed MACs of an op = macs * (rows computed over all tiles - distinct
     rows) // output rows (cells for a grid), in integers.
+
+Recomputation as a choice. The same ops can run two ways that trade memory
+against MACs: a line-buffered chain computes every row once but holds, per
+window, (kernel - stride) rows of history across the whole width; a stage
+of patches (a 2D grid spanning up to `PATCH_WINDOWS` window ops, MCUNetV2's
+patch-based inference) holds only the cone of one patch, and every patch
+recomputes the overlap of its cone with its neighbours' (both directions).
+Stage formation offers both for every segment and keeps, among the plans
+whose every unit fits its budget (the fast budget less what is resident
+beside it), the one of least
+
+    cost = sum over units of (bytes loaded + bytes written)
+           + mac_weight * recomputed MACs        (mac_weight bytes per MAC, 1)
+
+so patches are chosen where they lower a unit's peak below what the line
+buffers need (the budget is the memory side of the trade) or where the MACs
+they recompute cost less than the traffic they save; where line buffers
+fit, they cost no MAC and win. `min_single_budget(max_recompute=f)` finds
+the smallest single SRAM whose plan recomputes at most a fraction f of the
+MACs, and `frontier` plans the whole range of budgets, the trade in full.
 """
 
 from __future__ import annotations
@@ -114,10 +134,15 @@ STREAM_KINDS = ("strips", "whole_rows")
 
 _INF = 1 << 62
 
-GRID_MAX_WINDOWS = 1
-"""Stage formation tries 2D tiles only on stages with at most this many
-window ops: each one widens every tile by its halo in both directions, so
-the recomputation of longer 2D stages outweighs the loads they save."""
+PATCH_WINDOWS = 3
+"""Patch-based recomputation (MCUNetV2's patches): stage formation offers a
+stage of up to this many window ops as a 2D grid of patches, each patch
+computing the whole cone of its output cells (the overlaps of neighbouring
+cones are recomputed, both directions), beside the line-buffered chain of
+the same ops (no recomputation, whole rows of history held). Each window op
+widens every patch by its halo, so recomputation grows with the count; the
+choice between the two is the cost of the module docstring. 1: a 2D grid
+spans at most one window op (the plans before patches)."""
 
 
 # ---------------------------------------------------------------------------
@@ -918,13 +943,16 @@ def _windows(model: BandModel) -> int:
     )
 
 
-def tile_band(model: BandModel, budget: int, exact: bool = True) -> _Tiling | None:
+def tile_band(
+    model: BandModel, budget: int, exact: bool = True, patch_windows: int = PATCH_WINDOWS
+) -> _Tiling | None:
     """The strategy of a band that does not run normally: strips (or the
     band kind), a 2D grid when no strip fits or it loads fewer input bytes,
     sub-row bands for an accumulation, and for a band of channel-local ops
     groups of channels (`_channel_groups`) when nothing else fits or they
     load fewer input bytes. None when nothing fits. `exact=False` gives the
-    estimates stage formation compares (a grid only where no strip fits)."""
+    estimates stage formation compares (a grid only where no strip fits, of
+    at most `patch_windows` window ops)."""
     strips = _strips(model, budget, exact)
     if strips is not None and strips.tiles == 1:
         return strips
@@ -933,7 +961,7 @@ def tile_band(model: BandModel, budget: int, exact: bool = True) -> _Tiling | No
     def pick(t: _Tiling | None) -> _Tiling | None:
         return groups if groups is not None and (t is None or groups.reads < t.reads) else t
 
-    if not exact and (strips is not None or _windows(model) > GRID_MAX_WINDOWS):
+    if not exact and (strips is not None or _windows(model) > patch_windows):
         return pick(strips)
     grid = _grid(model, budget, exact)
     if grid is not None and (strips is None or grid.reads < strips.reads):
@@ -1119,6 +1147,7 @@ class _Ctx:
     budget: int
     ranks: tuple[int, ...] = (4,)
     mac_weight: int = 1
+    patch_windows: int = PATCH_WINDOWS
     _bands: dict[tuple[int, int], BandModel | str] = field(
         default_factory=dict[tuple[int, int], "BandModel | str"]
     )
@@ -1190,13 +1219,14 @@ class _Ctx:
             budget = self.budget_at(start, stop)
             t = None
             if not isinstance(model, str) and budget > 0:
-                t = tile_band(model, budget, exact)
+                t = tile_band(model, budget, exact, self.patch_windows)
                 if (
                     t is not None
                     and t.strategy not in STREAM_KINDS
-                    and self.reads_stream(start, stop)
+                    and (self.reads_stream(start, stop) or self.writes_stream(start, stop))
                 ):
-                    # a streamed input arrives in whole rows: strips only
+                    # a streamed input arrives, a streamed output leaves, in
+                    # whole rows, each once: strips only (no patches)
                     t = _strips(model, budget, exact) if model.kind in STREAM_KINDS else None
             self._tilings[key] = t
         return self._tilings[key]
@@ -1204,6 +1234,10 @@ class _Ctx:
     def reads_stream(self, start: int, stop: int) -> bool:
         ins, _ = self.io(start, stop)
         return any(x in self.streamed for x in ins)
+
+    def writes_stream(self, start: int, stop: int) -> bool:
+        _, outs = self.io(start, stop)
+        return any(x in self.streamed_out for x in outs)
 
     def io(self, start: int, stop: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         key = (start, stop)
@@ -1473,7 +1507,9 @@ def chain_members(ctx: _Ctx, start: int, stop: int) -> tuple[tuple[int, int], ..
     return tuple(members) if len(members) >= 2 else None
 
 
-def _feasible_band(b: BandBuilder, budget: int, single: bool = False) -> bool:
+def _feasible_band(
+    b: BandBuilder, budget: int, single: bool = False, patch_windows: int = PATCH_WINDOWS
+) -> bool:
     """Some band of the builder's ops, or of ops from further upstream, may
     fit: one row, a 1 x 1 tile, a sub-row band of an accumulation or a group
     of the channels of a channel-local band (the floors count buffers that
@@ -1491,7 +1527,7 @@ def _feasible_band(b: BandBuilder, budget: int, single: bool = False) -> bool:
         b.grid
         and b.kind == "strips"
         and b.root_width >= 2
-        and b.windows <= GRID_MAX_WINDOWS
+        and b.windows <= patch_windows
         and b.floor11 <= budget
     ):
         return True
@@ -1550,7 +1586,9 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
                 while band.start > i and band.prepend():
                     pass
                 # the resident bytes vary with the segment: prune on the whole budget
-                band_ok = band.start == i and _feasible_band(band, budget, single)
+                band_ok = band.start == i and _feasible_band(
+                    band, budget, single, ctx.patch_windows
+                )
             if not fits and not band_ok and work > budget:
                 break
             lb = normal.reads + normal.writes
@@ -1559,7 +1597,11 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
                 cand = (best[i][0] + cost, best[i][1] + 1)
                 if cand < best[j]:
                     best[j], back[j] = cand, ((i, j),)
-            elif best[i][0] < _INF and band_ok and (not single or _feasible_band(band, room, True)):
+            elif (
+                best[i][0] < _INF
+                and band_ok
+                and (not single or _feasible_band(band, room, True, ctx.patch_windows))
+            ):
                 chainable = band.error is None and (
                     band.bytes1 <= room or band.lb_ok and band.floor_lb1_scratch(single) <= room
                 )
@@ -1912,6 +1954,7 @@ def plan(
     stream_output: bool = False,
     chain_1d: bool = False,
     mac_weight: int = 1,
+    patch_windows: int = PATCH_WINDOWS,
 ) -> Plan:
     """The memory plan of `graph` under a fast budget of `budget` bytes and a
     slow budget of `slow_budget` (None: unbounded; 0: no slow memory).
@@ -1934,6 +1977,9 @@ def plan(
     asks for rank 4, so it is off by default. `mac_weight` is what one
     recomputed MAC costs in bytes of slow traffic when choosing cuts (a
     PSRAM byte and a MAC take about a cycle each on the targets).
+    `patch_windows` (`PATCH_WINDOWS`): the most window ops a stage of
+    patches (a 2D grid recomputing its overlaps) may span; 1 keeps 2D grids
+    to one window op.
     """
     if budget <= 0:
         raise ValueError(f"budget must be positive, got {budget}")
@@ -1946,7 +1992,16 @@ def plan(
 
     def unbounded() -> Plan:
         return _plan(
-            _Ctx(graph, tables, budget, ranks, mac_weight, streamed=streamed, streamed_out=out)
+            _Ctx(
+                graph,
+                tables,
+                budget,
+                ranks,
+                mac_weight,
+                patch_windows,
+                streamed=streamed,
+                streamed_out=out,
+            )
         )
 
     free: Plan | None = None
@@ -1963,6 +2018,7 @@ def plan(
         budget,
         ranks,
         mac_weight,
+        patch_windows,
         streamed=streamed,
         streamed_out=out,
         residents=Residents(graph, tables, streamed, out),
@@ -1976,6 +2032,7 @@ def plan(
         graph,
         chain_1d=chain_1d,
         mac_weight=mac_weight,
+        patch_windows=patch_windows,
         tables=tables,
         stream_input=stream_input,
         stream_output=stream_output,
@@ -2290,6 +2347,8 @@ def min_single_budget(
     tables: GraphTables | None = None,
     stream_input: bool = False,
     stream_output: bool = False,
+    patch_windows: int = PATCH_WINDOWS,
+    max_recompute: float | None = None,
 ) -> int:
     """The smallest fast budget of a plan without slow memory: a bisection
     over `plan(graph, b, slow_budget=0).fits`, between the unbounded plan's
@@ -2297,19 +2356,34 @@ def min_single_budget(
 
     A larger budget never resident-fits less at the same cuts, but the cuts
     the search chooses differ with the budget, so this is the smallest budget
-    the bisection finds, each end checked by planning it."""
+    the bisection finds, each end checked by planning it. `max_recompute`:
+    a plan counts as fitting only if it recomputes at most that fraction of
+    the model's MACs (None: any; 0.0: none), the memory bought with MACs
+    capped (the frontier shows the whole trade)."""
     tables = tables or GraphTables(graph)
     ranks = (3, 4) if chain_1d else (4,)
 
     streamed = _streamed(graph, stream_input)
     out = _streamed_out(graph, stream_output)
 
+    def within(p: Plan) -> bool:
+        return max_recompute is None or p.recomputed_macs <= max_recompute * p.macs
+
     def ok(b: int) -> bool:
         if _may_need_no_slow(graph, tables, b, streamed, out):
             free = _plan(
-                _Ctx(graph, tables, b, ranks, mac_weight, streamed=streamed, streamed_out=out)
+                _Ctx(
+                    graph,
+                    tables,
+                    b,
+                    ranks,
+                    mac_weight,
+                    patch_windows,
+                    streamed=streamed,
+                    streamed_out=out,
+                )
             )
-            if free.fits and free.slow_peak == 0:
+            if free.fits and free.slow_peak == 0 and within(free):
                 return True
         ctx = _Ctx(
             graph,
@@ -2317,11 +2391,13 @@ def min_single_budget(
             b,
             ranks,
             mac_weight,
+            patch_windows,
             streamed=streamed,
             streamed_out=out,
             residents=Residents(graph, tables, streamed, out),
         )
-        return _plan(ctx).fits
+        p = _plan(ctx)
+        return p.fits and within(p)
 
     lo = min_budget(graph)
     hi = max(lo, sum(align(t.nbytes) for t in graph.tensors.values() if not t.is_const))

@@ -6,11 +6,15 @@ that op in the band body, its register-tiled GEBP as an `rtile.kernel` op
 (`tigris_ir.rtile.lower.kernel` of the decisions `tigris_ir.rtile.kernel.plan`
 makes for the site's target): row blocks, packing or im2col gathering of A
 with its scratch buffer, K blocks, the panel sweeps with their micro-tiles and
-edge tiles, and the epilogue; a pointwise convolution's row blocks say how
-many output rows one call covers (`merge W`: all the band's rows at once,
-where both its memrefs hold whole dense rows of W pixels; else one call per
-row), and an int8 kernel's packing what its rows hold over x - zp (`offset N`,
-from the input's zero point and the instruction's byte type). A float32
+edge tiles, and the epilogue (a float32 convolution of one group whose kernel
+rows are runs of at least `WINDOW_MIN_RUN` input values reads its pixels'
+windows in place, one K block per kernel row: `rtile.pack_a "window"`, its
+scratch only for the pixels whose window leaves the image); a pointwise
+convolution's row blocks say how many output rows one call covers (`merge
+W`: all the band's rows at once, where both its memrefs hold whole dense rows
+of W pixels; else one call per row), and an int8 kernel's packing what its
+rows hold over x - zp (`offset N`, from the input's zero point and the
+instruction's byte type). A float32
 convolution whose band is followed by an in-place Relu or Clip band on its
 output (the activation's band reads and writes the buffer the convolution's
 band wrote, with only address arithmetic between them) takes the activation
@@ -74,14 +78,30 @@ def site_kernel(op: Operation, site: Site) -> None:
         target = decide.site_target(op)
     except ValueError as e:
         raise PassFailedException(f"lower-gebp: {describe(op)}: {TARGET}: {e}") from None
-    plan = rk.plan(target, g, site.k, site.dtype == "int8", site.packing, site.m)
+    run = window_run(op, site)
+    packing: rk.Packing = "window" if run is not None else site.packing
+    plan = rk.plan(target, g, site.k, site.dtype == "int8", packing, site.m, run or 0)
     groups = op.groups() if isinstance(op, nn.ConvOp) else 1
     merge = row_merge(op, site)
     offset = packed_offset(op, plan.dot)
-    new = kernel(op.results[0], g, plan, site.k, site.n, site.packing, groups, merge, offset)
+    new = kernel(op.results[0], g, plan, site.k, site.n, packing, groups, merge, offset)
     if clamp is not None:
         _set_clamp(new, clamp)
     Rewriter.insert_op(new, InsertPoint.after(op))
+
+
+def window_run(op: Operation, site: Site) -> int | None:
+    """The taps of one kernel row where a convolution's kernel reads its
+    pixels' windows in place (`rtile.kernel.window_run`: float32, one group,
+    no dilation along the width, kw * c taps at least `WINDOW_MIN_RUN`); None:
+    its im2col rows are gathered (every other site)."""
+    if site.packing != "im2col" or not isinstance(op, nn.ConvOp):
+        return None
+    dil = op.dilations()
+    return rk.window_run(
+        site.dtype, op.groups(), dil[-1] if dil else 1, op.kernel()[-1],
+        nn.shape_of(op.input)[-1],
+    )
 
 
 def _strides(v: SSAValue) -> tuple[int, ...] | None:

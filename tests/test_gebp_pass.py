@@ -698,3 +698,24 @@ def test_an_in_place_activation_is_fused_into_the_epilogue():
     other = "avx2" if tg.host_target().isa == "avx512" else "avx512"
     with pytest.raises(PassFailedException, match="fused activation"):
         GebpTilePass(target=other).apply(context(), module)
+
+
+def test_window_run_rule() -> None:
+    """A convolution reads its pixels' windows in place (`window`) where it is
+    float32, of one group, undilated along the width and its kernel rows are
+    runs of at least WINDOW_MIN_RUN values; its K blocks are then those rows."""
+    assert rk.window_run("float32", 1, 1, 3, 16) == 48
+    assert rk.window_run("float32", 1, 1, 1, 16) == 16
+    assert rk.window_run("float32", 1, 1, 3, 3) is None  # 9 < 16: gathered
+    assert rk.window_run("int8", 1, 1, 3, 16) is None
+    assert rk.window_run("float32", 2, 1, 3, 16) is None
+    assert rk.window_run("float32", 1, 2, 3, 16) is None
+    target = tg.get_target("zen4").float_file()
+    g = rt.Geometry(4, 2, 8)
+    p = rk.plan(target, g, 144, False, "window", 9216, 48)
+    assert (p.kc, p.kp) == (48, 144)
+    assert p.scratch == rk.plan(target, g, 144, False, "im2col", 9216).scratch
+    with pytest.raises(ValueError, match="whole kernel rows"):
+        rk.plan(target, g, 144, False, "window", 9216, 40)
+    with pytest.raises(ValueError, match="whole kernel rows"):
+        rk.plan(target, g, 144, True, "window", 9216, 48)

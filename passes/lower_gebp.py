@@ -17,7 +17,8 @@ rows hold over x - zp (`offset N`, from the input's zero point and the
 instruction's byte type). A float32
 convolution whose band is followed by an in-place Relu or Clip band on its
 output (the activation's band reads and writes the buffer the convolution's
-band wrote, with only address arithmetic between them) takes the activation
+band wrote, with only address arithmetic and the deallocs of other buffers
+between them) takes the activation
 into its epilogue (`bias_clamp`) and the activation's band is removed: the
 buffer holds the activated values as soon as the product is stored, and
 nothing reads it in between. A float32 depthwise convolution (no matrix
@@ -162,6 +163,12 @@ def _pure(op: Operation) -> bool:
     return isinstance(op, memref.SubviewOp | memref.LoadOp) or op.dialect_name() == "arith"
 
 
+def _frees_other(op: Operation, buf: SSAValue) -> bool:
+    """A dealloc of another buffer than `buf` (the end of a lifetime between
+    the bands: it reads nothing the convolution wrote)."""
+    return isinstance(op, memref.DeallocOp) and _root(op.memref) is not buf
+
+
 def _clamp_of(act: Operation) -> tuple[float | None, float | None]:
     if isinstance(act, nn.ClipOp):
         return act.float_("min"), act.float_("max")
@@ -170,14 +177,16 @@ def _clamp_of(act: Operation) -> tuple[float | None, float | None]:
 
 def fusable_activation(op: Operation) -> loop.BandOp | None:
     """The in-place Relu / Clip band a float32 convolution site's band feeds
-    directly (only address arithmetic between), which its epilogue can take."""
+    directly (only address arithmetic, and deallocs of other buffers, between),
+    which its epilogue can take."""
     band = op.parent_op()
     if not isinstance(op, nn.ConvOp) or not isinstance(band, loop.BandOp):
         return None
     if len(band.outputs) != 1:
         return None
+    buf = _root(band.outputs[0])
     nxt = band.next_op
-    while nxt is not None and _pure(nxt):
+    while nxt is not None and (_pure(nxt) or _frees_other(nxt, buf)):
         nxt = nxt.next_op
     if not isinstance(nxt, loop.BandOp) or len(nxt.inputs) != 1 or len(nxt.outputs) != 1:
         return None
@@ -187,7 +196,6 @@ def fusable_activation(op: Operation) -> loop.BandOp | None:
         return None
     if not isinstance(t.element_type, Float32Type) or nn.quant_of(act.results[0]) is not None:
         return None
-    buf = _root(band.outputs[0])
     if _root(nxt.inputs[0]) is not buf or _root(nxt.outputs[0]) is not buf:
         return None
     return nxt

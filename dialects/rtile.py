@@ -569,7 +569,10 @@ class PackOp(IRDLOperation):
     """A's rows of one row block into a stack buffer of `scratch` bytes, `kp`
     elements per row (zero-padded past k): `rows` copies rows (int8: minus the
     input zero point, widened to `into`), `im2col` gathers each pixel's taps
-    (tap-major, zeros where a tap leaves the image). `offset N`: the packed
+    (tap-major, zeros where a tap leaves the image), `window` (float32) reads
+    each pixel's window in place, one K block per kernel row, where it lies
+    inside the image's width and gathers the others as im2col does (the
+    scratch holds those). `offset N`: the packed
     rows hold x - zp + N (`rtile.kernel.row_offset`: the byte an instruction
     multiplies is of the other signedness than the input's, and zp is not
     subtracted), and the kernel's bias is less N times B's column sums; a tap
@@ -608,8 +611,10 @@ class PackOp(IRDLOperation):
         return self.offset.value.data if self.offset is not None else None
 
     def verify_(self) -> None:
-        if self.kind.data not in ("rows", "im2col"):
-            raise VerifyException(f"{self.name}: kind is rows or im2col, got '{self.kind.data}'")
+        if self.kind.data not in ("rows", "im2col", "window"):
+            raise VerifyException(
+                f"{self.name}: kind is rows, im2col or window, got '{self.kind.data}'"
+            )
         _positive(self, kp=self.kp.value.data, scratch=self.scratch.value.data)
 
 

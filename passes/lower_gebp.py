@@ -6,14 +6,19 @@ that op in the band body, its register-tiled GEBP as an `rtile.kernel` op
 (`tigris_ir.rtile.lower.kernel` of the decisions `tigris_ir.rtile.kernel.plan`
 makes for the site's target): row blocks, packing or im2col gathering of A
 with its scratch buffer, K blocks, the panel sweeps with their micro-tiles and
-edge tiles, and the epilogue; a pointwise convolution's row blocks say how
-many output rows one call covers (`merge W`: all the band's rows at once,
-where both its memrefs hold whole dense rows of W pixels; else one call per
-row), and an int8 kernel's packing what its rows hold over x - zp (`offset N`,
-from the input's zero point and the instruction's byte type). A float32
+edge tiles, and the epilogue (a float32 convolution of one group whose kernel
+rows are runs of at least `WINDOW_MIN_RUN` input values reads its pixels'
+windows in place, one K block per kernel row: `rtile.pack_a "window"`, its
+scratch only for the pixels whose window leaves the image); a pointwise
+convolution's row blocks say how many output rows one call covers (`merge
+W`: all the band's rows at once, where both its memrefs hold whole dense rows
+of W pixels; else one call per row), and an int8 kernel's packing what its
+rows hold over x - zp (`offset N`, from the input's zero point and the
+instruction's byte type). A float32
 convolution whose band is followed by an in-place Relu or Clip band on its
 output (the activation's band reads and writes the buffer the convolution's
-band wrote, with only address arithmetic between them) takes the activation
+band wrote, with only address arithmetic and the deallocs of other buffers
+between them) takes the activation
 into its epilogue (`bias_clamp`) and the activation's band is removed: the
 buffer holds the activated values as soon as the product is stored, and
 nothing reads it in between. A float32 depthwise convolution (no matrix
@@ -101,14 +106,30 @@ def site_kernel(op: Operation, site: Site) -> None:
         target = decide.site_target(op)
     except ValueError as e:
         raise PassFailedException(f"lower-gebp: {describe(op)}: {TARGET}: {e}") from None
-    plan = rk.plan(target, g, site.k, site.dtype == "int8", site.packing, site.m)
+    run = window_run(op, site)
+    packing: rk.Packing = "window" if run is not None else site.packing
+    plan = rk.plan(target, g, site.k, site.dtype == "int8", packing, site.m, run or 0)
     groups = op.groups() if isinstance(op, nn.ConvOp) else 1
     merge = row_merge(op, site)
     offset = packed_offset(op, plan.dot)
-    new = kernel(op.results[0], g, plan, site.k, site.n, site.packing, groups, merge, offset)
+    new = kernel(op.results[0], g, plan, site.k, site.n, packing, groups, merge, offset)
     if clamp is not None:
         _set_clamp(new, clamp)
     Rewriter.insert_op(new, InsertPoint.after(op))
+
+
+def window_run(op: Operation, site: Site) -> int | None:
+    """The taps of one kernel row where a convolution's kernel reads its
+    pixels' windows in place (`rtile.kernel.window_run`: float32, one group,
+    no dilation along the width, kw * c taps at least `WINDOW_MIN_RUN`); None:
+    its im2col rows are gathered (every other site)."""
+    if site.packing != "im2col" or not isinstance(op, nn.ConvOp):
+        return None
+    dil = op.dilations()
+    return rk.window_run(
+        site.dtype, op.groups(), dil[-1] if dil else 1, op.kernel()[-1],
+        nn.shape_of(op.input)[-1],
+    )
 
 
 def _strides(v: SSAValue) -> tuple[int, ...] | None:
@@ -169,6 +190,12 @@ def _pure(op: Operation) -> bool:
     return isinstance(op, memref.SubviewOp | memref.LoadOp) or op.dialect_name() == "arith"
 
 
+def _frees_other(op: Operation, buf: SSAValue) -> bool:
+    """A dealloc of another buffer than `buf` (the end of a lifetime between
+    the bands: it reads nothing the convolution wrote)."""
+    return isinstance(op, memref.DeallocOp) and _root(op.memref) is not buf
+
+
 def _clamp_of(act: Operation) -> tuple[float | None, float | None]:
     if isinstance(act, nn.ClipOp):
         return act.float_("min"), act.float_("max")
@@ -182,8 +209,8 @@ _FUSING = (nn.ConvOp, nn.GemmOp, nn.MatMulOp, nn.AddOp)
 
 def fusable_activation(op: Operation) -> loop.BandOp | None:
     """The in-place Relu / Clip band the band of a float32 convolution,
-    matrix product or Add feeds directly (only address arithmetic between),
-    which its stores can take."""
+    matrix product or Add feeds directly (only address arithmetic, and
+    deallocs of other buffers, between), which its stores can take."""
     band = op.parent_op()
     if not isinstance(op, _FUSING) or not isinstance(band, loop.BandOp):
         return None
@@ -191,13 +218,7 @@ def fusable_activation(op: Operation) -> loop.BandOp | None:
         return None
     buf = _root(band.outputs[0])
     nxt = band.next_op
-    # an Add's or a matrix product's band may be followed by the release of a
-    # buffer it read before the activation's band (not the one it wrote)
-    released = isinstance(op, nn.AddOp | nn.GemmOp | nn.MatMulOp)
-    while nxt is not None and (
-        _pure(nxt)
-        or released and isinstance(nxt, memref.DeallocOp) and _root(nxt.memref) is not buf
-    ):
+    while nxt is not None and (_pure(nxt) or _frees_other(nxt, buf)):
         nxt = nxt.next_op
     if not isinstance(nxt, loop.BandOp) or len(nxt.inputs) != 1 or len(nxt.outputs) != 1:
         return None

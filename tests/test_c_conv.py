@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from c_band_check import BandCase, band_args, make_op, run_band, run_bands
+from c_band_check import BandCase, band_args, default_kernel, make_op, run_band, run_bands
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import TensorType
@@ -24,6 +24,7 @@ from xdsl.ir import Attribute
 from tigris_ir.backend.c import band as c_band
 from tigris_ir.backend.c import conv as c_conv
 from tigris_ir.dialects import nn
+from tigris_ir.dialects.rtile import PackOp, kernel_of
 from tigris_ir.interp import band_exec
 from tigris_ir.plan.band import Band
 from tigris_ir.plan.tiling import TRANSPOSED, WINDOW, map_range
@@ -274,6 +275,37 @@ def test_general(quant: Quant | None) -> None:
         op = conv((1, 7, 6, 10), 16, (3, 3), pads=(1, 1, 1, 1), quant=quant, per_tensor=True)
         b.add(op, row_bands(op, cols=False))
     b.run()
+
+
+def _packing(op: nn.NNOp) -> str:
+    """How the op's kernel (the model's default tile, lower-gebp) reaches A."""
+    default_kernel(op)
+    kern = kernel_of(op)
+    assert kern is not None
+    pack = next((o for o in kern.walk() if isinstance(o, PackOp)), None)
+    return pack.kind.data if pack is not None else ""
+
+
+def test_window() -> None:
+    """float32 convolutions whose kernel rows are runs of at least 16 input
+    values read their pixels' windows in place (lower-gebp's "window"
+    packing), the pixels whose window leaves the image gathered: stride 2
+    with asymmetric pads, 2D tiles, held bands wider than needed, a 1D map, a
+    1x1 stride-2 projection, a row of more pixels than one block; int8 ones
+    keep their gathered rows."""
+    b = Batch()
+    for op in (
+        conv((1, 9, 11, 8), 12, (3, 3), s=2, pads=(1, 2, 0, 1)),
+        conv((1, 7, 10, 16), 16, (3, 3), pads=(1, 1, 1, 1)),
+        conv((1, 20, 24), 8, (3,), pads=(1, 1)),
+        conv((1, 8, 8, 16), 32, (1, 1), s=2),
+        conv((1, 3, 100, 40), 9, (3, 3), pads=(1, 1, 1, 1)),
+    ):
+        assert _packing(op) == "window", op
+        b.add(op, row_bands(op, grow=1))
+    b.run()
+    assert _packing(conv((1, 7, 10, 16), 16, (3, 3), pads=(1, 1, 1, 1), quant=U8)) == "im2col"
+    assert _packing(conv((1, 9, 11, 3), 12, (3, 3), s=2, pads=(1, 0, 0, 2))) == "im2col"
 
 
 @pytest.mark.parametrize("quant", [None, U8], ids=["f32", "u8"])

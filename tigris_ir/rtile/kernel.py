@@ -32,9 +32,18 @@ the unit has none), or one of the int8 instructions (`targets.Int8Dot`)."""
 
 DOTS: tuple[Dot, ...] = ("fma", "vpdpbusd", "pmaddwd", "smlad", "vmladava", "none")
 
-Packing = Literal["rows", "im2col"]
-"""How A reaches the kernel: rows read in place (float32) or packed (int8), or
-pixel rows gathered tap-major from the input (im2col)."""
+Packing = Literal["rows", "im2col", "window"]
+"""How A reaches the kernel: rows read in place (float32) or packed (int8),
+pixel rows gathered tap-major from the input (im2col), or (`window`, float32)
+each pixel's window read in place from the input, one K block per kernel row
+(its kw * c taps are one run of the input row, the next pixel's run sw * c
+further), where the window lies inside the image's width, and gathered as
+im2col rows where it leaves it."""
+
+WINDOW_MIN_RUN = 16
+"""The fewest taps of one kernel row (kw * c) a `window` kernel reads in
+place: each kernel row is a K block, whose accumulators go through C, and
+below this a gathered row is cheaper than those round trips."""
 
 L2_PANEL_BYTES = 24 * 1024
 """The bytes of one K block of a weight panel the float kernel keeps hot."""
@@ -108,17 +117,40 @@ def micro_rows(target: Target, g: rt.Geometry, m: int | None = None) -> int:
     return g.rm * passes
 
 
+def window_run(dtype: str, groups: int, dilation: int, kw: int, c: int) -> int | None:
+    """The taps of one kernel row (kw * c) where a convolution's kernel reads
+    its pixels' windows in place (`window` packing): float32, one group, no
+    dilation along the width (a kernel row's taps are one run of the input
+    row), at least WINDOW_MIN_RUN taps; else None (im2col)."""
+    run = kw * c
+    if dtype != "float32" or groups != 1 or dilation != 1 or run < WINDOW_MIN_RUN:
+        return None
+    return run
+
+
 def plan(
-    target: Target, g: rt.Geometry, k: int, int8: bool, packing: Packing, m: int | None = None
+    target: Target,
+    g: rt.Geometry,
+    k: int,
+    int8: bool,
+    packing: Packing,
+    m: int | None = None,
+    run: int = 0,
 ) -> KernelPlan:
     """The kernel decisions for a k-long contraction of (up to) m rows tiled by
-    `g` on `target`."""
+    `g` on `target`; `run`: the taps of one kernel row of a `window` kernel,
+    its K block."""
+    if packing == "window" and (int8 or run < 1 or k % run):
+        raise ValueError(f"a window kernel is float32 with K blocks of whole kernel rows, "
+                         f"not {run} of {k}")
     if not int8:
         rows = micro_rows(target, g, m)
         # one row tile sweeps each panel once: no later tile reuses a K block
         # of it, so the blocks would only restart the accumulators (and break
         # the panel's one sequential stream into strided pieces)
         kc = k if m is not None and m <= rows else _k_block(g, k)
+        if packing == "window":  # one K block per kernel row, read in place
+            kc = run
         if packing == "rows":
             return KernelPlan("fma", k, kc, ROW_BLOCK // rows * rows, 0, rows)
         mc = _block_rows(rows, 4 * k, target.scratch_bytes)

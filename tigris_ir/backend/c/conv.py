@@ -772,7 +772,12 @@ def _expect(
     packs int8 inputs of q's type and zero point as the kernel's instruction
     takes them: its kernel must state the same (the offset of its packed rows)."""
     if (p.packing, p.groups) != (packing, groups):
-        said = {"": "reads A in place", "rows": "packs A's rows", "im2col": "gathers im2col rows"}
+        said = {
+            "": "reads A in place",
+            "rows": "packs A's rows",
+            "im2col": "gathers im2col rows",
+            "window": "reads its pixels' windows in place",
+        }
         raise CLoweringError(
             f"{op.name}: its rtile.kernel {said[p.packing]} for {p.groups} group(s); the band "
             f"{said[packing]} for {groups}"
@@ -1350,6 +1355,59 @@ def _f32_block(unit: CUnit, p: _Panels) -> str:
         return "\n".join(out)
 
     return _helper(unit, f"fblk.{p.key()}", f"tg_fgebp_{p.k}x{p.n}", build)
+
+
+def _f32_window(unit: CUnit, p: _Panels) -> str:
+    """y[m, n] = A . B + bias for m pixels whose windows lie inside the image
+    (`rtile.pack_a "window"`): per kernel row s of the `ns` inside the image,
+    one K block of `plan.kc` taps (kw * c) at B's row rk[s], pixel i's run at
+    ra[s] + i * lda (read in place); the first block starts from the bias, the
+    last one clamps (vector builds only)."""
+    kc = p.plan.kc
+    guard = _gebp_prelude(unit, p.unit)
+
+    def build(name: str) -> str:
+        tiles = {
+            (r, s.vectors, s.last): _f32_tile(
+                unit, p, r, s.vectors, s.last, s.unroll if r == s.rows else 1
+            )
+            for s in p.sweeps
+            for r in sorted(s.tile_rows())
+        }
+        out = [
+            f"#ifdef {guard}",
+            f"static void {name}(const float *const *ra, const int *rk, int ns, long lda, int m,",
+            "    const float *restrict bp, const float *restrict bias,",
+            "    float *restrict y, long ldy)",
+            "{",
+            "  for (int s = 0; s < ns; ++s) {",
+            "    const float *restrict a = ra[s];",
+            "    const int k0 = rk[s];",
+            f"    const int kc = {kc};",
+            "    const int first = s == 0;",
+        ]
+        if p.clamp is not None:
+            out.append("    const int fin = s == ns - 1;")
+        fin = ", fin" if p.clamp is not None else ""
+        for s in p.sweeps:
+
+            def call(r: int, v: int = s.vectors, last: int = s.last) -> str:
+                return (
+                    f"{tiles[r, v, last]}(a + (long)i * lda, lda, b, "
+                    f"y + (long)i * ldy + j0, ldy, kc, bias + j0, first{fin});"
+                )
+
+            if s.hi <= p.nfull:  # the full panels
+                out.append(f"    for (int j0 = {s.lo}; j0 < {s.hi}; j0 += {s.width}) {{")
+            else:
+                out.append(f"    {{ const int j0 = {s.lo};")
+            out.append(f"      const float *b = bp + (long)j0 * {p.k} + (long)k0 * {s.width};")
+            out += _row_tail(s, call, "      ")
+            out.append("    }")
+        out += ["  }", "}", "#endif"]
+        return "\n".join(out)
+
+    return _helper(unit, f"fwin.{p.key()}", f"tg_fwin_{p.k}x{p.n}", build)
 
 
 def _i8_block(unit: CUnit, p: _Panels, q: _Q) -> str:
@@ -1939,7 +1997,8 @@ def _emit_im2col(
     x = ins[0]
     k = g.taps * g.cg
     p = _panels(op, k, g.cog, q is not None)
-    _expect(op, p, "im2col", g.groups, q)
+    window = p.packing == "window" and q is None and g.groups == 1 and g.dw == 1
+    _expect(op, p, "window" if window else "im2col", g.groups, q)
     xt, yt = x.ctype, y.ctype
     gs = p.size
     mc = p.plan.mc
@@ -1961,7 +2020,10 @@ def _emit_im2col(
     if q is not None:
         mid.append(f"const {q.mt} *restrict mult")
     acc = "float" if q is None else "int32_t"
-    key = f"im2col.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}.{_qkey(q)}.{p.key()}"
+    key = (
+        f"{'window' if window else 'im2col'}.{g.key()}.{xv.strides}.{yv.strides}.{xt}.{yt}."
+        f"{_qkey(q)}.{p.key()}"
+    )
     # what a tap outside the image holds: zero, or the zero point's byte
     pad_byte = p.offset & 0xFF if q is not None and p.offset_rows else 0
 
@@ -1981,11 +2043,24 @@ def _emit_im2col(
         out += _row_offsets(g, xv)
         out += [
             f"      {yt} *yr = yn + (long)(oy - yl1) * {yv.strides[1]};",
+        ]
+        if window:
+            out += _window_rows(g, p)
+        out += [
             f"      for (int ox0 = yl2; ox0 < yl2 + yn2; ox0 += {mc}) {{",
             f"        const int mb = yl2 + yn2 - ox0 < {mc} ? yl2 + yn2 - ox0 : {mc};",
+        ]
+        if window:
+            out += _window_call(g, p, yv, unit)
+        else:
+            out += ["        const int part[4] = {ox0, ox0 + mb, 0, 0};"]
+        out += [
+            f"        for (int pi = 0; pi < {4 if window else 2}; pi += 2) {{",
+            "        const int lo = part[pi], nb = part[pi + 1] - part[pi];",
+            "        if (nb <= 0) continue;",
             f"        for (int gi = 0; gi < {g.groups}; ++gi) {{",
-            "          for (int r = 0; r < mb; ++r) {",
-            f"            const int ix0 = (ox0 + r) * {g.sw} - {g.pl};",
+            "          for (int r = 0; r < nb; ++r) {",
+            f"            const int ix0 = (lo + r) * {g.sw} - {g.pl};",
             f"            {buft} *d = buf + r * {p.kp};",
         ]
         if p.kp > k:
@@ -2025,18 +2100,18 @@ def _emit_im2col(
             "            }",
         ]
         out.append("          }")
-        yarg = f"yr + (long)(ox0 - yl2) * {yv.strides[2]} + gi * {g.cog}"
+        yarg = f"yr + (long)(lo - yl2) * {yv.strides[2]} + gi * {g.cog}"
         if q is None:
             out.append(
-                f"          {blk}(buf, {p.kp}, mb, bp + (long)gi * {gs}, bias + gi * {p.npad},"
+                f"          {blk}(buf, {p.kp}, nb, bp + (long)gi * {gs}, bias + gi * {p.npad},"
                 f" {yarg}, {g.co});"
             )
         else:
             out.append(
-                f"          {blk}(buf, mb, bp + (long)gi * {gs}, bias + gi * {p.npad},"
+                f"          {blk}(buf, nb, bp + (long)gi * {gs}, bias + gi * {p.npad},"
                 f" mult + gi * {p.npad}, {yarg}, {g.co});"
             )
-        out += ["        }", "      }", "    }", "  }", "#else"]
+        out += ["        }", "        }", "      }", "    }", "  }", "#else"]
         # plain loops over the same packed panels
         if q is None:
             out.append("  const float *b0 = bias;")
@@ -2082,6 +2157,43 @@ def _emit_im2col(
     name = _helper(unit, key, f"tg_conv_{g.kh}x{g.kw}s{g.sh}x{g.sw}_{g.c}_{g.co}", build)
     consts = _conv_consts(unit, g, q, ins, p)
     return f"  {name}({x.name}, {xv.bounds()}, {', '.join(consts)}, {y.name}, {yv.bounds()});"
+
+
+def _window_rows(g: _Conv, p: _Panels) -> list[str]:
+    """Per output row of a `window` kernel: the kernel rows inside the image
+    (their held rows and K blocks), and the output pixels whose window lies
+    inside its width, [wlo, whi) (none where no kernel row is inside)."""
+    run = p.plan.kc
+    # ox * sw - pl >= 0 and ox * sw - pl + kw - 1 < w
+    first = -(-g.pl // g.sw)
+    last = (g.w - g.kw + g.pl) // g.sw
+    return [
+        f"      const float *ra[{g.kh}]; int rk[{g.kh}]; int ns = 0;",
+        f"      for (int ky = 0; ky < {g.kh}; ++ky)",
+        f"        if (rok[ky]) {{ ra[ns] = xn + roff[ky]; rk[ns] = ky * {run}; ++ns; }}",
+        f"      const int wlo = ns ? {first} : 0, whi = ns ? {last + 1} : 0;",
+    ]
+
+
+def _window_call(g: _Conv, p: _Panels, yv: _View, unit: CUnit) -> list[str]:
+    """A block's pixels of `window` kernel: those whose window lies inside the
+    image read in place, then the parts before and after them (the `part`
+    runs: first pixel, end) gathered."""
+    win = _f32_window(unit, p)
+    return [
+        "        int il = ox0 > wlo ? ox0 : wlo, ih = ox0 + mb < whi ? ox0 + mb : whi;",
+        "        if (ih < il) il = ih = ox0 + mb;",
+        "        if (ih > il) {",
+        f"          TIGRIS_BOUND(il * {g.sw} - {g.pl} >= xl2 &&"
+        f" (ih - 1) * {g.sw} - {g.pl} + {g.kw - 1} < xl2 + xn2);",
+        f"          const float *wa[{g.kh}];",
+        f"          for (int s = 0; s < ns; ++s) wa[s] = ra[s] + (long)(il * {g.sw} - {g.pl} - xl2)"
+        f" * {g.c};",
+        f"          {win}(wa, rk, ns, {g.sw * g.c}, ih - il, bp, bias,"
+        f" yr + (long)(il - yl2) * {yv.strides[2]}, {g.co});",
+        "        }",
+        "        const int part[4] = {ox0, il, ih, ox0 + mb};",
+    ]
 
 
 def _whole_tap_rows(g: _Conv, xv: _View) -> bool:

@@ -1309,6 +1309,42 @@ def _row_tail(s: _Sweep, call: Callable[[int], str], indent: str) -> list[str]:
     return out
 
 
+def _f32_tiles(unit: CUnit, p: _Panels) -> dict[tuple[int, int, int], str]:
+    """The micro-tile functions a float32 panel sweep calls, by (rows,
+    vectors, last lanes)."""
+    return {
+        (r, s.vectors, s.last): _f32_tile(
+            unit, p, r, s.vectors, s.last, s.unroll if r == s.rows else 1
+        )
+        for s in p.sweeps
+        for r in sorted(s.tile_rows())
+    }
+
+
+def _f32_sweeps(p: _Panels, tiles: dict[tuple[int, int, int], str], a_at: str) -> list[str]:
+    """One K block's sweep over the panels of B: per sweep, its full panels in
+    a loop (or its last one), the micro tiles over the rows then the edge
+    tile; pixel i's A starts at `a_at`."""
+    fin = ", fin" if p.clamp is not None else ""
+    out: list[str] = []
+    for s in p.sweeps:
+
+        def call(r: int, v: int = s.vectors, last: int = s.last) -> str:
+            return (
+                f"{tiles[r, v, last]}({a_at}, lda, b, "
+                f"y + (long)i * ldy + j0, ldy, kc, bias + j0, first{fin});"
+            )
+
+        if s.hi <= p.nfull:  # the full panels
+            out.append(f"    for (int j0 = {s.lo}; j0 < {s.hi}; j0 += {s.width}) {{")
+        else:
+            out.append(f"    {{ const int j0 = {s.lo};")
+        out.append(f"      const float *b = bp + (long)j0 * {p.k} + (long)k0 * {s.width};")
+        out += _row_tail(s, call, "      ")
+        out.append("    }")
+    return out
+
+
 def _f32_block(unit: CUnit, p: _Panels) -> str:
     """y[m, n] = a[m, k] . B + bias for m rows of A read in place (row stride
     lda), sweeping the panels per K block of `plan.kc` (vector builds only)."""
@@ -1316,13 +1352,7 @@ def _f32_block(unit: CUnit, p: _Panels) -> str:
     guard = _gebp_prelude(unit, p.unit)
 
     def build(name: str) -> str:
-        tiles = {
-            (r, s.vectors, s.last): _f32_tile(
-                unit, p, r, s.vectors, s.last, s.unroll if r == s.rows else 1
-            )
-            for s in p.sweeps
-            for r in sorted(s.tile_rows())
-        }
+        tiles = _f32_tiles(unit, p)
         out = [
             f"#ifdef {guard}",
             f"static void {name}(const float *restrict a, long lda, int m,",
@@ -1335,22 +1365,7 @@ def _f32_block(unit: CUnit, p: _Panels) -> str:
         ]
         if p.clamp is not None:
             out.append(f"    const int fin = k0 + kc >= {p.k};")
-        fin = ", fin" if p.clamp is not None else ""
-        for s in p.sweeps:
-
-            def call(r: int, v: int = s.vectors, last: int = s.last) -> str:
-                return (
-                    f"{tiles[r, v, last]}(a + (long)i * lda + k0, lda, b, "
-                    f"y + (long)i * ldy + j0, ldy, kc, bias + j0, first{fin});"
-                )
-
-            if s.hi <= p.nfull:  # the full panels
-                out.append(f"    for (int j0 = {s.lo}; j0 < {s.hi}; j0 += {s.width}) {{")
-            else:
-                out.append(f"    {{ const int j0 = {s.lo};")
-            out.append(f"      const float *b = bp + (long)j0 * {p.k} + (long)k0 * {s.width};")
-            out += _row_tail(s, call, "      ")
-            out.append("    }")
+        out += _f32_sweeps(p, tiles, "a + (long)i * lda + k0")
         out += ["  }", "}", "#endif"]
         return "\n".join(out)
 
@@ -1367,13 +1382,7 @@ def _f32_window(unit: CUnit, p: _Panels) -> str:
     guard = _gebp_prelude(unit, p.unit)
 
     def build(name: str) -> str:
-        tiles = {
-            (r, s.vectors, s.last): _f32_tile(
-                unit, p, r, s.vectors, s.last, s.unroll if r == s.rows else 1
-            )
-            for s in p.sweeps
-            for r in sorted(s.tile_rows())
-        }
+        tiles = _f32_tiles(unit, p)
         out = [
             f"#ifdef {guard}",
             f"static void {name}(const float *const *ra, const int *rk, int ns, long lda, int m,",
@@ -1388,22 +1397,7 @@ def _f32_window(unit: CUnit, p: _Panels) -> str:
         ]
         if p.clamp is not None:
             out.append("    const int fin = s == ns - 1;")
-        fin = ", fin" if p.clamp is not None else ""
-        for s in p.sweeps:
-
-            def call(r: int, v: int = s.vectors, last: int = s.last) -> str:
-                return (
-                    f"{tiles[r, v, last]}(a + (long)i * lda, lda, b, "
-                    f"y + (long)i * ldy + j0, ldy, kc, bias + j0, first{fin});"
-                )
-
-            if s.hi <= p.nfull:  # the full panels
-                out.append(f"    for (int j0 = {s.lo}; j0 < {s.hi}; j0 += {s.width}) {{")
-            else:
-                out.append(f"    {{ const int j0 = {s.lo};")
-            out.append(f"      const float *b = bp + (long)j0 * {p.k} + (long)k0 * {s.width};")
-            out += _row_tail(s, call, "      ")
-            out.append("    }")
+        out += _f32_sweeps(p, tiles, "a + (long)i * lda")
         out += ["  }", "}", "#endif"]
         return "\n".join(out)
 

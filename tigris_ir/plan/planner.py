@@ -1990,19 +1990,21 @@ def plan(
     streamed = _streamed(graph, stream_input)
     out = _streamed_out(graph, stream_output)
 
-    def unbounded() -> Plan:
-        return _plan(
-            _Ctx(
-                graph,
-                tables,
-                budget,
-                ranks,
-                mac_weight,
-                patch_windows,
-                streamed=streamed,
-                streamed_out=out,
-            )
+    def ctx(residents: Residents | None = None) -> _Ctx:
+        return _Ctx(
+            graph,
+            tables,
+            budget,
+            ranks,
+            mac_weight,
+            patch_windows,
+            streamed=streamed,
+            streamed_out=out,
+            residents=residents,
         )
+
+    def unbounded() -> Plan:
+        return _plan(ctx())
 
     free: Plan | None = None
     if slow_budget != 0 or _may_need_no_slow(graph, tables, budget, streamed, out):
@@ -2012,17 +2014,7 @@ def plan(
         if free.fits and free.slow_peak <= slow_budget:
             return replace(free, slow_budget=slow_budget)
     assert slow_budget is not None
-    one = _Ctx(
-        graph,
-        tables,
-        budget,
-        ranks,
-        mac_weight,
-        patch_windows,
-        streamed=streamed,
-        streamed_out=out,
-        residents=Residents(graph, tables, streamed, out),
-    )
+    one = ctx(Residents(graph, tables, streamed, out))
     single = _plan(one)
     if single.fits:
         return replace(single, slow_budget=slow_budget)

@@ -85,6 +85,7 @@ MACs, and `frontier` plans the whole range of budgets, the trade in full.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -1990,18 +1991,10 @@ def plan(
     streamed = _streamed(graph, stream_input)
     out = _streamed_out(graph, stream_output)
 
-    def ctx(residents: Residents | None = None) -> _Ctx:
-        return _Ctx(
-            graph,
-            tables,
-            budget,
-            ranks,
-            mac_weight,
-            patch_windows,
-            streamed=streamed,
-            streamed_out=out,
-            residents=residents,
-        )
+    ctx = functools.partial(
+        _Ctx, graph, tables, budget, ranks, mac_weight, patch_windows, streamed=streamed,
+        streamed_out=out,
+    )
 
     def unbounded() -> Plan:
         return _plan(ctx())
@@ -2014,7 +2007,7 @@ def plan(
         if free.fits and free.slow_peak <= slow_budget:
             return replace(free, slow_budget=slow_budget)
     assert slow_budget is not None
-    one = ctx(Residents(graph, tables, streamed, out))
+    one = ctx(residents=Residents(graph, tables, streamed, out))
     single = _plan(one)
     if single.fits:
         return replace(single, slow_budget=slow_budget)
@@ -2362,33 +2355,15 @@ def min_single_budget(
         return max_recompute is None or p.recomputed_macs <= max_recompute * p.macs
 
     def ok(b: int) -> bool:
+        ctx = functools.partial(
+            _Ctx, graph, tables, b, ranks, mac_weight, patch_windows, streamed=streamed,
+            streamed_out=out,
+        )
         if _may_need_no_slow(graph, tables, b, streamed, out):
-            free = _plan(
-                _Ctx(
-                    graph,
-                    tables,
-                    b,
-                    ranks,
-                    mac_weight,
-                    patch_windows,
-                    streamed=streamed,
-                    streamed_out=out,
-                )
-            )
+            free = _plan(ctx())
             if free.fits and free.slow_peak == 0 and within(free):
                 return True
-        ctx = _Ctx(
-            graph,
-            tables,
-            b,
-            ranks,
-            mac_weight,
-            patch_windows,
-            streamed=streamed,
-            streamed_out=out,
-            residents=Residents(graph, tables, streamed, out),
-        )
-        p = _plan(ctx)
+        p = _plan(ctx(residents=Residents(graph, tables, streamed, out)))
         return p.fits and within(p)
 
     lo = min_budget(graph)

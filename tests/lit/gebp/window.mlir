@@ -36,19 +36,29 @@
 // IR-NEXT:     rtile.pack_a "im2col" kp 8 into f32
 
 // The C: the window driver sweeps the panels per kernel row inside the image
-// (B's rows rk[s], A's at ra[s]), its first block from the bias, its last
-// clamping; the band calls it on the pixels whose window lies inside the
-// image (stride sw * c = 8 between them), the others gathered.
-// CW:      static void [[WIN:tg_fwin_72x8]](const float *const *ra, const int *rk, int ns, long lda, int m,
+// (B's rows rk[s], pixel i's run at pa[s * ps + i]), its first block from the
+// bias, its last clamping; the band queues its pixels across output rows, 56
+// at a time (`rows` of the row blocks): those whose window lies inside the
+// image by pointer into the held rows, the others gathered into a slot of buf;
+// the queue runs when full, when the kernel rows inside the image change, and
+// at the end.
+// CW:      static void [[WIN:tg_fwin_72x8]](const float *const *pa, long ps, const int *rk, int ns, int m,
 // CW:        for (int s = 0; s < ns; ++s) {
+// CW-NEXT:     const float *const *a = pa + s * ps;
 // CW:          const int kc = 24;
 // CW:          const int first = s == 0;
 // CW-NEXT:     const int fin = s == ns - 1;
 // CW:            const float *b = bp + (long)j0 * 72 + (long)k0 * 8;
+// CW:            tg_fmk8w_8x1_8_clamp(a + i, b, y + i, j0, kc, bias + j0, first, fin);
 // CW:          if (rok[ky]) { ra[ns] = xn + roff[ky]; rk[ns] = ky * 24; ++ns; }
-// CW-NEXT:   const int wlo = ns ? 1 : 0, whi = ns ? 31 : 0;
-// CW:            [[WIN]](wa, rk, ns, 8, ih - il, bp, bias, yr + (long)(il - yl2) * 8, 8);
-// CW:          const int part[4] = {ox0, il, ih, ox0 + mb};
+// CW-NEXT:   if (np && (ns != pns || memcmp(rk, prk, sizeof(int) * ns) != 0)) {
+// CW-NEXT:     [[WIN]](pa, 56, prk, pns, np, bp, bias, py);
+// CW:          if (ox >= 1 && ox <= 30) {
+// CW:              pa[s * 56 + np] = ra[s] + (long)(ix0 - xl2) * 8;
+// CW:            for (int s = 0; s < ns; ++s) pa[s * 56 + np] = d + rk[s];
+// CW:          if (++np == 56) {
+// CW-NEXT:       [[WIN]](pa, 56, prk, pns, np, bp, bias, py);
+// CW:        if (np) [[WIN]](pa, 56, prk, pns, np, bp, bias, py);
 
 // IR8:      rtile.kernel %{{.*}} dot "vpdpbusd" k 72 n 8 groups 1
 // IR8-NEXT:   rtile.row_blocks rows {{[0-9]+}} {

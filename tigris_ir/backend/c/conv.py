@@ -956,10 +956,16 @@ def _pad_cols(p: _Panels, v: np.ndarray) -> np.ndarray:
     return out
 
 
-def _f32_tile(unit: CUnit, p: _Panels, r: int, v: int, last: int, unroll: int) -> str:
+def _f32_tile(
+    unit: CUnit, p: _Panels, r: int, v: int, last: int, unroll: int, window: bool = False
+) -> str:
     """One float32 micro-tile (`rtile.micro`): r rows by v vectors, the last
-    `last` lanes wide, its k loop unrolled `unroll` times; accumulators start
-    from `init` (the bias) or from y (a later K block)."""
+    `last` lanes wide, its k loop unrolled `unroll` times.
+
+    It runs one K block of `kc`, row i of A at `a + i * lda` and of y at `y +
+    i * ldy` (a `window` tile: at `a[i]` and `y[i] + yo`, rows anywhere); its
+    accumulators start from `init` (the bias, `first`) or from y (a later K
+    block), and the fused activation applies after the last one (`fin`)."""
     lanes = p.lanes
     guard = _gebp_prelude(unit, p.unit)
     vt, ld, st, fma = f"tg_v{lanes}", f"TG_LD{lanes}", f"TG_ST{lanes}", f"TG_FMA{lanes}"
@@ -970,26 +976,39 @@ def _f32_tile(unit: CUnit, p: _Panels, r: int, v: int, last: int, unroll: int) -
     def build(name: str) -> str:
         w = v * lanes
         acc = {(i, j): f"c{i}_{j}" for i in range(r) for j in range(v)}
+        rows = (
+            "const float *const *restrict a, const float *restrict b, float *const *restrict y,"
+            "\n    long yo"
+            if window
+            else "const float *restrict a, long lda, const float *restrict b, float *restrict y,"
+            "\n    long ldy"
+        )
+        params = [
+            f"    {rows}, int kc, const float *restrict init, int first"
+            + (", int fin)" if clamp is not None else ")")
+        ]
         out = [
             f"#ifdef {guard}",
             f"static inline __attribute__((always_inline)) void {name}(",
-            "    const float *restrict a, long lda, const float *restrict b, float *restrict y,",
-            "    long ldy, int kc, const float *restrict init, int first"
-            + (", int fin)" if clamp is not None else ")"),
+            *params,
             "{",
             f"  {vt} " + ", ".join(acc.values()) + ";",
         ]
-        out += [f"  const float *a{i} = a + {i} * lda;" for i in range(r)]
+
+        def yrow(i: int, j: int) -> str:
+            return f"y[{i}] + yo + {j * lanes}" if window else f"y + {i} * ldy + {j * lanes}"
+
+        out += [f"  const float *a{i} = {f'a[{i}]' if window else f'a + {i} * lda'};"
+                for i in range(r)]
         out.append("  if (first) {")
         out += [f"    {acc[i, j]} = {ld}(init + {j * lanes});" for i in range(r) for j in range(v)]
         out.append("  } else {")
         for i in range(r):
             for j in range(v):
-                ptr = f"y + {i} * ldy + {j * lanes}"
                 if j == v - 1 and last < lanes:
-                    out.append(f"    TG_LDP{lanes}({acc[i, j]}, {ptr}, {last});")
+                    out.append(f"    TG_LDP{lanes}({acc[i, j]}, {yrow(i, j)}, {last});")
                 else:
-                    out.append(f"    {acc[i, j]} = {ld}({ptr});")
+                    out.append(f"    {acc[i, j]} = {ld}({yrow(i, j)});")
         out.append("  }")
         if unroll > 1:
             out.append("  TG_UNROLLV4")
@@ -999,15 +1018,16 @@ def _f32_tile(unit: CUnit, p: _Panels, r: int, v: int, last: int, unroll: int) -
         def splat(i: int) -> str:
             return f"    {vt} s{i} = ({vt}){{{', '.join([f'a{i}[k]'] * lanes)}}}; TG_KEEPV(s{i});"
 
+        loads = [f"    {vt} b{j} = {ld}(bk + {j * lanes}); TG_KEEPV(b{j});" for j in range(v)]
         if v <= r:
-            out += [f"    {vt} b{j} = {ld}(bk + {j * lanes}); TG_KEEPV(b{j});" for j in range(v)]
+            out += loads
             for i in range(r):
                 out.append(splat(i))
                 out += [f"    {fma}({acc[i, j]}, s{i}, b{j});" for j in range(v)]
         else:
             out += [splat(i) for i in range(r)]
             for j in range(v):
-                out.append(f"    {vt} b{j} = {ld}(bk + {j * lanes}); TG_KEEPV(b{j});")
+                out.append(loads[j])
                 out += [f"    {fma}({acc[i, j]}, s{i}, b{j});" for i in range(r)]
         out.append("  }")
         if clamp is not None:  # the fused activation, after the last K block
@@ -1021,16 +1041,18 @@ def _f32_tile(unit: CUnit, p: _Panels, r: int, v: int, last: int, unroll: int) -
             out.append("  }")
         for i in range(r):
             for j in range(v):
-                ptr = f"y + {i} * ldy + {j * lanes}"
                 if j == v - 1 and last < lanes:
-                    out.append(f"  TG_STP{lanes}({ptr}, {acc[i, j]}, {last});")
+                    out.append(f"  TG_STP{lanes}({yrow(i, j)}, {acc[i, j]}, {last});")
                 else:
-                    out.append(f"  {st}({ptr}, {acc[i, j]});")
+                    out.append(f"  {st}({yrow(i, j)}, {acc[i, j]});")
         out += ["}", "#endif"]
         return "\n".join(out)
 
     key = f"fmk.{lanes}.{r}.{v}.{last}.{unroll}" + (f".{clamp}" if clamp is not None else "")
-    hint = f"tg_fmk{lanes}_{r}x{v}_{last}" + ("_clamp" if clamp is not None else "")
+    key += ".window" if window else ""
+    hint = f"tg_fmk{lanes}{'w' if window else ''}_{r}x{v}_{last}" + (
+        "_clamp" if clamp is not None else ""
+    )
     return _helper(unit, key, hint, build)
 
 
@@ -1309,31 +1331,34 @@ def _row_tail(s: _Sweep, call: Callable[[int], str], indent: str) -> list[str]:
     return out
 
 
-def _f32_tiles(unit: CUnit, p: _Panels) -> dict[tuple[int, int, int], str]:
+def _f32_tiles(
+    unit: CUnit, p: _Panels, window: bool = False
+) -> dict[tuple[int, int, int], str]:
     """The micro-tile functions a float32 panel sweep calls, by (rows,
     vectors, last lanes)."""
     return {
         (r, s.vectors, s.last): _f32_tile(
-            unit, p, r, s.vectors, s.last, s.unroll if r == s.rows else 1
+            unit, p, r, s.vectors, s.last, s.unroll if r == s.rows else 1, window
         )
         for s in p.sweeps
         for r in sorted(s.tile_rows())
     }
 
 
-def _f32_sweeps(p: _Panels, tiles: dict[tuple[int, int, int], str], a_at: str) -> list[str]:
+def _f32_sweeps(
+    p: _Panels, tiles: dict[tuple[int, int, int], str], a_at: str, window: bool = False
+) -> list[str]:
     """One K block's sweep over the panels of B: per sweep, its full panels in
     a loop (or its last one), the micro tiles over the rows then the edge
-    tile; pixel i's A starts at `a_at`."""
+    tile; pixel i's A starts at `a_at` (a `window` sweep: the pointers to the
+    rows from i on are at `a_at`, to their results at `y + i`)."""
     fin = ", fin" if p.clamp is not None else ""
     out: list[str] = []
     for s in p.sweeps:
 
         def call(r: int, v: int = s.vectors, last: int = s.last) -> str:
-            return (
-                f"{tiles[r, v, last]}({a_at}, lda, b, "
-                f"y + (long)i * ldy + j0, ldy, kc, bias + j0, first{fin});"
-            )
+            rows = "b, y + i, j0" if window else "lda, b, y + (long)i * ldy + j0, ldy"
+            return f"{tiles[r, v, last]}({a_at}, {rows}, kc, bias + j0, first{fin});"
 
         if s.hi <= p.nfull:  # the full panels
             out.append(f"    for (int j0 = {s.lo}; j0 < {s.hi}; j0 += {s.width}) {{")
@@ -1373,31 +1398,31 @@ def _f32_block(unit: CUnit, p: _Panels) -> str:
 
 
 def _f32_window(unit: CUnit, p: _Panels) -> str:
-    """y[m, n] = A . B + bias for m pixels whose windows lie inside the image
-    (`rtile.pack_a "window"`): per kernel row s of the `ns` inside the image,
-    one K block of `plan.kc` taps (kw * c) at B's row rk[s], pixel i's run at
-    ra[s] + i * lda (read in place); the first block starts from the bias, the
-    last one clamps (vector builds only)."""
-    kc = p.plan.kc
+    """y = A . B + bias for m pixels of a `window` kernel (`rtile.pack_a
+    "window"`) that share the kernel rows inside the image: per kernel row s
+    of the `ns`, one K block of `plan.kc` taps (kw * c) at B's row rk[s],
+    pixel i's run at pa[s * ps + i] (in place, or gathered where its window
+    leaves the image), its result at y[i]; the first block starts from the
+    bias, the last one clamps. The pixels may come from several output rows,
+    so the micro tiles stay whole across rows (vector builds only)."""
     guard = _gebp_prelude(unit, p.unit)
 
     def build(name: str) -> str:
-        tiles = _f32_tiles(unit, p)
+        tiles = _f32_tiles(unit, p, window=True)
         out = [
             f"#ifdef {guard}",
-            f"static void {name}(const float *const *ra, const int *rk, int ns, long lda, int m,",
-            "    const float *restrict bp, const float *restrict bias,",
-            "    float *restrict y, long ldy)",
+            f"static void {name}(const float *const *pa, long ps, const int *rk, int ns, int m,",
+            "    const float *restrict bp, const float *restrict bias, float *const *y)",
             "{",
             "  for (int s = 0; s < ns; ++s) {",
-            "    const float *restrict a = ra[s];",
+            "    const float *const *a = pa + s * ps;",
             "    const int k0 = rk[s];",
-            f"    const int kc = {kc};",
+            f"    const int kc = {p.plan.kc};",
             "    const int first = s == 0;",
         ]
         if p.clamp is not None:
             out.append("    const int fin = s == ns - 1;")
-        out += _f32_sweeps(p, tiles, "a + (long)i * lda")
+        out += _f32_sweeps(p, tiles, "a + i", window=True)
         out += ["  }", "}", "#endif"]
         return "\n".join(out)
 
@@ -2022,90 +2047,21 @@ def _emit_im2col(
     pad_byte = p.offset & 0xFF if q is not None and p.offset_rows else 0
 
     def build(name: str) -> str:
-        if q is None:
-            blk = _f32_block(unit, p)
-        elif p.plan.dot in arm_m.ARM_DOTS:
-            blk = arm_m.block(unit, p, q)
-        else:
-            blk = _vnni_block(unit, p, q) if p.vnni else _i8_block(unit, p, q)
         out = _header(name, _conv_params(xt, yt, mid))
         out += _unpack("xb", "x", 4) + _unpack("yb", "y", 4)
         out.append(f"#ifdef {guard}")
         out.append(f"  {buft} buf[{mc * p.kp}] __attribute__((aligned(64)));")
-        out += _batch_loop(xv, yv, xt, yt)
-        out.append("    for (int oy = yl1; oy < yl1 + yn1; ++oy) {")
-        out += _row_offsets(g, xv)
-        out += [
-            f"      {yt} *yr = yn + (long)(oy - yl1) * {yv.strides[1]};",
-        ]
         if window:
-            out += _window_rows(g, p)
-        out += [
-            f"      for (int ox0 = yl2; ox0 < yl2 + yn2; ox0 += {mc}) {{",
-            f"        const int mb = yl2 + yn2 - ox0 < {mc} ? yl2 + yn2 - ox0 : {mc};",
-        ]
-        if window:
-            out += _window_call(g, p, yv, unit)
+            out += _window_body(unit, g, p, xv, yv)
         else:
-            out += ["        const int part[4] = {ox0, ox0 + mb, 0, 0};"]
-        out += [
-            f"        for (int pi = 0; pi < {4 if window else 2}; pi += 2) {{",
-            "        const int lo = part[pi], nb = part[pi + 1] - part[pi];",
-            "        if (nb <= 0) continue;",
-            f"        for (int gi = 0; gi < {g.groups}; ++gi) {{",
-            "          for (int r = 0; r < nb; ++r) {",
-            f"            const int ix0 = (lo + r) * {g.sw} - {g.pl};",
-            f"            {buft} *d = buf + r * {p.kp};",
-        ]
-        if p.kp > k:
-            out.append(f"            for (int kk = {k}; kk < {p.kp}; ++kk) d[kk] = 0;")
-        span = g.kw * g.cg
-        if _whole_tap_rows(g, xv):
-            # a pixel whose window lies inside the image's width: per kernel row,
-            # its kw taps are one run of kw * c input values
-            out += [
-                f"            if (ix0 >= 0 && ix0 + {g.kw - 1} < {g.w}) {{",
-                f"              TIGRIS_BOUND(ix0 >= xl2 && ix0 + {g.kw - 1} < xl2 + xn2);",
-                f"              for (int ky = 0; ky < {g.kh}; ++ky) {{",
-                f"                {buft} *dt = d + ky * {span};",
-                "                if (!rok[ky]) {",
-                f"                  memset(dt, {pad_byte}, {span} * sizeof(*dt));",
-                "                  continue;",
-                "                }",
-                f"                const {xt} *s = xn + roff[ky] + (long)(ix0 - xl2) * {g.c};",
-                f"                {_gather(q, p, span)}",
-                "              }",
-                "              continue;",
-                "            }",
-            ]
-        out += [
-            f"            for (int ky = 0; ky < {g.kh}; ++ky)",
-            f"            for (int kx = 0; kx < {g.kw}; ++kx) {{",
-            f"              const int ix = ix0 + kx * {g.dw};",
-            f"              {buft} *dt = d + (ky * {g.kw} + kx) * {g.cg};",
-            f"              if (!rok[ky] || ix < 0 || ix >= {g.w}) {{",
-            f"                memset(dt, {pad_byte}, {g.cg} * sizeof(*dt));",
-            "                continue;",
-            "              }",
-            "              TIGRIS_BOUND(ix >= xl2 && ix < xl2 + xn2);",
-            f"              const {xt} *s = xn + roff[ky] + (long)(ix - xl2) * {xv.strides[2]}"
-            f" + gi * {g.cg};",
-            f"              {_gather(q, p, g.cg)}",
-            "            }",
-        ]
-        out.append("          }")
-        yarg = f"yr + (long)(lo - yl2) * {yv.strides[2]} + gi * {g.cog}"
-        if q is None:
-            out.append(
-                f"          {blk}(buf, {p.kp}, nb, bp + (long)gi * {gs}, bias + gi * {p.npad},"
-                f" {yarg}, {g.co});"
-            )
-        else:
-            out.append(
-                f"          {blk}(buf, nb, bp + (long)gi * {gs}, bias + gi * {p.npad},"
-                f" mult + gi * {p.npad}, {yarg}, {g.co});"
-            )
-        out += ["        }", "        }", "      }", "    }", "  }", "#else"]
+            if q is None:
+                blk = _f32_block(unit, p)
+            elif p.plan.dot in arm_m.ARM_DOTS:
+                blk = arm_m.block(unit, p, q)
+            else:
+                blk = _vnni_block(unit, p, q) if p.vnni else _i8_block(unit, p, q)
+            out += _im2col_body(g, p, q, xv, yv, xt, yt, buft, pad_byte, blk)
+        out.append("#else")
         # plain loops over the same packed panels
         if q is None:
             out.append("  const float *b0 = bias;")
@@ -2153,41 +2109,156 @@ def _emit_im2col(
     return f"  {name}({x.name}, {xv.bounds()}, {', '.join(consts)}, {y.name}, {yv.bounds()});"
 
 
-def _window_rows(g: _Conv, p: _Panels) -> list[str]:
-    """Per output row of a `window` kernel: the kernel rows inside the image
-    (their held rows and K blocks), and the output pixels whose window lies
-    inside its width, [wlo, whi) (none where no kernel row is inside)."""
-    run = p.plan.kc
-    # ox * sw - pl >= 0 and ox * sw - pl + kw - 1 < w
+def _im2col_body(
+    g: _Conv,
+    p: _Panels,
+    q: _Q | None,
+    xv: _View,
+    yv: _View,
+    xt: str,
+    yt: str,
+    buft: str,
+    pad_byte: int,
+    blk: str,
+) -> list[str]:
+    """The vector build of an im2col kernel: per output row, blocks of
+    `plan.mc` pixels gathered into `buf` (tap-major rows, `pad_byte` where a
+    tap leaves the image), then the GEBP block `blk` of each group."""
+    k = g.taps * g.cg
+    mc = p.plan.mc
+    out = _batch_loop(xv, yv, xt, yt)
+    out.append("    for (int oy = yl1; oy < yl1 + yn1; ++oy) {")
+    out += _row_offsets(g, xv)
+    out += [
+        f"      {yt} *yr = yn + (long)(oy - yl1) * {yv.strides[1]};",
+        f"      for (int lo = yl2; lo < yl2 + yn2; lo += {mc}) {{",
+        f"        const int nb = yl2 + yn2 - lo < {mc} ? yl2 + yn2 - lo : {mc};",
+        f"        for (int gi = 0; gi < {g.groups}; ++gi) {{",
+        "          for (int r = 0; r < nb; ++r) {",
+        f"            const int ix0 = (lo + r) * {g.sw} - {g.pl};",
+        f"            {buft} *d = buf + r * {p.kp};",
+    ]
+    if p.kp > k:
+        out.append(f"            for (int kk = {k}; kk < {p.kp}; ++kk) d[kk] = 0;")
+    span = g.kw * g.cg
+    if _whole_tap_rows(g, xv):
+        # a pixel whose window lies inside the image's width: per kernel row,
+        # its kw taps are one run of kw * c input values
+        out += [
+            f"            if (ix0 >= 0 && ix0 + {g.kw - 1} < {g.w}) {{",
+            f"              TIGRIS_BOUND(ix0 >= xl2 && ix0 + {g.kw - 1} < xl2 + xn2);",
+            f"              for (int ky = 0; ky < {g.kh}; ++ky) {{",
+            f"                {buft} *dt = d + ky * {span};",
+            "                if (!rok[ky]) {",
+            f"                  memset(dt, {pad_byte}, {span} * sizeof(*dt));",
+            "                  continue;",
+            "                }",
+            f"                const {xt} *s = xn + roff[ky] + (long)(ix0 - xl2) * {g.c};",
+            f"                {_gather(q, p, span)}",
+            "              }",
+            "              continue;",
+            "            }",
+        ]
+    out += [
+        f"            for (int ky = 0; ky < {g.kh}; ++ky)",
+        f"            for (int kx = 0; kx < {g.kw}; ++kx) {{",
+        f"              const int ix = ix0 + kx * {g.dw};",
+        f"              {buft} *dt = d + (ky * {g.kw} + kx) * {g.cg};",
+        f"              if (!rok[ky] || ix < 0 || ix >= {g.w}) {{",
+        f"                memset(dt, {pad_byte}, {g.cg} * sizeof(*dt));",
+        "                continue;",
+        "              }",
+        "              TIGRIS_BOUND(ix >= xl2 && ix < xl2 + xn2);",
+        f"              const {xt} *s = xn + roff[ky] + (long)(ix - xl2) * {xv.strides[2]}"
+        f" + gi * {g.cg};",
+        f"              {_gather(q, p, g.cg)}",
+        "            }",
+        "          }",
+    ]
+    yarg = f"yr + (long)(lo - yl2) * {yv.strides[2]} + gi * {g.cog}"
+    if q is None:
+        out.append(
+            f"          {blk}(buf, {p.kp}, nb, bp + (long)gi * {p.size}, bias + gi * {p.npad},"
+            f" {yarg}, {g.co});"
+        )
+    else:
+        out.append(
+            f"          {blk}(buf, nb, bp + (long)gi * {p.size}, bias + gi * {p.npad},"
+            f" mult + gi * {p.npad}, {yarg}, {g.co});"
+        )
+    return out + ["        }", "      }", "    }", "  }"]
+
+
+def _window_body(unit: CUnit, g: _Conv, p: _Panels, xv: _View, yv: _View) -> list[str]:
+    """The vector build of a `window` kernel: the band's pixels queued in
+    order, each as one pointer per kernel row inside the image (its run of kw
+    * c inputs read in place, or gathered into a slot of `buf` where its window
+    leaves the image's width) and its result's pointer, `plan.mc` at a time;
+    the queue is run by the window sweep when full, before a row whose kernel
+    rows inside the image differ, and at the end, so micro tiles stay whole
+    across output rows. A row with no kernel row inside holds the bias."""
+    win = _f32_window(unit, p)
+    mc, run = p.plan.mc, p.plan.kc
+    # ox * sw - pl >= 0 and ox * sw - pl + kw - 1 < w: the window inside the width
     first = -(-g.pl // g.sw)
     last = (g.w - g.kw + g.pl) // g.sw
-    return [
+    flush = f"{win}(pa, {mc}, prk, pns, np, bp, bias, py);"
+    out = [
+        f"  const float *pa[{g.kh * mc}]; float *py[{mc}];",
+        f"  int prk[{g.kh}], pns = 0, np = 0;",
+        *_batch_loop(xv, yv, "float", "float"),
+        "    for (int oy = yl1; oy < yl1 + yn1; ++oy) {",
+        *_row_offsets(g, xv),
+        f"      float *yr = yn + (long)(oy - yl1) * {yv.strides[1]};",
         f"      const float *ra[{g.kh}]; int rk[{g.kh}]; int ns = 0;",
         f"      for (int ky = 0; ky < {g.kh}; ++ky)",
         f"        if (rok[ky]) {{ ra[ns] = xn + roff[ky]; rk[ns] = ky * {run}; ++ns; }}",
-        f"      const int wlo = ns ? {first} : 0, whi = ns ? {last + 1} : 0;",
-    ]
-
-
-def _window_call(g: _Conv, p: _Panels, yv: _View, unit: CUnit) -> list[str]:
-    """A block's pixels of `window` kernel: those whose window lies inside the
-    image read in place, then the parts before and after them (the `part`
-    runs: first pixel, end) gathered."""
-    win = _f32_window(unit, p)
-    return [
-        "        int il = ox0 > wlo ? ox0 : wlo, ih = ox0 + mb < whi ? ox0 + mb : whi;",
-        "        if (ih < il) il = ih = ox0 + mb;",
-        "        if (ih > il) {",
-        f"          TIGRIS_BOUND(il * {g.sw} - {g.pl} >= xl2 &&"
-        f" (ih - 1) * {g.sw} - {g.pl} + {g.kw - 1} < xl2 + xn2);",
-        f"          const float *wa[{g.kh}];",
-        f"          for (int s = 0; s < ns; ++s) wa[s] = ra[s] + (long)(il * {g.sw} - {g.pl} - xl2)"
-        f" * {g.c};",
-        f"          {win}(wa, rk, ns, {g.sw * g.c}, ih - il, bp, bias,"
-        f" yr + (long)(il - yl2) * {yv.strides[2]}, {g.co});",
+        "      if (np && (ns != pns || memcmp(rk, prk, sizeof(int) * ns) != 0)) {",
+        f"        {flush}",
+        "        np = 0;",
+        "      }",
+        "      pns = ns;",
+        "      memcpy(prk, rk, sizeof(int) * ns);",
+        "      if (ns == 0) {",
+        "        for (int ox = yl2; ox < yl2 + yn2; ++ox)",
+        f"        for (int j = 0; j < {g.co}; ++j)",
+        f"          yr[(long)(ox - yl2) * {yv.strides[2]} + j] = {_fclamp(p, 'bias[j]')};",
+        "        continue;",
+        "      }",
+        "      for (int ox = yl2; ox < yl2 + yn2; ++ox) {",
+        f"        const int ix0 = ox * {g.sw} - {g.pl};",
+        f"        py[np] = yr + (long)(ox - yl2) * {yv.strides[2]};",
+        f"        if (ox >= {first} && ox <= {last}) {{",
+        f"          TIGRIS_BOUND(ix0 >= xl2 && ix0 + {g.kw - 1} < xl2 + xn2);",
+        "          for (int s = 0; s < ns; ++s)",
+        f"            pa[s * {mc} + np] = ra[s] + (long)(ix0 - xl2) * {g.c};",
+        "        } else {",
+        f"          float *d = buf + (long)np * {p.kp};",
+        f"          for (int ky = 0; ky < {g.kh}; ++ky)",
+        f"          for (int kx = 0; kx < {g.kw}; ++kx) {{",
+        "            const int ix = ix0 + kx;",
+        f"            float *dt = d + (ky * {g.kw} + kx) * {g.c};",
+        "            if (!rok[ky]) continue;",
+        f"            if (ix < 0 || ix >= {g.w}) {{",
+        f"              memset(dt, 0, {g.c} * sizeof(*dt));",
+        "              continue;",
+        "            }",
+        "            TIGRIS_BOUND(ix >= xl2 && ix < xl2 + xn2);",
+        f"            memcpy(dt, xn + roff[ky] + (long)(ix - xl2) * {xv.strides[2]},"
+        f" {g.c} * sizeof(float));",
+        "          }",
+        f"          for (int s = 0; s < ns; ++s) pa[s * {mc} + np] = d + rk[s];",
         "        }",
-        "        const int part[4] = {ox0, il, ih, ox0 + mb};",
+        f"        if (++np == {mc}) {{",
+        f"          {flush}",
+        "          np = 0;",
+        "        }",
+        "      }",
+        "    }",
+        "  }",
+        f"  if (np) {flush}",
     ]
+    return out
 
 
 def _whole_tap_rows(g: _Conv, xv: _View) -> bool:

@@ -907,7 +907,13 @@ class _Printer:
         d_off = c_linear([(ivs[a], dst.strides[a]) for a in loops])
         s_ptr = src.ptr if s_off == "0" else f"{src.ptr} + {s_off}"
         d_ptr = dst.ptr if d_off == "0" else f"{dst.ptr} + {d_off}"
-        self.emit(f"memmove({d_ptr}, {s_ptr}, (size_t)({run}) * sizeof({src.ctype}));")
+        # runs of two buffers (live at once, so apart) by the inline copy:
+        # a tile's runs are often a pixel's channels, too short for a call
+        copy = "memmove"
+        if loops and src.root != dst.root:
+            copy = "tigris_copy_runs"
+            self.helper(copy, _COPY_RUNS)
+        self.emit(f"{copy}({d_ptr}, {s_ptr}, (size_t)({run}) * sizeof({src.ctype}));")
         for _ in loops:
             self.close()
 
@@ -1285,6 +1291,29 @@ def _boundary_copy(p: _Printer, m: _Mem, port: CPort, ext: str, into_arena: bool
         lines.append(f"    memcpy({x}, {m.ptr}, {port.nbytes});")
     lines += [f"    TIGRIS_PROF_END({k});", "}"]
     return lines
+
+
+_COPY_RUNS = """\
+/* One run of a copy between two buffers (never overlapping): blocks of
+   constant size, which the compiler moves inline, where a call of memcpy
+   would cost more than the bytes; long runs by memcpy. */
+static inline void tigris_copy_runs(void *restrict dst, const void *restrict src, size_t n)
+{
+    unsigned char *restrict d = (unsigned char *)dst;
+    const unsigned char *restrict s = (const unsigned char *)src;
+    if (n > 512) {
+        memcpy(d, s, n);
+        return;
+    }
+    for (; n >= 64; n -= 64, d += 64, s += 64) memcpy(d, s, 64);
+    if (n >= 32) { memcpy(d, s, 32); n -= 32; d += 32; s += 32; }
+    if (n >= 16) { memcpy(d, s, 16); n -= 16; d += 16; s += 16; }
+    if (n >= 8) { memcpy(d, s, 8); n -= 8; d += 8; s += 8; }
+    if (n >= 4) { memcpy(d, s, 4); n -= 4; d += 4; s += 4; }
+    for (; n > 0; --n) *d++ = *s++;
+}
+"""
+"""The copy of one run between two buffers, printed where a copy uses it."""
 
 
 _PRELUDE = """\

@@ -532,6 +532,12 @@ class _Printer:
             if space == loop.STREAM.data:
                 # no storage: subviews of it are element offsets that a copy
                 # turns into a call of the row callback for input #i
+                if len(t.get_shape()) < 2 and a.uses:
+                    raise NetworkError(
+                        f"input #{i} '{arg_names(self.fn)[i]}' is of rank {len(t.get_shape())}: "
+                        "a streamed input is read in bands of rows (axis 1), so it needs rank 2 "
+                        "or more (plan it without --stream-input)"
+                    )
                 dt = _elem_dtype(t)
                 m = _Mem(
                     "0",

@@ -331,7 +331,7 @@ def test_streamed_outputs_of_a_model_of_several_run_as_planned(case: str, at: st
     res = run_loop_module(m, weights, args)
     in_lay, out_lay = module_layouts(main_func(m))
     xs = [to_boundary(a, lay) for a, lay in zip(args, in_lay)]
-    got, stats = run_c(m, weights, xs, variant=("bounds", "stats"))
+    got, stats = run_c(m, weights, xs, variant=("bounds", "stats"), strict=True)
     for r, y, c, lay in zip(ref, res.outputs, got, out_lay, strict=True):
         c = to_internal(c, lay)
         if r.dtype == np.float32:

@@ -1228,11 +1228,12 @@ class _Ctx:
                 t = tile_band(model, budget, exact, self.patch_windows)
                 if (
                     t is not None
-                    and t.strategy not in STREAM_KINDS
+                    and (t.strategy not in STREAM_KINDS or t.channel_group)
                     and (self.reads_stream(start, stop) or self.writes_stream(start, stop))
                 ):
                     # a streamed input arrives, a streamed output leaves, in
-                    # whole rows, each once: strips only (no patches)
+                    # whole rows, each once: strips only (no patches, no
+                    # channel groups)
                     t = _strips(model, budget, exact) if model.kind in STREAM_KINDS else None
             self._tilings[key] = t
         return self._tilings[key]

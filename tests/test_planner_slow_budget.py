@@ -354,6 +354,30 @@ def test_streamed_outputs_of_a_model_of_several_run_as_planned(case: str, at: st
     assert stats == s
 
 
+def test_the_harness_refuses_an_output_row_sent_twice():
+    """The C harness's callback takes each row of a streamed output once: a
+    unit whose call for output #1 is doubled (by hand) fails its run."""
+    import dataclasses
+
+    from tigris_ir.backend.c.build import CRunError, build, execute
+    from tigris_ir.backend.c.network import print_network
+    from tigris_ir.reference.executor import module_layouts, to_boundary
+
+    module, weights, args, _ = _multi("f32")
+    m = module.clone()
+    LowerToLoopsPass(budget=65536, stream_output=True).apply(Context(), m)
+    tile_and_lower(m)
+    PlanArenaPass().apply(Context(), m)
+    source = print_network(m, weights=weights)
+    (call,) = [ln for ln in source.c.splitlines() if "tigris_output_rows(1," in ln]
+    xs = [to_boundary(a, lay) for a, lay in zip(args, module_layouts(main_func(m))[0])]
+    got, _ = execute(source, build(source), xs)  # as printed: runs
+    assert len(got) == 2
+    twice = dataclasses.replace(source, c=source.c.replace(call, f"{call}\n{call}"))
+    with pytest.raises(CRunError, match="tigris_run_n returned 2"):
+        execute(twice, build(twice), xs)
+
+
 def test_analyze_reports_streamed_rows_per_input_and_output(tmp_path, capsys):
     """tigris-analyze --json lists the rows of each streamed input and output."""
     import json

@@ -137,6 +137,7 @@ def harness(source: CSource) -> str:
     out_bytes = ", ".join(str(p.nbytes) for p in source.outputs) or "0"
     slow = max(source.slow_arena, 1)
     stream, pass_input, free_stream, print_rows = _harness_streams(source)
+    after_first = "    sent_check = 0;\n" if any(p.streamed for p in source.outputs) else ""
     return f"""\
 /* The harness of '{n}': {n}_run_n on files of raw bytes.
  *   ./run [-r REPEAT] IN0 ... OUT0 ...
@@ -187,7 +188,7 @@ int main(int argc, char **argv)
     for (i = 0; i < {no}; ++i)
         outs[i] = malloc(out_bytes[i] ? out_bytes[i] : 1);
 {pass_input}    rc = {n}_run_n(ins, outs);
-    if (rc != 0) {{
+{after_first}    if (rc != 0) {{
         fprintf(stderr, "{n}_run_n returned %d\\n", rc);
         return 3;
     }}
@@ -238,8 +239,8 @@ int main(int argc, char **argv)
 def _harness_streams(source: CSource) -> tuple[str, str, str, str]:
     """The harness's row callbacks of the streamed ports (rows of the input
     files in, rows into the output buffers out, channels-last, counted per
-    port), the lines of `main` that hand them the buffers, free them and
-    print the counts."""
+    port; in the first run a row sent twice fails it), the lines of `main`
+    that hand them the buffers, free them and print the counts."""
     n = source.name
     text = pass_input = free_stream = print_rows = ""
     for kind, ports in (("input", source.inputs), ("output", source.outputs)):
@@ -249,6 +250,7 @@ def _harness_streams(source: CSource) -> tuple[str, str, str, str]:
         np_ = len(ports)
         heights = ", ".join(str(p.shape[1] if p.streamed else 0) for p in ports)
         row_bytes = ", ".join(str(p.nbytes // p.shape[1] if p.streamed else 0) for p in ports)
+        once = ""
         if kind == "input":
             data, rows, arr = "stream_data", "stream_rows", "ins"
             sig = "void *dst"
@@ -259,6 +261,24 @@ def _harness_streams(source: CSource) -> tuple[str, str, str, str]:
             sig = "const void *src"
             copy = "memcpy(sent_data[output] + (size_t)first_row * rb, src, (size_t)rows * rb);"
             label = "output rows"
+            total_rows = sum(p.shape[1] for p in ports if p.streamed)
+            starts, at_row = [], 0
+            for p in ports:
+                starts.append(str(at_row))
+                at_row += p.shape[1] if p.streamed else 0
+            text += f"""
+/* Each output row once (checked in the first run). */
+static int sent_check = 1;
+static unsigned char sent_seen[{total_rows}];
+static const int sent_first[{len(ports)}] = {{{", ".join(starts)}}};
+"""
+            once = """
+    if (sent_check) {
+        int r;
+        for (r = first_row; r < first_row + rows; ++r) {
+            if (sent_seen[sent_first[output] + r]++) return 1;
+        }
+    }"""
         const = "const " if kind == "input" else ""
         text += f"""
 /* The {kind} streams: rows of the {kind} buffers (channels-last), counted. */
@@ -272,7 +292,7 @@ int {n}_{kind}_rows(int {kind}, int first_row, int rows, {sig})
     size_t rb;
     if ({kind} < 0 || {kind} >= {np_} || {kind}_height[{kind}] == 0) return 1;
     if (first_row < 0 || rows < 0 || first_row + rows > {kind}_height[{kind}]) return 1;
-    rb = {kind}_row_bytes[{kind}];
+    rb = {kind}_row_bytes[{kind}];{once}
     {copy}
     {rows}[{kind}] += (unsigned long long)rows;
     return 0;

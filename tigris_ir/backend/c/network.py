@@ -87,8 +87,9 @@ class CPort:
     shape: tuple[int, ...]
     layout: str
     streamed: bool = False
-    """A streamed input: the unit asks `<name>_input_rows` for bands of its rows,
-    channels-last (`shape` is then (N, H, W, C)); its pointer is not read."""
+    """A streamed port: the unit asks `<name>_input_rows(i, ...)` for bands of
+    input #i's rows, or hands output #i's to `<name>_output_rows(i, ...)`,
+    channels-last (`shape` is then (N, H, W, C)); its pointer is not used."""
 
     @property
     def nbytes(self) -> int:

@@ -16,7 +16,7 @@ or the plan does not fit, and then nothing runs.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
@@ -210,7 +210,10 @@ def build(spec: Spec) -> tuple[ModuleOp, dict[str, np.ndarray], list[np.ndarray]
         if g is not None:
             outs = [g]
     if spec.two_outputs and len(net.values) > 2 and net.values[-2] not in outs:
-        outs.append(net.values[len(net.values) // 2])
+        extra = net.values[len(net.values) // 2]
+        if spec.head:  # a head of its own from mid-graph, which nothing reads
+            extra = net.emit(nn.ReluOp, [extra], {}) or extra
+        outs.append(extra)
     net.block.add_op(func.ReturnOp(*outs))
     fn = func.FuncOp(
         "main", FunctionType.from_lists([in_type], [o.type for o in outs]), Region(net.block)
@@ -237,6 +240,9 @@ class Spec:
     two_outputs: bool
     seed: int
     budget_frac: float
+    head: bool = False
+    """With `two_outputs`: the second output is a Relu of the mid-graph value
+    (nothing reads it) rather than the value itself (read later)."""
 
 
 KINDS = ("conv", "conv", "conv", "max", "avg", "add", "concat", "resize", "relu")
@@ -372,11 +378,13 @@ def check_pair_run(
     p: Plan,
     slow: int | None,
     stream: bool,
+    stream_output: bool = False,
 ) -> None:
     """A plan under a budget pair, lowered and run at the loop level with the
     same pair: the reference output, the planned fast peak, a slow peak
     within the slow budget (none allocated at 0) and the planned traffic and
-    input rows; or it does not fit and names its smallest budgets."""
+    input rows (and output rows, per input and output); or it does not fit
+    and names its smallest budgets."""
     if not p.fits:
         assert p.failed_node is not None
         if slow is not None:
@@ -385,7 +393,10 @@ def check_pair_run(
     fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
     lowered = module.clone()
     LowerToLoopsPass(
-        budget=p.budget, slow_budget="" if slow is None else slow, stream_input=stream
+        budget=p.budget,
+        slow_budget="" if slow is None else slow,
+        stream_input=stream,
+        stream_output=stream_output,
     ).apply(Context(), lowered)
     tile_and_lower(lowered)
     PlanArenaPass().apply(Context(), lowered)
@@ -403,6 +414,14 @@ def check_pair_run(
     if slow is not None:
         assert s.slow_peak <= slow
     assert (s.stream_rows, s.stream_bytes) == (p.stream_rows, p.stream_bytes)
+    g = build_view(fn).graph
+    rows_in = dict(p.stream_rows_by)
+    assert s.stream_rows_by == (tuple(rows_in[x] for x in g.inputs) if stream else ())
+    sent = dict(p.out_rows_by)
+    assert s.out_rows == p.out_rows == sum(sent.values())
+    assert s.out_rows_by == (tuple(sent.get(x, 0) for x in g.outputs) if sent else ())
+    # each row of a streamed output sent once
+    assert all(n == g.tensors[x].shape[1] for x, n in sent.items())
 
 
 @st.composite
@@ -468,3 +487,37 @@ def test_random_plans_under_budget_pairs(spec: Spec, slow_kind: str, stream: boo
         assert p.fits  # at or above the smallest single arena
     event(f"paced chains: {sum(1 for c in p.chains if c.pace)}")
     check_pair_run(module, weights, inputs, p, slow, stream)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    st.one_of(specs(), tall_specs()),
+    st.booleans(),
+    st.sampled_from(["none", "unbounded"]),
+    st.integers(0, 2),
+)
+def test_random_plans_stream_every_output_nothing_reads(
+    spec: Spec, head: bool, slow_kind: str, step: int
+):
+    """Graphs of one or two outputs (the second from mid-graph: read later, or
+    a head of its own that nothing reads), input and outputs streamed, from
+    the smallest single arena up: exactly the outputs nothing reads are
+    streamed, each row once, counted per output; planned == measured."""
+    module, weights, inputs = build(replace(spec, two_outputs=True, head=head))
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    g = build_view(fn).graph
+    kw = {"stream_input": True, "stream_output": True}
+    least = min_single_budget(g, **kw)
+    budget = least + step * (least // 4)
+    slow = 0 if slow_kind == "none" else None
+    p = plan(g, budget, slow_budget=slow, **kw)
+    assert p.fits  # at or above the smallest single arena
+    unread = {x for x in g.outputs if not g.consumers(x) and g.tensors[x].rank >= 2}
+    assert p.streamed_outputs == unread
+    event(f"outputs: {len(g.outputs)}, streamed: {len(unread)}")
+    check_pair_run(module, weights, inputs, p, slow, True, stream_output=True)

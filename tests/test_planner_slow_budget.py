@@ -5,6 +5,7 @@ fast peak equal to the planned one and its slow peak within the slow budget."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -261,6 +262,177 @@ def test_streamed_output_plans_run_as_planned(slow):
     got, stats = run_c(m, weights, [to_boundary(args[0], in_lay[0])], variant="stats")
     np.testing.assert_array_equal(to_internal(got[0], out_lay[0]), ref[0])
     assert stats == s
+
+
+MULTI = {
+    "f32": ({}, False),
+    "int8": ({}, True),
+    "f32-2in-features": ({"two_inputs": True, "features_out": True}, False),
+    "int8-2in-features": ({"two_inputs": True, "features_out": True}, True),
+    "f32-split": ({"split": True}, False),
+}
+
+
+@functools.cache
+def _multi(case: str):
+    """A model of two heads of different shapes (zoo.two_heads), its inputs
+    (internal layout) and its untiled reference outputs."""
+    kw, int8 = MULTI[case]
+    model = zoo.two_heads(**kw)
+    imported = import_model(zoo.quantize(model, seed=0) if int8 else model)
+    fn = main_func(imported.module)
+    rng = np.random.default_rng(0)
+    args = [rand(a.type, rng) for a in fn.body.block.args]
+    return imported.module, imported.weights, args, run_function(fn, imported.weights, args)
+
+
+@pytest.mark.parametrize("at", ["smallest-one-arena", "4K", "64K"])
+@pytest.mark.parametrize("case", list(MULTI))
+def test_streamed_outputs_of_a_model_of_several_run_as_planned(case: str, at: str):
+    """Every output that nothing reads leaves by rows through the one callback,
+    under its own index; an output some op reads (the trunk's features) stays
+    resident and is returned as usual. Each streamed output sends each of its
+    rows once; the loop IR and the C (whose harness reassembles each output
+    from its callback) equal the untiled reference (int8 bit-exact) with the
+    planned fast peak, slow figures and rows per input and output (at the
+    smallest single arena, at 4K with slow memory and at 64K)."""
+    from tigris_ir.backend.c.build import run_c
+    from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
+
+    module, weights, args, ref = _multi(case)
+    fn = main_func(module)
+    g = build_view(fn).graph
+    kw = {"stream_input": True, "stream_output": True}
+    budget, slow = {
+        "smallest-one-arena": (min_single_budget(g, **kw), 0),
+        "4K": (4096, None),
+        "64K": (65536, None),
+    }[at]
+    p = plan(g, budget, slow_budget=slow, **kw)
+    assert p.fits and p.stream_output and len(g.outputs) == len(ref) >= 2
+    # 64K runs these small models in place (sending each output when it
+    # ends); the smaller budgets tile them (chains, strips, normal stages)
+    assert p.in_place == (at == "64K") and (p.in_place or any(s.tiled for s in p.stages))
+    unread = [x for x in g.outputs if not g.consumers(x)]
+    assert p.streamed_outputs == frozenset(unread)
+    # the float trunk's features are read by the heads; the QDQ model's are a
+    # DequantizeLinear of their own that nothing reads, streamed like the heads
+    assert len(g.outputs) == 2 + ("features" in case)
+    assert len(unread) == len(g.outputs) - ("features" in case and "int8" not in case)
+    heights = tuple(g.tensors[x].shape[1] if x in unread else 0 for x in g.outputs)
+    assert len(set(heights) - {0}) == 2 - ("split" in case)  # heads of different heights
+    assert dict(p.out_rows_by) == {x: h for x, h in zip(g.outputs, heights) if h}
+    m = module.clone()
+    LowerToLoopsPass(budget=budget, slow_budget="" if slow is None else slow, **kw).apply(
+        Context(), m
+    )
+    tile_and_lower(m)
+    PlanArenaPass().apply(Context(), m)
+    res = run_loop_module(m, weights, args)
+    in_lay, out_lay = module_layouts(main_func(m))
+    xs = [to_boundary(a, lay) for a, lay in zip(args, in_lay)]
+    got, stats = run_c(m, weights, xs, variant=("bounds", "stats"), strict=True)
+    for r, y, c, lay in zip(ref, res.outputs, got, out_lay, strict=True):
+        c = to_internal(c, lay)
+        if r.dtype == np.float32:
+            tol = 1e-5 * float(np.max(np.abs(r)))
+            np.testing.assert_allclose(y, r, rtol=1e-5, atol=tol)
+            np.testing.assert_allclose(c, r, rtol=1e-5, atol=tol)
+        else:
+            np.testing.assert_array_equal(y, r)
+            np.testing.assert_array_equal(c, r)
+    s = res.stats
+    assert s.arena_bytes == s.fast_peak == p.peak <= budget
+    assert (s.slow_peak, s.slow_reads, s.slow_writes) == (p.slow_peak, p.slow_reads, p.slow_writes)
+    if slow == 0:
+        assert s.slow_peak == 0
+    assert s.out_rows_by == heights and s.out_rows == p.out_rows == sum(heights)
+    rows_in = dict(p.stream_rows_by)
+    assert s.stream_rows_by == tuple(rows_in[x] for x in g.inputs)
+    assert all(n >= g.tensors[x].shape[1] for x, n in rows_in.items())  # each row at least once
+    assert (s.stream_rows, s.stream_bytes) == (p.stream_rows, p.stream_bytes)
+    assert stats == s
+
+
+def test_the_harness_refuses_an_output_row_sent_twice():
+    """The C harness's callback takes each row of a streamed output once: a
+    unit whose call for output #1 is doubled (by hand) fails its run."""
+    import dataclasses
+
+    from tigris_ir.backend.c.build import CRunError, build, execute
+    from tigris_ir.backend.c.network import print_network
+    from tigris_ir.reference.executor import module_layouts, to_boundary
+
+    module, weights, args, _ = _multi("f32")
+    m = module.clone()
+    LowerToLoopsPass(budget=65536, stream_output=True).apply(Context(), m)
+    tile_and_lower(m)
+    PlanArenaPass().apply(Context(), m)
+    source = print_network(m, weights=weights)
+    (call,) = [ln for ln in source.c.splitlines() if "tigris_output_rows(1," in ln]
+    xs = [to_boundary(a, lay) for a, lay in zip(args, module_layouts(main_func(m))[0])]
+    got, _ = execute(source, build(source), xs)  # as printed: runs
+    assert len(got) == 2
+    twice = dataclasses.replace(source, c=source.c.replace(call, f"{call}\n{call}"))
+    with pytest.raises(CRunError, match="tigris_run_n returned 2"):
+        execute(twice, build(twice), xs)
+
+
+def test_analyze_reports_streamed_rows_per_input_and_output(tmp_path, capsys):
+    """tigris-analyze --json lists the rows of each streamed input and output."""
+    import json
+
+    import onnx
+
+    from tigris_ir.tools import tigris_analyze
+
+    path = tmp_path / "two_heads.onnx"
+    onnx.save(zoo.two_heads(two_inputs=True), str(path))
+    args = [str(path), "-m", "64K", "--stream-input", "--stream-output", "--json"]
+    assert tigris_analyze.run(args) == 0
+    r = json.loads(capsys.readouterr().out)
+    outs = {o["name"]: o["shape"] for o in r["outputs"]}
+    ins = {i["name"]: i["shape"] for i in r["inputs"]}
+    assert r["output_rows_by"] == {name: shape[1] for name, shape in outs.items()}
+    assert set(r["stream_rows_by"]) == set(ins) and len(ins) == 2
+    assert r["output_rows"] == sum(r["output_rows_by"].values())
+    assert r["stream_rows"] == sum(r["stream_rows_by"].values())
+
+
+def test_the_onnx_chunk_case_keeps_its_rank_1_outputs_and_refuses_a_rank_1_stream(capsys):
+    """onnx's pytorch-operator/test_operator_chunk (a Split of a vector into
+    two outputs): its outputs of rank 1 are not streamed under
+    --stream-output, and the loop IR and the C give the expected outputs;
+    its rank-1 input cannot be streamed by rows in the C, which names it."""
+    import onnx
+    from onnx import numpy_helper
+
+    from tigris_ir.backend.c.build import run_c
+    from tigris_ir.tools import tigris_run
+
+    case = Path(onnx.__file__).parent / "backend/test/data/pytorch-operator/test_operator_chunk"
+    data = case / "test_data_set_0"
+    x = numpy_helper.to_array(onnx.load_tensor(str(data / "input_0.pb")))
+    want = [numpy_helper.to_array(onnx.load_tensor(str(data / f"output_{i}.pb"))) for i in (0, 1)]
+    imported = import_model(onnx.load(str(case / "model.onnx")))
+    g = build_view(main_func(imported.module)).graph
+    p = plan(g, 1024, stream_output=True)
+    assert len(g.outputs) == 2 and p.fits and p.streamed_outputs == frozenset()
+    m = imported.module.clone()
+    LowerToLoopsPass(budget=1024, stream_output=True).apply(Context(), m)
+    tile_and_lower(m)
+    PlanArenaPass().apply(Context(), m)
+    res = run_loop_module(m, imported.weights, [x])
+    got, stats = run_c(m, imported.weights, [x], variant="stats")
+    for w, y, c in zip(want, res.outputs, got, strict=True):
+        np.testing.assert_allclose(y, w, rtol=1e-6)
+        np.testing.assert_allclose(c, w, rtol=1e-6)
+    assert stats == res.stats and stats is not None and stats.out_rows_by == ()
+    argv = [str(case / "model.onnx"), "-m", "1K", "--stream-input", "--backend", "c"]
+    assert tigris_run.main([*argv, "--random-input", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "input #0 '0' is of rank 1: a streamed input is read in bands of rows" in err, err
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v2_035", "vgg"])

@@ -452,6 +452,70 @@ def dilated(
     return g.model("dilated", (1, 3, resolution, resolution), out)
 
 
+# -- several inputs and outputs -------------------------------------------------
+
+
+def two_heads(
+    resolution: int = 16,
+    width: int = 8,
+    *,
+    two_inputs: bool = False,
+    features_out: bool = False,
+    split: bool = False,
+    seed: int = 0,
+) -> onnx.ModelProto:
+    """A trunk of two 3x3 convs with two heads of different shapes: a 1x1 conv
+    at full resolution ("dense", 4 channels) and MaxPool 2x2 then a 3x3 conv
+    ("coarse", 6 channels at half resolution). `two_inputs`: a second image
+    ("input2") through its own conv is added to the first's; `features_out`:
+    the trunk's features, which the heads read, are an output too (first);
+    `split`: the heads are the two parts (3 and width - 3 channels) of one
+    channel Split of the trunk, pooled 2x2, instead. Not in `ZOO` (whose models have one
+    input and one output)."""
+    g = _Graph(seed)
+    x = g.relu(g.conv("input", 3, width, (3, 3)))
+    if two_inputs:
+        x = g.add(x, g.relu(g.conv("input2", 3, width, (3, 3))))
+    x = g.relu(g.conv(x, width, width, (3, 3)))
+    if split:
+        sizes = g.const("split", np.array([3, width - 3], dtype=np.int64))
+        heads = ["dense", "coarse"]
+        pooled = g.maxpool(x, 2)
+        g.nodes.append(helper.make_node("Split", [pooled, sizes], heads, name="split", axis=1))
+    else:
+        heads = ["dense", "coarse"]
+        w, b = g.const("w", g.he((4, width, 1, 1), width)), g.const("b", g.small(4))
+        g.nodes.append(helper.make_node("Conv", [x, w, b], ["dense"], name="dense"))
+        w, b = g.const("w", g.he((6, width, 3, 3), 9 * width)), g.const("b", g.small(6))
+        pooled = g.maxpool(x, 2)
+        g.nodes.append(
+            helper.make_node("Conv", [pooled, w, b], ["coarse"], name="coarse", pads=[1] * 4)
+        )
+    names = ["input", "input2"] if two_inputs else ["input"]
+    shape = (1, 3, resolution, resolution)
+    graph = helper.make_graph(
+        g.nodes,
+        "two_heads",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in names],
+        [
+            helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+            for n in ([x] if features_out else []) + heads
+        ],
+        g.initializers,
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", OPSET)],
+        ir_version=IR_VERSION,
+        producer_name="tigris_ir.zoo",
+    )
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    for out, got in zip(model.graph.output, inferred.graph.output):
+        out.type.CopyFrom(got.type)
+    onnx.checker.check_model(model)
+    return model
+
+
 # -- registry ----------------------------------------------------------------
 
 
@@ -602,15 +666,24 @@ def quantize(
             "(pip install onnxruntime, or the 'test' extra of tigris-ir)"
         ) from exc
 
-    samples = calibration_inputs(model, seed=seed, count=num_calibration)
+    rng = np.random.default_rng(seed)
+    consts = {t.name for t in model.graph.initializer}
+    ports = [
+        (x.name, tuple(d.dim_value for d in x.type.tensor_type.shape.dim))
+        for x in model.graph.input
+        if x.name not in consts
+    ]
+    samples = [  # seeded standard-normal inputs (calibration_inputs' for one input)
+        {name: rng.standard_normal(shape).astype(np.float32) for name, shape in ports}
+        for _ in range(num_calibration)
+    ]
 
     class _Reader(CalibrationDataReader):
         def __init__(self) -> None:
-            self._it: Iterator[np.ndarray] = iter(samples)
+            self._it: Iterator[dict[str, np.ndarray]] = iter(samples)
 
         def get_next(self) -> dict[str, np.ndarray] | None:
-            sample = next(self._it, None)
-            return None if sample is None else {"input": sample}
+            return next(self._it, None)
 
     with tempfile.TemporaryDirectory(prefix="tigris_zoo_") as tmp:
         src = os.path.join(tmp, "float.onnx")

@@ -60,12 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stream-input",
         action="store_true",
-        help="the model input arrives in bands of rows (resident nowhere)",
+        help="the model inputs arrive in bands of rows (resident nowhere)",
     )
     p.add_argument(
         "--stream-output",
         action="store_true",
-        help="the model output leaves in bands of rows (resident nowhere)",
+        help="the model outputs nothing reads (feature maps) leave in bands of rows "
+        "(resident nowhere)",
     )
     p.add_argument(
         "--min-budget",
@@ -210,6 +211,8 @@ def analyze(
         "stream_bytes": p.stream_bytes,
         "stream_output": p.stream_output,
         "output_rows": p.out_rows,
+        "stream_rows_by": dict(p.stream_rows_by),
+        "output_rows_by": dict(p.out_rows_by),
         "not_fitting_message": p.message if not p.fits else None,
         "stages": _stages(tree),
         "chains": _chains(tree),
@@ -389,6 +392,11 @@ def _body(sc: Any) -> dict[str, Any]:
     return out
 
 
+def _rows_by(rows: dict[str, int]) -> str:
+    """Rows per streamed port: `name rows, ...`."""
+    return ", ".join(f"{name} {n}" for name, n in rows.items())
+
+
 def _kib(n: int | None) -> str:
     if n is None:
         return "-"
@@ -435,8 +443,12 @@ def render(r: dict[str, Any], verbose: bool) -> None:
         rows.insert(8, ("one arena", "every tensor in fast memory, none in slow"))
     if r["stream_input"]:
         rows.append(("input streamed", f"{r['stream_rows']} rows, {_kib(r['stream_bytes'])}"))
+        if len(r["stream_rows_by"]) > 1:
+            rows.append(("  by input", _rows_by(r["stream_rows_by"])))
     if r["stream_output"]:
         rows.append(("output streamed", f"{r['output_rows']} rows"))
+        if len(r["output_rows_by"]) > 1:
+            rows.append(("  by output", _rows_by(r["output_rows_by"])))
     if not r["fits"]:
         rows.insert(
             7,

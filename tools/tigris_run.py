@@ -109,14 +109,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stream-input",
         action="store_true",
-        help="with -m: the model input arrives in bands of rows through a callback "
-        "(tigris_input_rows in the C); the run counts the rows the plan asks for",
+        help="with -m: the model inputs arrive in bands of rows through a callback "
+        "(tigris_input_rows(input, ...) in the C); the run counts the rows the plan asks for",
     )
     p.add_argument(
         "--stream-output",
         action="store_true",
-        help="with -m: the model output leaves in bands of rows through a callback "
-        "(tigris_output_rows in the C); the run counts the rows sent",
+        help="with -m: the model outputs nothing reads leave in bands of rows through a "
+        "callback (tigris_output_rows(output, ...) in the C); the run counts the rows sent",
     )
     p.add_argument(
         "--stats",

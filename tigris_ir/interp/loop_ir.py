@@ -91,6 +91,8 @@ def run_loop_module(
         m.stream_rows,
         m.stream_bytes,
         m.out_rows,
+        m.stream_rows_by,
+        m.out_rows_by,
     )
     return RunResult(outs, stats)
 

@@ -285,6 +285,10 @@ class Machine:
         self.stream_rows = 0
         self.stream_bytes = 0
         self.out_rows = 0
+        self.rows_of: dict[tuple[str, str], int] = {}
+        """Rows moved per streamed tensor: ("in", input) or ("out", tensor)."""
+        self.stream_rows_by: tuple[int, ...] = ()
+        self.out_rows_by: tuple[int, ...] = ()
         self.where = ""
         self.globals = {op.sym_name.data: op for op in module.ops if isinstance(op, mr.GlobalOp)}
         self.lives: dict[int, Lifetime] = {}
@@ -601,6 +605,7 @@ class Machine:
                 m.tags[...] = (pid << POSITION_BITS) | positions(shape, {})
             args.append(m)
         outs = self.interpreter().run_ssacfg_region(self.fn.body, tuple(args), "main")
+        self._rows_by(args, outs)
         results: list[np.ndarray] = []
         for r in outs:
             assert isinstance(r, Ref)
@@ -610,6 +615,20 @@ class Machine:
                 self.expect(r.tags, r.name, "the function's result", True)
             results.append(r.data.copy())
         return results
+
+    def _rows_by(self, args: Sequence[Ref], outs: Sequence[object]) -> None:
+        """The rows moved per model input and output, in the model's order, as
+        the C's callbacks see them (indexed by port; () when none streams)."""
+        stream = loop.STREAM.data
+        if any(a.space == stream for a in args):
+            self.stream_rows_by = tuple(
+                self.rows_of.get(("in", a.name), 0) if a.space == stream else 0 for a in args
+            )
+        refs = [r for r in outs if isinstance(r, Ref)]
+        if any(r.space == stream for r in refs):
+            self.out_rows_by = tuple(
+                self.rows_of.get(("out", r.name), 0) if r.space == stream else 0 for r in refs
+            )
 
     # ---- compute: one hook per band op, nothing here (the verifier) -----
     # `tigris_ir.interp.loop_ir` computes: `loop.band`'s `nn` op on its band,
@@ -924,10 +943,14 @@ class MemrefFunctions(InterpreterFunctions):
                 f"{m.where}: copying '{src.name}' into '{dst.name}' reads elements never written"
             )
         if src.space == loop.STREAM.data:  # the callback delivers whole rows (axis 1)
-            m.stream_rows += src.data.shape[1] if src.data.ndim >= 2 else 1
+            rows = src.data.shape[1] if src.data.ndim >= 2 else 1
+            m.stream_rows += rows
             m.stream_bytes += src.data.nbytes
+            m.rows_of["in", src.name] = m.rows_of.get(("in", src.name), 0) + rows
         elif dst.space == loop.STREAM.data:  # rows sent to the consumer
-            m.out_rows += dst.data.shape[1] if dst.data.ndim >= 2 else 1
+            rows = dst.data.shape[1] if dst.data.ndim >= 2 else 1
+            m.out_rows += rows
+            m.rows_of["out", dst.name] = m.rows_of.get(("out", dst.name), 0) + rows
         elif src.space == "slow" and dst.space == "fast":
             m.reads += src.data.nbytes
         elif src.space == "fast" and dst.space == "slow":

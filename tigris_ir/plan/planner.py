@@ -323,6 +323,11 @@ class Plan:
     callback as they are produced: resident nowhere (`out_rows` rows in all)."""
     out_rows: int = 0
     streamed_outputs: frozenset[str] = frozenset()
+    stream_rows_by: tuple[tuple[str, int], ...] = ()
+    """The rows asked of each streamed input (`stream_rows` summed over the
+    model's inputs, in its order)."""
+    out_rows_by: tuple[tuple[str, int], ...] = ()
+    """The rows sent of each streamed output (its height), in the model's order."""
     failed_tensor: str | None = None
     """With `failed_node`: the tensor that does not fit (single arena)."""
     min_single: int | None = None
@@ -1223,11 +1228,12 @@ class _Ctx:
                 t = tile_band(model, budget, exact, self.patch_windows)
                 if (
                     t is not None
-                    and t.strategy not in STREAM_KINDS
+                    and (t.strategy not in STREAM_KINDS or t.channel_group)
                     and (self.reads_stream(start, stop) or self.writes_stream(start, stop))
                 ):
                     # a streamed input arrives, a streamed output leaves, in
-                    # whole rows, each once: strips only (no patches)
+                    # whole rows, each once: strips only (no patches, no
+                    # channel groups)
                     t = _strips(model, budget, exact) if model.kind in STREAM_KINDS else None
             self._tilings[key] = t
         return self._tilings[key]
@@ -2240,14 +2246,16 @@ def _figures(
     writes = sum(s.slow_writes for s in stages if s.chain is None) + sum(
         c.slow_writes for c in chains
     )
-    rows, streamed_bytes = _stream_loads(ctx, stages, chains, in_place)
+    rows_by, streamed_bytes = _stream_loads(ctx, stages, chains, in_place)
+    rows = sum(rows_by.values())
     reads -= streamed_bytes
-    out_rows = 0
+    out_rows_by: dict[str, int] = {}
     for x in ctx.streamed_out:  # each row sent once, not a slow write
         info = graph.tensors[x]
-        out_rows += info.shape[1]
+        out_rows_by[x] = info.shape[1]
         if not in_place:
             writes -= info.nbytes
+    out_rows = sum(out_rows_by.values())
     if single:  # the loads and spills of a single arena move bytes within it
         reads = writes = 0
     recomputed = sum(s.recomputed_macs for s in stages if s.chain is None) + sum(
@@ -2275,6 +2283,8 @@ def _figures(
         stream_output=bool(ctx.streamed_out),
         streamed_outputs=ctx.streamed_out,
         out_rows=out_rows,
+        stream_rows_by=tuple((x, rows_by[x]) for x in graph.inputs if x in rows_by),
+        out_rows_by=tuple((x, out_rows_by[x]) for x in graph.outputs if x in out_rows_by),
         failed_tensor=failed_tensor,
     )
 
@@ -2286,14 +2296,16 @@ def _row_bytes(graph: PlanGraph, name: str) -> int:
 
 def _stream_loads(
     ctx: _Ctx, stages: Sequence[StagePlan], chains: Sequence[ChainPlan], in_place: bool
-) -> tuple[int, int]:
-    """Rows asked of the input stream and the bytes of those counted in the
+) -> tuple[dict[str, int], int]:
+    """Rows asked of each streamed input and the bytes of those counted in the
     units' slow reads: a normal stage loads every row, a strip every row of
     its range, a line-buffered chain each row once, a plain chain every row
     of every tile's range."""
     graph = ctx.graph
-    rows = total = 0
+    total = 0
+    by: dict[str, int] = {}
     for x in sorted(ctx.streamed):
+        rows = 0
         info = graph.tensors[x]
         height = info.shape[1] if info.rank >= 2 else 1
         rb = _row_bytes(graph, x)
@@ -2314,7 +2326,8 @@ def _stream_loads(
             got = union_length(seq) if c.line_buffered else sum(b - a for a, b in seq)
             rows += got
             total += got * rb
-    return rows, total
+        by[x] = rows
+    return by, total
 
 
 def _in_place_stream(ctx: _Ctx, stages: Sequence[StagePlan], in_place: bool) -> int:

@@ -209,6 +209,43 @@ def main() -> None:
     (HERE / "not_onnx.onnx").write_text("this is not a protobuf\n")
     (HERE / "empty.onnx").write_bytes(b"")
     control_flow_inputs()
+    stream_inputs()
+
+
+# ------------------------------------------------ several outputs (streamed by rows)
+
+STREAM_RNG = np.random.default_rng(13)
+
+
+def two_outputs() -> onnx.ModelProto:
+    """Conv+Relu, then two heads that nothing reads: a 1x1 conv ("dense",
+    1x4x8x8) and a 2x2 MaxPool ("coarse", 1x4x4x4)."""
+
+    def w(name: str, *shape: int) -> onnx.TensorProto:
+        return numpy_helper.from_array(
+            STREAM_RNG.standard_normal(shape).astype(np.float32) * 0.3, name
+        )
+
+    return _model(
+        [
+            helper.make_node(
+                "Conv", ["input", "w", "b"], ["c"], name="conv1", pads=[1, 1, 1, 1]
+            ),
+            helper.make_node("Relu", ["c"], ["r"], name="relu1"),
+            helper.make_node("Conv", ["r", "w2", "b2"], ["dense"], name="dense"),
+            helper.make_node(
+                "MaxPool", ["r"], ["coarse"], name="coarse", kernel_shape=[2, 2], strides=[2, 2]
+            ),
+        ],
+        [_fm("input", 1, 3, 8, 8)],
+        [_fm("dense", 1, 4, 8, 8), _fm("coarse", 1, 4, 4, 4)],
+        [w("w", 4, 3, 3, 3), w("b", 4), w("w2", 4, 4, 1, 1), w("b2", 4)],
+    )
+
+
+def stream_inputs() -> None:
+    """The models of several outputs (their own random stream)."""
+    (HERE / "two_outputs.onnx").write_bytes(two_outputs().SerializeToString())
 
 
 # ----------------------------------------------------------- If and Loop (control flow)

@@ -136,48 +136,8 @@ def harness(source: CSource) -> str:
     in_bytes = ", ".join(str(p.nbytes) for p in source.inputs) or "0"
     out_bytes = ", ".join(str(p.nbytes) for p in source.outputs) or "0"
     slow = max(source.slow_arena, 1)
-    streamed = bool(source.inputs) and source.inputs[0].streamed
-    stream = ""
-    if streamed:
-        rb = source.inputs[0].nbytes // source.inputs[0].shape[1]
-        stream = f"""
-/* The input stream: rows of the input file (channels-last), counted. */
-static const unsigned char *stream_data;
-static unsigned long long stream_rows;
-
-int {n}_input_rows(int first_row, int rows, void *dst)
-{{
-    if (first_row < 0 || rows < 0 || first_row + rows > {source.inputs[0].shape[1]}) return 1;
-    memcpy(dst, stream_data + (size_t)first_row * {rb}, (size_t)rows * {rb});
-    stream_rows += (unsigned long long)rows;
-    return 0;
-}}
-"""
-    sent = bool(source.outputs) and source.outputs[0].streamed
-    if sent:
-        orb = source.outputs[0].nbytes // source.outputs[0].shape[1]
-        stream += f"""
-/* The output stream: rows into the output buffer (channels-last), counted. */
-static unsigned char *sent_data;
-static unsigned long long sent_rows;
-
-int {n}_output_rows(int first_row, int rows, const void *src)
-{{
-    if (first_row < 0 || rows < 0 || first_row + rows > {source.outputs[0].shape[1]}) return 1;
-    memcpy(sent_data + (size_t)first_row * {orb}, src, (size_t)rows * {orb});
-    sent_rows += (unsigned long long)rows;
-    return 0;
-}}
-"""
-    pass_input = (
-        "    stream_data = (const unsigned char *)ins[0];\n    ins[0] = NULL;\n"
-        if streamed
-        else ""
-    ) + ("    sent_data = (unsigned char *)outs[0];\n" if sent else "")
-    free_stream = "    free((void *)stream_data);\n" if streamed else ""
-    print_rows = '    printf("stream rows: %llu\\n", stream_rows);\n' if streamed else ""
-    if sent:
-        print_rows += '    printf("output rows: %llu\\n", sent_rows);\n'
+    stream, pass_input, free_stream, print_rows = _harness_streams(source)
+    after_first = "    sent_check = 0;\n" if any(p.streamed for p in source.outputs) else ""
     return f"""\
 /* The harness of '{n}': {n}_run_n on files of raw bytes.
  *   ./run [-r REPEAT] IN0 ... OUT0 ...
@@ -228,7 +188,7 @@ int main(int argc, char **argv)
     for (i = 0; i < {no}; ++i)
         outs[i] = malloc(out_bytes[i] ? out_bytes[i] : 1);
 {pass_input}    rc = {n}_run_n(ins, outs);
-    if (rc != 0) {{
+{after_first}    if (rc != 0) {{
         fprintf(stderr, "{n}_run_n returned %d\\n", rc);
         return 3;
     }}
@@ -274,6 +234,81 @@ int main(int argc, char **argv)
     return rc;
 }}
 """
+
+
+def _harness_streams(source: CSource) -> tuple[str, str, str, str]:
+    """The harness's row callbacks of the streamed ports (rows of the input
+    files in, rows into the output buffers out, channels-last, counted per
+    port; in the first run a row sent twice fails it), the lines of `main`
+    that hand them the buffers, free them and print the counts."""
+    n = source.name
+    text = pass_input = free_stream = print_rows = ""
+    for kind, ports in (("input", source.inputs), ("output", source.outputs)):
+        at = [i for i, p in enumerate(ports) if p.streamed]
+        if not at:
+            continue
+        np_ = len(ports)
+        heights = ", ".join(str(p.shape[1] if p.streamed else 0) for p in ports)
+        row_bytes = ", ".join(str(p.nbytes // p.shape[1] if p.streamed else 0) for p in ports)
+        once = ""
+        if kind == "input":
+            data, rows, arr = "stream_data", "stream_rows", "ins"
+            sig = "void *dst"
+            copy = "memcpy(dst, stream_data[input] + (size_t)first_row * rb, (size_t)rows * rb);"
+            label = "stream rows"
+        else:
+            data, rows, arr = "sent_data", "sent_rows", "outs"
+            sig = "const void *src"
+            copy = "memcpy(sent_data[output] + (size_t)first_row * rb, src, (size_t)rows * rb);"
+            label = "output rows"
+            total_rows = sum(p.shape[1] for p in ports if p.streamed)
+            starts, at_row = [], 0
+            for p in ports:
+                starts.append(str(at_row))
+                at_row += p.shape[1] if p.streamed else 0
+            text += f"""
+/* Each output row once (checked in the first run). */
+static int sent_check = 1;
+static unsigned char sent_seen[{total_rows}];
+static const int sent_first[{len(ports)}] = {{{", ".join(starts)}}};
+"""
+            once = """
+    if (sent_check) {
+        int r;
+        for (r = first_row; r < first_row + rows; ++r) {
+            if (sent_seen[sent_first[output] + r]++) return 1;
+        }
+    }"""
+        const = "const " if kind == "input" else ""
+        text += f"""
+/* The {kind} streams: rows of the {kind} buffers (channels-last), counted. */
+static {const}unsigned char *{data}[{np_}];
+static unsigned long long {rows}[{np_}];
+static const int {kind}_height[{np_}] = {{{heights}}}; /* 0: not streamed */
+static const size_t {kind}_row_bytes[{np_}] = {{{row_bytes}}};
+
+int {n}_{kind}_rows(int {kind}, int first_row, int rows, {sig})
+{{
+    size_t rb;
+    if ({kind} < 0 || {kind} >= {np_} || {kind}_height[{kind}] == 0) return 1;
+    if (first_row < 0 || rows < 0 || first_row + rows > {kind}_height[{kind}]) return 1;
+    rb = {kind}_row_bytes[{kind}];{once}
+    {copy}
+    {rows}[{kind}] += (unsigned long long)rows;
+    return 0;
+}}
+"""
+        total = " + ".join(f"{rows}[{i}]" for i in at)
+        print_rows += f'    printf("{label}: %llu\\n", {total});\n'
+        for i in at:
+            if kind == "input":
+                pass_input += f"    {data}[{i}] = (const unsigned char *)ins[{i}];\n"
+                pass_input += f"    ins[{i}] = NULL;\n"
+                free_stream += f"    free((void *){data}[{i}]);\n"
+            else:
+                pass_input += f"    {data}[{i}] = (unsigned char *){arr}[{i}];\n"
+            print_rows += f'    printf("{label} {i}: %llu\\n", {rows}[{i}]);\n'
+    return text, pass_input, free_stream, print_rows
 
 
 def build(
@@ -419,6 +454,8 @@ def stats_of(source: CSource, figures: Mapping[str, float]) -> RunStats:
             raise CRunError(f"the stats build printed no '{k}'")
         return int(figures[k])
 
+    ins = _rows_by(figures, "stream rows", len(source.inputs))
+    outs = _rows_by(figures, "output rows", len(source.outputs))
     return RunStats(
         get("fast peak"),
         get("fast high"),
@@ -428,15 +465,16 @@ def stats_of(source: CSource, figures: Mapping[str, float]) -> RunStats:
         get("slow writes"),
         get("tiles"),
         int(figures.get("stream rows", 0)),
-        int(figures.get("stream rows", 0)) * _stream_row_bytes(source),
+        sum(n * p.nbytes // p.shape[1] for n, p in zip(ins, source.inputs) if p.streamed),
         int(figures.get("output rows", 0)),
+        ins if any(p.streamed for p in source.inputs) else (),
+        outs if any(p.streamed for p in source.outputs) else (),
     )
 
 
-def _stream_row_bytes(source: CSource) -> int:
-    if not source.inputs or not source.inputs[0].streamed:
-        return 0
-    return source.inputs[0].nbytes // source.inputs[0].shape[1]
+def _rows_by(figures: Mapping[str, float], label: str, n: int) -> tuple[int, ...]:
+    """The rows a stats build counted per port (0 for a port not streamed)."""
+    return tuple(int(figures.get(f"{label} {i}", 0)) for i in range(n))
 
 
 def run_c(

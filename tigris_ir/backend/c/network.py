@@ -87,8 +87,9 @@ class CPort:
     shape: tuple[int, ...]
     layout: str
     streamed: bool = False
-    """A streamed input: the unit asks `<name>_input_rows` for bands of its rows,
-    channels-last (`shape` is then (N, H, W, C)); its pointer is not read."""
+    """A streamed port: the unit asks `<name>_input_rows(i, ...)` for bands of
+    input #i's rows, or hands output #i's to `<name>_output_rows(i, ...)`,
+    channels-last (`shape` is then (N, H, W, C)); its pointer is not used."""
 
     @property
     def nbytes(self) -> int:
@@ -530,10 +531,14 @@ class _Printer:
             space = loop.space_of(t)
             lv = self.lives.get(id(a))
             if space == loop.STREAM.data:
-                if len(block.args) != 1:
-                    raise NetworkError("a streamed input is printed for a model of one input")
                 # no storage: subviews of it are element offsets that a copy
-                # turns into a call of the row callback
+                # turns into a call of the row callback for input #i
+                if len(t.get_shape()) < 2 and a.uses:
+                    raise NetworkError(
+                        f"input #{i} '{arg_names(self.fn)[i]}' is of rank {len(t.get_shape())}: "
+                        "a streamed input is read in bands of rows (axis 1), so it needs rank 2 "
+                        "or more (plan it without --stream-input)"
+                    )
                 dt = _elem_dtype(t)
                 m = _Mem(
                     "0",
@@ -669,15 +674,13 @@ class _Printer:
         lv = self.lives.get(id(op))
         off = op.attributes.get(loop.OFFSET_ATTR)
         if space == loop.STREAM.data:  # a streamed output: spills call the row callback
-            if len(self.fn.function_type.outputs.data) != 1:
-                raise NetworkError("a streamed output is printed for a model of one output")
             self.vals[op.memref] = _Mem(
                 "0",
                 c_band.c_type(_elem_dtype(t)),
                 tuple(str(d) for d in t.get_shape()),
                 _static_strides(t, op),
                 space,
-                "stream_out",
+                f"stream_out{self._output_index(op)}",
             )
             return
         if not space or lv is None:
@@ -689,6 +692,21 @@ class _Printer:
         o = int(off.value.data)
         self._buffer(op.memref, t, space, o, self._hint(op.memref, "buf"))
         self.emit(f"TIGRIS_STAT_ALLOC({int(space == 'fast')}, {lv.size}, {o + lv.size});")
+
+    def _output_index(self, op: mr.AllocOp) -> int:
+        """The model output a streamed buffer is: its position in func.return,
+        the index its rows are sent under."""
+        ret = self.fn.body.block.last_op
+        args = ret.arguments if isinstance(ret, func.ReturnOp) else ()
+        at = [k for k, v in enumerate(args) if v is op.memref]
+        if len(at) != 1:
+            tensor = op.attributes.get(loop.TENSOR_ATTR)
+            what = f"'{tensor.data}'" if isinstance(tensor, StringAttr) else _what(op)
+            raise NetworkError(
+                f"the streamed output {what} is returned {len(at)} times: a streamed output "
+                "leaves as exactly one output of the model"
+            )
+        return at[0]
 
     def get_global(self, op: mr.GetGlobalOp) -> _Mem:
         sym = op.name_.root_reference.data
@@ -851,23 +869,25 @@ class _Printer:
         """A band of whole input rows asked of the callback, written densely
         into the destination (which holds whole rows of every channel); with
         `out`, a band of output rows (`src` the stream) handed to its callback."""
+        kind = "output" if out else "input"
         if src.rank < 2 or not all(_is_int(s) for s in src.sizes[2:]):
-            raise NetworkError(f"{_what(op)}: a streamed input is read in bands of rows")
+            raise NetworkError(f"{_what(op)}: a streamed {kind} is moved in bands of rows")
         row = 1
         for k in range(src.rank - 1, 1, -1):
             if dst.strides[k] != row or int(src.sizes[k]) != int(dst.sizes[k]):
                 raise NetworkError(
-                    f"{_what(op)}: a band of a streamed input must land in whole dense rows"
+                    f"{_what(op)}: a band of a streamed {kind} must be whole dense rows"
                 )
             row *= int(src.sizes[k])
         if src.sizes[0] != "1" or dst.strides[1] != row or src.strides[1] != row:
             raise NetworkError(
-                f"{_what(op)}: a band of a streamed input must be whole rows of one image"
+                f"{_what(op)}: a band of a streamed {kind} must be whole rows of one image"
             )
         call = "output_rows" if out else "input_rows"
         cast = "const void *" if out else "void *"
+        port = src.root.removeprefix("stream_out" if out else "stream")
         self.emit(
-            f"if ({self.name}_{call}((int)({src.ptr} / {row}), (int)({src.sizes[1]}), "
+            f"if ({self.name}_{call}({port}, (int)({src.ptr} / {row}), (int)({src.sizes[1]}), "
             f"({cast})({dst.ptr})) != 0) return 2;"
         )
 
@@ -1472,31 +1492,7 @@ def _header(p: _Printer, ins: Sequence[CPort], outs: Sequence[CPort]) -> str:
     ]
     if len(ins) == 1 and len(outs) == 1:
         lines.append(f"int {n}_run(const void *input, void *output);")
-    if any(port.streamed for port in ins):
-        port = ins[0]
-        rb = port.nbytes // port.shape[1]
-        lines += [
-            f"/* The input '{port.name}' is streamed: the caller defines this function, which",
-            " * writes rows [first_row, first_row + rows) of the input, channels-last",
-            f" * (row by row, {rb} bytes a row: W x C), densely to dst and returns 0;",
-            f" * anything else stops the run, which then returns 2. {n}_run_n does not read",
-            " * inputs[0] (it may be NULL). A line-buffered plan asks for each row once, in",
-            " * order. */",
-            f"#define {u}_INPUT0_ROW_BYTES {rb}",
-            f"int {n}_input_rows(int first_row, int rows, void *dst);",
-        ]
-    if any(port.streamed for port in outs):
-        port = outs[0]
-        rb = port.nbytes // port.shape[1]
-        lines += [
-            f"/* The output '{port.name}' is streamed: the caller defines this function, which",
-            " * takes rows [first_row, first_row + rows) of the output, channels-last",
-            f" * ({rb} bytes a row), dense at src, each row once, and returns 0; anything",
-            f" * else stops the run, which then returns 2. {n}_run_n does not write",
-            " * outputs[0] (it may be NULL). */",
-            f"#define {u}_OUTPUT0_ROW_BYTES {rb}",
-            f"int {n}_output_rows(int first_row, int rows, const void *src);",
-        ]
+    lines += _stream_decls(p, ins, outs)
     lines += [
         "/* The last run's figures: 0 in a -DTIGRIS_STATS build after a run, else -1. */",
         f"int {n}_stats({n}_stats_t *out);",
@@ -1515,6 +1511,50 @@ def _header(p: _Printer, ins: Sequence[CPort], outs: Sequence[CPort]) -> str:
         ]
     lines += ["", f"#endif /* {u}_H_ */", ""]
     return "\n".join(lines)
+
+
+def _stream_decls(p: _Printer, ins: Sequence[CPort], outs: Sequence[CPort]) -> list[str]:
+    """The row callbacks of the streamed ports, which the caller defines: one
+    per direction, taking the port's index (its position among the model's
+    inputs or outputs, as in inputs[i] and outputs[i])."""
+    n, u = p.name, p.upper
+    lines: list[str] = []
+    for kind, ports in (("input", ins), ("output", outs)):
+        streamed = [i for i, port in enumerate(ports) if port.streamed]
+        if not streamed:
+            continue
+        k = kind.upper()
+        if kind == "input":
+            what = [
+                f"/* Streamed inputs: the caller defines {n}_input_rows, which writes rows",
+                " * [first_row, first_row + rows) of input #input, channels-last (row by row,",
+                f" * {u}_INPUTi_ROW_BYTES bytes a row: W x C), densely to dst and returns 0;",
+                f" * anything else stops the run, which then returns 2. {n}_run_n does not",
+                " * read inputs[i] of a streamed input (it may be NULL). A line-buffered plan",
+                " * asks for each row once, in order. */",
+            ]
+            decl = f"int {n}_input_rows(int input, int first_row, int rows, void *dst);"
+        else:
+            what = [
+                f"/* Streamed outputs: the caller defines {n}_output_rows, which takes rows",
+                " * [first_row, first_row + rows) of output #output, channels-last",
+                f" * ({u}_OUTPUTi_ROW_BYTES bytes a row), dense at src, each row once, and",
+                " * returns 0; anything else stops the run, which then returns 2. The rows",
+                f" * of several outputs may interleave. {n}_run_n does not write outputs[i]",
+                " * of a streamed output (it may be NULL). */",
+            ]
+            decl = f"int {n}_output_rows(int output, int first_row, int rows, const void *src);"
+        lines += what
+        for i in streamed:
+            port = ports[i]
+            rows = port.shape[1]
+            lines += [
+                f"#define {u}_{k}{i}_STREAMED 1 /* '{port.name}' */",
+                f"#define {u}_{k}{i}_ROWS {rows}",
+                f"#define {u}_{k}{i}_ROW_BYTES {port.nbytes // rows}",
+            ]
+        lines.append(decl)
+    return lines
 
 
 def print_network(

@@ -18,8 +18,8 @@ C that does exactly what the interpreter (`tigris_ir.interp.loop_ir`) does, with
   `CSource.blob_file`), which a top-level `__asm__` block includes with
   `.incbin` into `TIGRIS_WEIGHTS_SECTION` (ELF assemblers: gcc, clang,
   arm-none-eabi-gcc); each weight is a constant pointer into it, at a
-  multiple of `ARENA_ALIGN` bytes (`weights_blob`). The C of a 548 MB model
-  is then a few hundred kilobytes, printed and compiled in seconds;
+  multiple of `ARENA_ALIGN` bytes (`weights_blob`). The C of VGG19 (548 MiB
+  of weights) is then a few hundred kilobytes, printed and compiled in seconds;
 * `scf.for` is a C `for`, `arith` a C expression, `memref.subview` pointer
   arithmetic with the memrefs' static strides and `memref.copy` a loop of
   `memmove`s over contiguous runs (a line buffer's shift copies within one
@@ -239,8 +239,10 @@ in a binary blob beside it, or in a blob from `BLOB_MIN` bytes of weights on."""
 
 BLOB_MIN = 64 << 20
 """The "auto" form's threshold, in bytes of the weights that would be printed
-as bytes: the C text of 64 MiB of weights is about 190 MB of source, which gcc
-compiles in minutes rather than seconds."""
+as bytes: as C text, 64 MiB of float32 weights is 197 MB of source, which gcc 12
+-O3 compiles in about 7.5 s and 0.9 GB of memory (AMD Zen 4), growing with the
+size (VGG19's 513 MB: 1.44 GB of C, 14 GiB of memory exhausted after 332 s);
+the blob builds in seconds at any size."""
 
 
 def weights_blob(sizes: Sequence[int], align: int = ARENA_ALIGN) -> tuple[list[int], int]:
@@ -268,14 +270,14 @@ def _place_weights(
             c.text = c_bytes_array(c.name, c.ctype, c.data)
         return None
     offsets, size = weights_blob([c.data.nbytes for c in late if c.data is not None])
-    blob = bytearray(size)
+    blob = np.zeros(size, np.uint8)
     for c, off in zip(late, offsets):
         assert c.data is not None
-        data = np.ascontiguousarray(c.data).astype(c.data.dtype.newbyteorder("<"), copy=False)
-        blob[off : off + data.nbytes] = data.tobytes()
+        data = np.ascontiguousarray(c.data.astype(c.data.dtype.newbyteorder("<"), copy=False))
+        blob[off : off + data.nbytes] = data.reshape(-1).view(np.uint8)
         t = c.ctype
         c.text = f"static const {t} *const {c.name} = (const {t} *)({symbol} + {off});\n"
-    return bytes(blob)
+    return blob.tobytes()
 
 
 _BLOB_ASM = """\
@@ -588,8 +590,8 @@ class _Printer:
         return self.prof.setdefault(label, len(self.prof))
 
     def _array_text(self, name: str, ctype: str, flat: np.ndarray, aligned: bool = True) -> str:
-        if aligned and flat.nbytes >= BYTES_MIN:
-            return c_bytes_array(name, ctype, flat)
+        """A constant array as a list of literals (the weights of at least
+        `BYTES_MIN` bytes are printed by `_place_weights`)."""
         if ctype == "float":
             items = [c_float(x) for x in flat.astype(np.float64).tolist()]
         elif ctype == "double":

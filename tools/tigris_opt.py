@@ -271,14 +271,25 @@ class TigrisOptMain(xDSLOptMain):
 
     # -- output --------------------------------------------------------------
     def output_resulting_program(self, prog: ModuleOp) -> str:
-        """`-t c -o NAME.c` of a plan also writes the header NAME.h beside it."""
+        """`-t c -o NAME.c` of a plan also writes the header NAME.h beside it,
+        and the weights blob NAME.weights.bin when the weights are in that
+        form (`-t 'c{weights=blob}'`, or a large model's by default)."""
         out = self.args.output_file
-        if out and out.endswith(".c") and self.args.target.split("{")[0] == "c":
-            from tigris_ir.backend.c.network import holds_plan, print_network
+        if self.args.target.split("{")[0] == "c":
+            from xdsl.utils.arg_spec import parse_spec
 
-            if holds_plan(prog):
-                source = print_network(prog)
+            from tigris_ir.backend.c.network import CTarget, holds_plan
+
+            try:
+                target = CTarget.from_spec(parse_spec(self.args.target))
+            except ValueError as e:
+                raise UsageError(f"bad target '{self.args.target}': {e}") from None
+            if out and out.endswith(".c") and holds_plan(prog):
+                blob = Path(out).with_suffix(".weights.bin")
+                source = target.source(prog, blob_file=blob.name)
                 Path(out).with_suffix(".h").write_text(source.h)
+                if source.blob is not None:
+                    blob.write_bytes(source.blob)
                 return source.c
         return super().output_resulting_program(prog)
 

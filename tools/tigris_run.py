@@ -12,7 +12,7 @@ plan that fails. `--stats` prints the measured fast peak, slow peak, slow
 reads and slow writes in bytes; `--check` compares the outputs with the
 untiled reference (int8 bit-exact, float32 to a relative 1e-5). A mismatch
 exits 1, saying where it differs. `--backend c` runs the plan as compiled C
-instead (`tigris-opt -t c`; `--cc`, `--cflags`): the same outputs, and with
+instead (`tigris-opt -t c`; `--cc`, `--cflags`, `--c-weights`): the same outputs, and with
 `--stats` the figures the C counts in a `-DTIGRIS_STATS` build. `--mcpu NAME`
 names the CPU the plan's kernels are chosen for (gebp-tile's target) and the C
 is built for: `host` (the default), an x86 preset, or `cortex-m4`, `cortex-m7`,
@@ -144,6 +144,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FLAGS",
         help="optimisation and target flags of --backend c, as --cflags='-O2 -mcpu=...' "
         "(default: '-O3 -march=native'; -std=c99 -ffp-contract=off are always passed)",
+    )
+    p.add_argument(
+        "--c-weights",
+        action=Once,
+        choices=("auto", "c", "blob"),
+        default="auto",
+        help="how the C of --backend c holds the weights: as C text (c), or in a binary "
+        "blob beside the C that the assembler includes (blob); auto (the default) is the "
+        "blob from 64 MiB of weights on",
     )
     p.add_argument(
         "--requant",
@@ -758,7 +767,7 @@ def _run_c(args: argparse.Namespace, module, weights, inputs: list[np.ndarray]):
 
     t0 = time.perf_counter()
     # the plan was verified above (plan-arena or verify_arena)
-    source = print_network(module, weights=weights, verify=False)
+    source = print_network(module, weights=weights, verify=False, weights_form=args.c_weights)
     target = mcpu_target(args.mcpu or "host")
     if target.mcu is not None:
         return _run_on_target(args, source, target, inputs, t0)

@@ -15,6 +15,10 @@ arrays. Variants (combinable):
   time-stamp counter ticks: `profile_of` reads them);
 * "extern": `-DTIGRIS_SLOW_ARENA_EXTERN` (the harness defines the slow arena).
 
+A unit whose weights are in the blob form (`CSource.blob`) has the blob
+written beside it in the build directory, where its `.incbin` finds it (the
+compiler runs there), and the blob's hash is part of the build's key.
+
 `-std=c99 -ffp-contract=off` are always passed: int8 requantization is
 bit-exact only without floating-point contraction.
 """
@@ -127,6 +131,11 @@ def _compiler_id(cc: str) -> str:
     except (OSError, subprocess.TimeoutExpired) as e:
         raise CBuildError(f"cannot run C compiler '{cc}': {e}") from None
     return out.stdout.splitlines()[0] if out.stdout else exe
+
+
+def blob_digest(source: CSource) -> str:
+    """The hash of the unit's weights blob (part of a build's key), or ""."""
+    return "" if source.blob is None else hashlib.sha256(source.blob).hexdigest()
 
 
 def harness(source: CSource) -> str:
@@ -326,9 +335,10 @@ def build(
     cc = cc or default_cc()
     args = compile_flags(flags, variant, strict)
     main = harness(source)
-    key = hashlib.sha256(
-        "\0".join([source.c, source.h, main, _compiler_id(cc), *args]).encode()
-    ).hexdigest()[:20]
+    parts = [source.c, source.h, main, _compiler_id(cc), *args]
+    if source.blob is not None:
+        parts.append(blob_digest(source))
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
     root = build_dir or cache_dir()
     out = root / key
     exe = out / "run"
@@ -340,6 +350,8 @@ def build(
         (tmp / f"{source.name}.c").write_text(source.c)
         (tmp / f"{source.name}.h").write_text(source.h)
         (tmp / "main.c").write_text(main)
+        if source.blob is not None:  # the unit's .incbin finds it in the working directory
+            (tmp / source.blob_file).write_bytes(source.blob)
         cmd = [*shlex.split(cc), *args, "-o", "run", f"{source.name}.c", "main.c", "-lm"]
         try:
             res = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout)
@@ -487,12 +499,16 @@ def run_c(
     cc: str | None = None,
     strict: bool = False,
     name: str = "tigris",
+    weights_form: str = "auto",
 ) -> tuple[list[np.ndarray], RunStats | None]:
     """Print (unless given a `CSource`), build and run a plan on inputs in the
     model's boundary layout; its outputs (boundary layout) and, for a variant
-    with "stats", the measured figures."""
+    with "stats", the measured figures. `weights_form` as `print_network`'s
+    (by default a large model's weights are a blob beside the unit)."""
     source = (
-        module if isinstance(module, CSource) else print_network(module, name=name, weights=weights)
+        module
+        if isinstance(module, CSource)
+        else print_network(module, name=name, weights=weights, weights_form=weights_form)
     )
     exe = build(source, flags=flags, variant=variant, cc=cc, strict=strict)
     outputs, figures = execute(source, exe, inputs)

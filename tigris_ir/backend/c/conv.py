@@ -3044,9 +3044,13 @@ def _matmul(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: 
         bias = _row_bias(c, n)
         const_b = b.value is not None and not b.cut
         if q is None and tiled and not ta and const_b and bias is not None and _fast_rows_ok(a, y):
-            bm = np.asarray(b.value, np.float64)
-            bm = bm.T if tb else bm
-            bmat = np.ascontiguousarray((alpha * bm).astype(np.float32))
+            if alpha == 1.0:  # the weights as they are (float64 and back: 6 s for VGG19's fc6)
+                bm = np.asarray(b.value, np.float32)
+                bmat = np.ascontiguousarray(bm.T if tb else bm)
+            else:
+                bm = np.asarray(b.value, np.float64)
+                bm = bm.T if tb else bm
+                bmat = np.ascontiguousarray((alpha * bm).astype(np.float32))
             rb = (beta * bias.astype(np.float64)).astype(np.float32)
             return _emit_fast_mat(unit, op, q, a, y, bmat, rb, None)
         mult = None

@@ -33,6 +33,10 @@ What `figures.txt` measures:
 * the `-DTIGRIS_STATS` figures of the network (fast peak, slow reads, ...),
   when built with that variant.
 
+A unit whose weights are in the blob form has the blob written beside it,
+where its `.incbin` finds it; the blob lands in `.rodata` (flash) like the
+weights printed as C.
+
 `image_sizes` reads flash (text + rodata + the load image of data) and RAM
 (data + bss + stack) from the ELF's section headers. `check_fit` refuses a
 plan whose arenas, boundary buffers and stack exceed the board's RAM, with the
@@ -61,6 +65,7 @@ from tigris_ir.backend.c.build import (
     WARNING_FLAGS,
     CBuildError,
     CRunError,
+    blob_digest,
     cache_dir,
 )
 from tigris_ir.backend.c.network import CSource
@@ -547,9 +552,10 @@ def build_elf(
         "link.ld": linker_script(mcu.board, stack_bytes(source)),
     }
     link = ["-nostartfiles", "-T", "link.ld", "-Wl,--gc-sections"]
-    key = hashlib.sha256(
-        "\0".join([*files.values(), cc, *flags, *link, mcu.board.machine]).encode()
-    ).hexdigest()[:20]
+    parts = [*files.values(), cc, *flags, *link, mcu.board.machine]
+    if source.blob is not None:
+        parts.append(blob_digest(source))
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
     root = cache_dir()
     out = root / f"cortex-{key}"
     elf = out / "image.elf"
@@ -560,6 +566,8 @@ def build_elf(
     try:
         for name, text in files.items():
             (tmp / name).write_text(text)
+        if source.blob is not None:  # .incbin in .rodata: flash, by the linker script
+            (tmp / source.blob_file).write_bytes(source.blob)
         cmd = [
             cc, *flags, *link, "-o", "image.elf",
             f"{source.name}.c", "main.c", "startup.c", "-lm", "-lc", "-lgcc",

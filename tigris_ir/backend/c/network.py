@@ -12,6 +12,14 @@ C that does exactly what the interpreter (`tigris_ir.interp.loop_ir`) does, with
   characters of source per byte), and the per-tile row tables `static const`
   integer arrays indexed by the tile loop; `TIGRIS_FAST_SECTION` and
   `TIGRIS_SLOW_SECTION` place the arenas (DTCM or SRAM, external RAM);
+* or, in the blob form (`weights_form="blob"`, or "auto" from `BLOB_MIN`
+  bytes of weights on), the weights that would be printed as bytes are one
+  binary file written beside the unit (`CSource.blob`, named
+  `CSource.blob_file`), which a top-level `__asm__` block includes with
+  `.incbin` into `TIGRIS_WEIGHTS_SECTION` (ELF assemblers: gcc, clang,
+  arm-none-eabi-gcc); each weight is a constant pointer into it, at a
+  multiple of `ARENA_ALIGN` bytes (`weights_blob`). The C of VGG19 (548 MiB
+  of weights) is then a few hundred kilobytes, printed and compiled in seconds;
 * `scf.for` is a C `for`, `arith` a C expression, `memref.subview` pointer
   arithmetic with the memrefs' static strides and `memref.copy` a loop of
   `memmove`s over contiguous runs (a line buffer's shift copies within one
@@ -107,6 +115,12 @@ class CSource:
     outputs: tuple[CPort, ...]
     fast_arena: int
     slow_arena: int
+    blob: bytes | None = None
+    """The weights of the blob form, to be written as `blob_file` beside the
+    unit (None: every weight is in the C)."""
+    blob_file: str = ""
+    """The blob's file name, as the unit's `.incbin` names it (no folder: the
+    assembler looks it up in its working directory and its -I folders)."""
 
 
 # ---------------------------------------------------------------------------
@@ -218,6 +232,87 @@ def c_bytes_array(name: str, ctype: str, flat: np.ndarray) -> str:
         f"TIGRIS_ALIGNED = {{\n    {body}\n}};\n"
         f"static const {ctype} *const {name} = {name}_bytes.v;\n"
     )
+
+
+WEIGHTS_FORMS = ("c", "blob", "auto")
+"""How a unit holds its weights (`print_network`'s `weights_form`): as C text,
+in a binary blob beside it, or in a blob from `BLOB_MIN` bytes of weights on."""
+
+BLOB_MIN = 64 << 20
+"""The "auto" form's threshold, in bytes of the weights that would be printed
+as bytes: as C text, 64 MiB of float32 weights is 197 MB of source, which gcc 12
+-O3 compiles in about 7.5 s and 0.9 GB of memory (AMD Zen 4), growing with the
+size (VGG19's 513 MB: 1.44 GB of C, 14 GiB of memory exhausted after 332 s);
+the blob builds in seconds at any size."""
+
+
+def weights_blob(sizes: Sequence[int], align: int = ARENA_ALIGN) -> tuple[list[int], int]:
+    """The offsets of weights of `sizes` bytes laid one after another in a
+    blob, each at a multiple of `align`, and the blob's size: each weight is
+    padded to a multiple of `align`."""
+    offsets, at = [], 0
+    for n in sizes:
+        offsets.append(at)
+        at += -(-n // align) * align
+    return offsets, at
+
+
+def _place_weights(
+    consts: Sequence[_Const], form: str, blob_min: int, symbol: str
+) -> bytes | None:
+    """Print the weights `_Printer.const` left for later: as their bytes
+    (`c_bytes_array`), or as constant pointers into `symbol`, the blob, whose
+    bytes are returned (little-endian, laid out by `weights_blob`)."""
+    late = [c for c in consts if c.data is not None]
+    total = sum(c.data.nbytes for c in late if c.data is not None)
+    if not late or form == "c" or (form == "auto" and total < blob_min):
+        for c in late:
+            assert c.data is not None
+            c.text = c_bytes_array(c.name, c.ctype, c.data)
+        return None
+    offsets, size = weights_blob([c.data.nbytes for c in late if c.data is not None])
+    blob = np.zeros(size, np.uint8)
+    for c, off in zip(late, offsets):
+        assert c.data is not None
+        data = np.ascontiguousarray(c.data.astype(c.data.dtype.newbyteorder("<"), copy=False))
+        blob[off : off + data.nbytes] = data.reshape(-1).view(np.uint8)
+        t = c.ctype
+        c.text = f"static const {t} *const {c.name} = (const {t} *)({symbol} + {off});\n"
+    return blob.tobytes()
+
+
+_BLOB_ASM = """\
+/* ---- weights: {size} bytes in the binary file {file} ----
+ * The file is not C: the assembler includes it (.incbin below) when it
+ * assembles this unit, and looks it up in its working directory, then in
+ * the folders given as -Wa,-I<dir>; or define TIGRIS_WEIGHTS_FILE as its
+ * path in quotes: -DTIGRIS_WEIGHTS_FILE='"/path/to/{file}"'. So build with
+ *     cc -std=c99 -ffp-contract=off ... -Wa,-I<the folder of {file}> ...
+ * or from that folder. TIGRIS_WEIGHTS_SECTION names its section (default
+ * .rodata; e.g. -DTIGRIS_WEIGHTS_SECTION=.rodata.weights for a linker script
+ * that places it). Each weight lies at a multiple of {align} bytes of it, in
+ * little-endian order. ELF targets only (gcc, clang, arm-none-eabi-gcc). */
+#ifndef __ELF__
+#error "the weights blob is placed with ELF assembler directives: print the weights as C"
+#endif
+#ifndef TIGRIS_WEIGHTS_FILE
+#define TIGRIS_WEIGHTS_FILE "{file}"
+#endif
+#ifndef TIGRIS_WEIGHTS_SECTION
+#define TIGRIS_WEIGHTS_SECTION .rodata
+#endif
+#define TIGRIS_STR_(x) #x
+#define TIGRIS_STR(x) TIGRIS_STR_(x)
+extern const unsigned char {symbol}[{size}] __asm__("{symbol}") TIGRIS_ALIGNED;
+__asm__(".pushsection " TIGRIS_STR(TIGRIS_WEIGHTS_SECTION) "\\n"
+        ".balign {align}\\n"
+        ".globl {symbol}\\n"
+        ".type {symbol}, %object\\n"
+        "{symbol}:\\n"
+        ".incbin " TIGRIS_STR(TIGRIS_WEIGHTS_FILE) "\\n"
+        ".size {symbol}, . - {symbol}\\n"
+        ".popsection\\n");
+"""
 
 
 def _is_int(e: str) -> bool:
@@ -341,6 +436,10 @@ class _Decl:
 class _Const:
     name: str
     text: str
+    data: np.ndarray | None = None
+    """A weight of at least `BYTES_MIN` bytes (flat), printed once the unit's
+    weights are known (`_place_weights`): as its bytes or in the blob."""
+    ctype: str = ""
 
 
 def _mem_type(t: object, where: Operation | str) -> MemRefType:
@@ -399,7 +498,8 @@ class _Printer:
         self.upper = name.upper()
         self.used: set[str] = set(_KEYWORDS)
         self.used.update(
-            f"{name}_{s}" for s in ("run", "run_n", "stats", "stats_t", "fast_arena", "slow_arena")
+            f"{name}_{s}"
+            for s in ("run", "run_n", "stats", "stats_t", "fast_arena", "slow_arena", "weights")
         )
         self.consts: list[_Const] = []
         self.const_keys: dict[tuple[str, tuple[int, ...], bytes], str] = {}
@@ -460,7 +560,11 @@ class _Printer:
             return got
         name = self.fresh(hint)
         self.const_keys[key] = name
-        self.consts.append(_Const(name, self._array_text(name, ctype, arr.reshape(-1))))
+        flat = arr.reshape(-1)
+        if flat.nbytes >= BYTES_MIN:  # placed after pruning (`_place_weights`)
+            self.consts.append(_Const(name, "", flat, ctype))
+        else:
+            self.consts.append(_Const(name, self._array_text(name, ctype, flat)))
         return name
 
     # ---- text --------------------------------------------------------------
@@ -487,8 +591,8 @@ class _Printer:
         return self.prof.setdefault(label, len(self.prof))
 
     def _array_text(self, name: str, ctype: str, flat: np.ndarray, aligned: bool = True) -> str:
-        if aligned and flat.nbytes >= BYTES_MIN:
-            return c_bytes_array(name, ctype, flat)
+        """A constant array as a list of literals (the weights of at least
+        `BYTES_MIN` bytes are printed by `_place_weights`)."""
         if ctype == "float":
             items = [c_float(x) for x in flat.astype(np.float64).tolist()]
         elif ctype == "double":
@@ -1433,7 +1537,9 @@ static unsigned long long {name}_prof_t0_[{nprof}];
 """
 
 
-def _header(p: _Printer, ins: Sequence[CPort], outs: Sequence[CPort]) -> str:
+def _header(
+    p: _Printer, ins: Sequence[CPort], outs: Sequence[CPort], blob_file: str = ""
+) -> str:
     n, u = p.name, p.upper
     lines = [
         f"/* The tiled network '{n}', printed from its loop-level plan.",
@@ -1453,6 +1559,14 @@ def _header(p: _Printer, ins: Sequence[CPort], outs: Sequence[CPort]) -> str:
         " * TIGRIS_SLOW_SECTION to place the arenas. Besides the arenas, a kernel may",
         f" * keep up to {u}_STACK_SCRATCH_BYTES on the stack (gathered pixel blocks of",
         " * the vectorised convolutions; none with -DTIGRIS_PORTABLE).",
+        *(
+            [
+                f" * The large weights are the binary file {blob_file}, which the unit",
+                " * includes when it is assembled: see the unit for where it is looked up.",
+            ]
+            if blob_file
+            else []
+        ),
         " *",
         " * Build flags: -std=c99 -ffp-contract=off (int8 requantization is bit-exact",
         " * only without contraction), -lm. -DTIGRIS_PORTABLE: plain C loops, no vector",
@@ -1565,15 +1679,34 @@ def print_network(
     base: Path | None = None,
     budget: int | None = None,
     verify: bool = True,
+    weights_form: str = "c",
+    blob_min: int = BLOB_MIN,
+    blob_file: str | None = None,
 ) -> CSource:
     """The C translation unit and header of a planned, placed loop module.
 
     Weights come from `weights` or the module's `nn.weights` (relative to
     `base`). The plan is verified first as `plan-arena` does (against
-    `budget`, else the module's `tile.budget`, else the plan's)."""
+    `budget`, else the module's `tile.budget`, else the plan's).
+
+    `weights_form` (`WEIGHTS_FORMS`): "c" prints every weight in the unit;
+    "blob" puts the weights of at least `BYTES_MIN` bytes in `CSource.blob`,
+    which the unit includes from the file `blob_file` (default
+    NAME.weights.bin); "auto" does so when they add up to `blob_min` bytes or
+    more."""
 
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise NetworkError(f"'{name}' is not a C identifier")
+    if weights_form not in WEIGHTS_FORMS:
+        raise NetworkError(
+            f"unknown weights form '{weights_form}' (known: {', '.join(WEIGHTS_FORMS)})"
+        )
+    blob_file = f"{name}.weights.bin" if blob_file is None else blob_file
+    if not re.fullmatch(r"[^/\\\"\n]+", blob_file):
+        raise NetworkError(
+            f"the weights file name '{blob_file}' must be a file name without a folder, "
+            "quotes or backslashes"
+        )
     fn = main_func(module)
     if loop.PLAN_ATTR not in fn.attributes:
         raise NetworkError(
@@ -1627,7 +1760,8 @@ def print_network(
     body_lines.append(pad + "return 0;")
     helpers = list(p.helpers.values())
     body = _prune(body_lines, helpers, p.consts)
-    header = _header(p, ins, outs)
+    blob = _place_weights(p.consts, weights_form, blob_min, f"{name}_weights")
+    header = _header(p, ins, outs, blob_file if blob is not None else "")
     u = p.upper
     out: list[str] = [
         f"/* The tiled network '{name}' as one C99 translation unit, printed from its",
@@ -1680,6 +1814,12 @@ def print_network(
     else:
         out.append(f"#define {p.slow_arena} ((unsigned char *)NULL) /* no slow buffer */")
     out.append("")
+    if blob is not None:
+        out.append(
+            _BLOB_ASM.format(
+                size=len(blob), file=blob_file, symbol=f"{name}_weights", align=ARENA_ALIGN
+            )
+        )
     if p.consts:
         out.append("/* ---- constants: weights and tile tables ---- */")
         out += [c.text for c in p.consts]
@@ -1735,7 +1875,15 @@ def print_network(
         "",
     ]
     return CSource(
-        name, "\n".join(out), header, tuple(ins), tuple(outs), p.fast_bytes, p.slow_bytes
+        name,
+        "\n".join(out),
+        header,
+        tuple(ins),
+        tuple(outs),
+        p.fast_bytes,
+        p.slow_bytes,
+        blob,
+        blob_file if blob is not None else "",
     )
 
 
@@ -1750,23 +1898,52 @@ def holds_plan(module: ModuleOp) -> bool:
     return any(isinstance(op, func.FuncOp) and loop.PLAN_ATTR in op.attributes for op in module.ops)
 
 
+@dataclass(frozen=True)
 class CTarget(Target):
     """`-t c`: a planned, placed network (after `plan-arena`) as one C unit
-    (`print_network`); `tigris-opt -t c -o NAME.c` also writes NAME.h."""
+    (`print_network`); `tigris-opt -t c -o NAME.c` also writes NAME.h, and
+    NAME.weights.bin when the weights are in the blob form.
+
+    `-t 'c{weights=FORM}'`: "auto" (the default) puts the weights in a blob
+    from `BLOB_MIN` bytes of them on, "c" prints them all as C text, "blob"
+    always puts them in a blob. A blob needs `-o NAME.c`: the C written to
+    standard output (or to a file not named .c) is refused then."""
 
     name = "c"
 
-    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+    weights: str = "auto"
+
+    def source(self, module: ModuleOp, blob_file: str | None = None) -> CSource:
+        """The printed unit, in this target's weights form."""
         if not holds_plan(module):
             raise NetworkError(
                 "the C target prints loop-level plans: the module holds none "
                 "(run --lower-to-loops and --plan-arena, and for register-tiled "
                 "matrix products --gebp-tile and --lower-gebp, first)"
             )
-        output.write(print_network(module).c)
+        if self.weights not in WEIGHTS_FORMS:
+            raise NetworkError(
+                f"c{{weights={self.weights}}}: the weights form is one of "
+                f"{', '.join(WEIGHTS_FORMS)}"
+            )
+        return print_network(module, weights_form=self.weights, blob_file=blob_file)
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        source = self.source(module)
+        if source.blob is not None:
+            why = f", {BLOB_MIN >> 20} MiB or more" if self.weights == "auto" else ""
+            raise NetworkError(
+                f"the weights ({len(source.blob)} bytes{why}) go in a binary file beside "
+                "the C file, which standard output or a file not named .c cannot have: "
+                "give -o NAME.c (the weights go to NAME.weights.bin), or print them as "
+                "C text with -t 'c{weights=c}'"
+            )
+        output.write(source.c)
 
 
 __all__ = [
+    "BLOB_MIN",
+    "WEIGHTS_FORMS",
     "CPort",
     "CSource",
     "CTarget",
@@ -1775,4 +1952,5 @@ __all__ = [
     "c_float",
     "holds_plan",
     "print_network",
+    "weights_blob",
 ]

@@ -15,9 +15,11 @@ activation's buffer holds several): the tensor is computed in the band
 (not a chain input, which loads rows), keeps no history row in any tile,
 is not recomputed whole every tile (a channel Concat's member stage) and
 is not read whole. It lives over the node steps [first producer, last
-reader]; a chain output until the tile's spills (step `stop`). The
-workspace is used only when the placement reaches the live peak (so the
-measured peak equals the planned one) and saves bytes.
+reader]; a chain output until the tile's spills (step `stop`), unless a
+single-arena chain writes it where it is resident (`direct_outputs`: no
+buffer of the chain at all). The workspace is used only when the
+placement reaches the live peak (so the measured peak equals the planned
+one) and saves bytes.
 """
 
 from __future__ import annotations

@@ -73,6 +73,11 @@ def _pct(p: Plan) -> str:
     return f"{100 * p.recomputed_macs / max(p.macs, 1):.2f}%"
 
 
+def _exact(n: int) -> str:
+    """`26.6 KiB = 27,216 B`: the rounded figure and the exact bytes."""
+    return f"{format_bytes(n)} = {n:,} B"
+
+
 def _timed(graph, budget: int, **kw) -> tuple[Plan, float]:
     t0 = time.perf_counter()
     p = plan(graph, budget, **kw)
@@ -143,15 +148,15 @@ def main() -> int:
             t.add_row(
                 name,
                 dt,
-                format_bytes(naive),
-                format_bytes(fast),
-                f"{format_bytes(resident)} ({resident / naive:.3f}x)",
+                _exact(naive),
+                _exact(fast),
+                f"{_exact(resident)} ({resident / naive:.3f}x)",
                 _pct(pr),
-                f"{format_bytes(resident_p)} ({resident_p / naive:.3f}x)",
+                f"{_exact(resident_p)} ({resident_p / naive:.3f}x)",
                 _pct(prp),
-                f"{format_bytes(streamed)} ({streamed / naive:.3f}x)",
+                f"{_exact(streamed)} ({streamed / naive:.3f}x)",
                 _pct(ps),
-                f"{format_bytes(streamed_p)} ({streamed_p / naive:.3f}x)",
+                f"{_exact(streamed_p)} ({streamed_p / naive:.3f}x)",
                 _pct(psp),
                 f"{slowest:.2f}",
                 "\n".join(n for n in notes if n),

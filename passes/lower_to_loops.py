@@ -811,7 +811,12 @@ class _Lowering:
         band: dict[int, tuple[int, int]] = {}
         for a, (lo0, _) in tile.held[node.outputs[0]].items():
             lo = lo0
-            hi_cap = lo0 + u.buffers[node.outputs[0]].shape[a]
+            o0 = node.outputs[0]
+            hi_cap = (
+                graph.tensors[o0].shape[a]
+                if o0 in u.resident_outputs
+                else lo0 + u.buffers[o0].shape[a]
+            )
             for name in node.inputs:
                 if graph.tensors[name].is_const or not tile.held.get(name):
                     continue
@@ -1047,11 +1052,12 @@ class _Lowering:
         for o in node.outputs:
             axes = sorted(first.held[o])
             band = {}
+            direct = o in u.resident_outputs  # written where it is resident, by its rows
             for a in axes:
                 lo, hi = col("out", k, a, 0), col("out", k, a, 1)
-                band[a] = (sub(lo, col("held", o, a, 0)), sub(hi, lo))
+                band[a] = (lo if direct else sub(lo, col("held", o, a, 0)), sub(hi, lo))
                 bounds += [lo, hi]
-            outs.append(self.subview(fast[o], band, ops))
+            outs.append(self.subview(self.slow[o] if direct else fast[o], band, ops))
             cuts.append(axes)
         op = self.band_op(k, ins, outs, bounds, cuts)
         stage = u.recompute.get(k)

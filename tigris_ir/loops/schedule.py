@@ -155,6 +155,10 @@ class TiledUnit:
     """Inputs a single-arena chain reads where they are resident in the fast
     arena: no buffer of the unit, no loads, no kept rows; the ops read their
     rows of the resident tensor (`held` still names the rows a tile reads)."""
+    resident_outputs: tuple[str, ...] = ()
+    """Outputs a single-arena line-buffered chain writes straight into their
+    tensors resident in the fast arena: no buffer of the unit, no spills; the
+    producing op writes its new rows in place (`held` names them)."""
 
 
 Unit = NormalUnit | TiledUnit
@@ -297,6 +301,7 @@ def _tiled_unit(
     scratch_offsets: Mapping[str, int] | None = None,
     scratch_bytes: int = 0,
     resident_inputs: Sequence[str] = (),
+    resident_outputs: Sequence[str] = (),
 ) -> TiledUnit:
     """A tiled stage or chain: its buffers (one per tensor, except that a
     tensor an in-place activation overwrites is held in that activation's
@@ -333,6 +338,10 @@ def _tiled_unit(
             if owner in produced or owner != t:
                 raise PlanDiscrepancy(f"{name}: '{t}' is read in place but not a chain input")
             continue
+        if owner in resident_outputs:
+            if owner not in produced or owner != t or owner not in outputs:
+                raise PlanDiscrepancy(f"{name}: '{t}' is written in place but not a chain output")
+            continue
         if owner not in buffers and owner not in scratch:
             buffers[owner] = Buffer(owner, tuple(extent[owner]), dt[owner], offset)
             offset += buffers[owner].size
@@ -352,7 +361,7 @@ def _tiled_unit(
             buffers[owner] = buf
         offset += workspace.size
     for t in band_rows:
-        if t not in resident_inputs:
+        if t not in resident_inputs and t not in resident_outputs:
             buffers[t] = buffers[shared.get(t, t)]
     if gap is not None:
         out = graph.nodes[gap].outputs[0]
@@ -363,7 +372,7 @@ def _tiled_unit(
         buffers[acc] = Buffer(acc, shape, ACC_DTYPE, offset)
         offset += buffers[acc].size
     loaded = [t for t in band_rows if t not in produced and t not in resident_inputs]
-    spilled = [t for t in outputs if t in band_rows and t in produced]
+    spilled = [t for t in outputs if t in band_rows and t in produced and t not in resident_outputs]
     acc_groups: tuple[Range, ...] = ()
     if gap is not None:
         out_t = graph.nodes[gap].outputs[0]
@@ -385,10 +394,15 @@ def _tiled_unit(
         )
     except PlanDiscrepancy as e:
         raise type(e)(f"{name}: {e}") from None
-    if resident_inputs:  # read where they are resident: nothing is kept
+    if resident_inputs or resident_outputs:  # where they are resident: nothing is kept
+        there = {*resident_inputs, *resident_outputs}
+        for tl in steps:
+            if any(t in resident_outputs for t in tl.keep):
+                raise PlanDiscrepancy(
+                    f"{name} tile {tl.index}: a tile keeps rows of an output written in place"
+                )
         steps = [
-            replace(tl, keep={t: r for t, r in tl.keep.items() if t not in resident_inputs})
-            for tl in steps
+            replace(tl, keep={t: r for t, r in tl.keep.items() if t not in there}) for tl in steps
         ]
     _check_capacity(name, steps, buffers)
     for t in band_rows:
@@ -418,6 +432,7 @@ def _tiled_unit(
         dict(scratch),
         workspace,
         tuple(resident_inputs),
+        tuple(resident_outputs),
     )
 
 
@@ -830,6 +845,7 @@ def _chain_unit(
         c.scratch_offsets,
         c.scratch_bytes,
         c.in_place,
+        c.direct_out,
     )
 
 

@@ -54,7 +54,11 @@ exactly this and measures the same numbers):
     buffers share one workspace after the others, each allocated in every
     tile from its producer to its last reader (a chain output: to the
     spills) at a static offset there, so the chain holds its line buffers
-    plus the largest set of scratch buffers live at once.
+    plus the largest set of scratch buffers live at once. In a single arena
+    such a chain reads its resident inputs where they are (`in_place`) and
+    writes each output that no op of the chain reads straight into its
+    resident tensor (`direct_out`, `plan.scratch.direct_outputs`): neither
+    has a band buffer, and the outputs no spill.
   * slow memory holds the model inputs and every tensor that crosses a unit
     (stage or chain) boundary, from its producer to its last reader (model
     outputs to the end); the slow peak sums `align`ed sizes.
@@ -94,6 +98,7 @@ from tigris_ir.plan.graph import PlanGraph
 from tigris_ir.plan.memory import align, format_bytes
 from tigris_ir.plan.scratch import (
     chain_scratch,
+    direct_outputs,
     estimated_history,
     in_place_inputs,
     scratch_bytes,
@@ -274,6 +279,10 @@ class ChainPlan:
     in_place: tuple[str, ...] = ()
     """Inputs of a single-arena line-buffered chain it reads where they are
     resident in the fast arena: no band buffer, no loads."""
+    direct_out: tuple[str, ...] = ()
+    """Outputs a single-arena line-buffered chain writes straight into their
+    tensors resident in the fast arena (`plan.scratch.direct_outputs`): no
+    band buffer, no spills."""
 
     def describe(self) -> str:
         lb = ", line-buffered" if self.line_buffered else ""
@@ -1133,6 +1142,10 @@ class _Chain:
     in_place: frozenset[int] = frozenset()
     """Inputs read where they are resident in the fast arena (a single-arena
     line-buffered chain): no band buffer, no loads."""
+    direct: frozenset[int] = frozenset()
+    """Outputs written straight into their tensors resident in the fast
+    arena (a single-arena line-buffered chain, `direct_outputs`): no band
+    buffer, no spills."""
 
     def extra_cost(self, once: int, mac_weight: int) -> int:
         """What the chain costs beyond reading its inputs `once` (raw bytes)
@@ -1311,11 +1324,13 @@ class _Ctx:
             if any(graph.nodes[q].is_channel_concat for q in range(a, b)):
                 concat.update(range(a, b))
         if _has_halo(model):
-            skip = frozenset[int]()
-            if self.residents is not None:  # the chain's inputs are resident already
+            skip = direct = frozenset[int]()
+            if self.residents is not None:  # the chain's inputs and outputs are resident
                 names = {model.names[t] for t in model.inputs} - self.streamed
                 skip = in_place_inputs(model, frozenset(names))
-            found = _line_buffered(model, members, frozenset(concat), budget, exact, skip)
+                outs = {model.names[t] for t in model.spilled} - self.streamed_out
+                direct = direct_outputs(model, frozenset(outs))
+            found = _line_buffered(model, members, frozenset(concat), budget, exact, skip, direct)
             if found is not None:
                 return found
         # no halo, or no line buffers fit: every tile computes its whole range
@@ -1338,25 +1353,27 @@ def _line_buffered(
     budget: int,
     exact: bool,
     skip: frozenset[int] = frozenset(),
+    direct: frozenset[int] = frozenset(),
 ) -> _Chain | None:
     """A line-buffered chain: the largest tile height whose line buffers fit
     (binary search on the `lb_capacity` estimates, then the exact run of the
     monotone tile ranges, `BandModel.line_buffer`; a smaller tile if that
     breaks the budget). None if none fits or the run reads a row no tile
-    computed before."""
+    computed before. `skip`: inputs read in place; `direct`: outputs written
+    into their resident tensors (a single arena)."""
 
     hist_est = estimated_history(model, recompute)
 
     def cost(tile: int) -> int:
         rows = model.lb_rows(tile, recompute)
         assert rows is not None  # chain bands are affine
-        return scratch_bytes(model, rows, hist_est, recompute, skip)
+        return scratch_bytes(model, rows, hist_est, recompute, skip, direct)
 
     limit = model.height
     while limit >= 1:
         best = largest_fitting(cost, limit, budget)
         if best == 0:
-            return None if recompute else _paced(model, members, budget, exact, skip)
+            return None if recompute else _paced(model, members, budget, exact, skip, direct)
         tile_h = even_tile_h(model.height, best)
         if not exact:
             rows = model.lb_rows(tile_h, recompute)
@@ -1366,13 +1383,23 @@ def _line_buffered(
                 stats = model.stats(tile_h)
                 assert stats is not None
                 recomputed = _recomputed(model, stats, recompute, True)
-            return _Chain(members, model, True, recompute, tile_h, rows, recomputed, in_place=skip)
+            return _Chain(
+                members,
+                model,
+                True,
+                recompute,
+                tile_h,
+                rows,
+                recomputed,
+                in_place=skip,
+                direct=direct,
+            )
         ranges = model.lb_tile_ranges(tile_h)
         try:
             held, done, history = model.line_buffer(ranges, recompute)
         except LineBufferGapError:
             return None  # not line-buffered: the caller runs the chain plainly
-        if scratch_bytes(model, held, history, recompute, skip) <= budget:
+        if scratch_bytes(model, held, history, recompute, skip, direct) <= budget:
             reads = sum(done[t] * model.row_bytes[t] for t in model.inputs)
             recomputed = _recomputed(model, _exact_stats(ranges), recompute, True)
             return _Chain(
@@ -1387,9 +1414,10 @@ def _line_buffered(
                 reads,
                 history,
                 in_place=skip,
+                direct=direct,
             )
         limit = tile_h - 1
-    return None if recompute else _paced(model, members, budget, exact, skip)
+    return None if recompute else _paced(model, members, budget, exact, skip, direct)
 
 
 def _paced(
@@ -1398,6 +1426,7 @@ def _paced(
     budget: int,
     exact: bool,
     skip: frozenset[int] = frozenset(),
+    direct: frozenset[int] = frozenset(),
 ) -> _Chain | None:
     """A paced line-buffered chain (`paced_steps`) where no band of output
     rows fits: the fastest pace whose buffers fit (binary search on the
@@ -1410,17 +1439,20 @@ def _paced(
         est = model.paced_rows()
         if (
             est is None
-            or scratch_bytes(model, est, estimated_history(model), in_place=skip) > budget
+            or scratch_bytes(model, est, estimated_history(model), frozenset(), skip, direct)
+            > budget
         ):
             return None
-        return _Chain(members, model, True, frozenset(), 1, est, 0, pace=1, in_place=skip)
+        return _Chain(
+            members, model, True, frozenset(), 1, est, 0, pace=1, in_place=skip, direct=direct
+        )
 
     def cost(pace: int) -> int:
         try:
             held, _, hist = model.paced_buffer(pace)
         except (LineBufferGapError, ValueError):
             return _INF
-        return scratch_bytes(model, held, hist, in_place=skip)
+        return scratch_bytes(model, held, hist, frozenset(), skip, direct)
 
     pace = largest_fitting(cost, model.max_pace(), budget)
     if pace == 0:
@@ -1430,7 +1462,7 @@ def _paced(
     reads = sum(done[t] * model.row_bytes[t] for t in model.inputs)
     step = max(1, max(b - a for rng in ranges for a, b in (rng[t] for t in model.roots)))
     return _Chain(
-        members, model, True, frozenset(), step, held, 0, ranges, reads, history, pace, skip
+        members, model, True, frozenset(), step, held, 0, ranges, reads, history, pace, skip, direct
     )
 
 
@@ -1919,8 +1951,10 @@ def _chain_plan(
     peak = whole.peak
     scratch = None
     if found.line_buffered:
-        scratch = chain_scratch(model, rows, found.history, found.recompute_ops)
-        peak = scratch_bytes(model, rows, found.history, found.recompute_ops, found.in_place)
+        scratch = chain_scratch(model, rows, found.history, found.recompute_ops, found.direct)
+        peak = scratch_bytes(
+            model, rows, found.history, found.recompute_ops, found.in_place, found.direct
+        )
     return ChainPlan(
         index,
         tuple(members),
@@ -1949,6 +1983,7 @@ def _chain_plan(
         {} if scratch is None else dict(scratch.offsets),
         0 if scratch is None else scratch.size,
         tuple(model.names[t] for t in sorted(found.in_place)),
+        tuple(model.names[t] for t in sorted(found.direct)),
     )
 
 

@@ -15,9 +15,11 @@ activation's buffer holds several): the tensor is computed in the band
 (not a chain input, which loads rows), keeps no history row in any tile,
 is not recomputed whole every tile (a channel Concat's member stage) and
 is not read whole. It lives over the node steps [first producer, last
-reader]; a chain output until the tile's spills (step `stop`). The
-workspace is used only when the placement reaches the live peak (so the
-measured peak equals the planned one) and saves bytes.
+reader]; a chain output until the tile's spills (step `stop`), unless a
+single-arena chain writes it where it is resident (`direct_outputs`: no
+buffer of the chain at all). The workspace is used only when the
+placement reaches the live peak (so the measured peak equals the planned
+one) and saves bytes.
 """
 
 from __future__ import annotations
@@ -49,9 +51,12 @@ def chain_scratch(
     rows: Sequence[int],
     history: Sequence[int],
     recompute: frozenset[int] = frozenset(),
+    direct: frozenset[int] = frozenset(),
 ) -> Scratch | None:
     """The scratch of a line-buffered band (`BandModel`) whose buffers hold
-    `rows` with `history` rows kept at most; None when none saves bytes."""
+    `rows` with `history` rows kept at most; None when none saves bytes.
+    The outputs written `direct` into their resident tensors (no buffer of
+    the band, `direct_outputs`) are no scratch buffer."""
     n = len(model.names)
     share = model.share or tuple(range(n))
     ext = model.shared_extents(rows) if model.share else list(rows)
@@ -73,6 +78,7 @@ def chain_scratch(
         o = share[t]
         good = (
             t not in inputs
+            and t not in direct
             and t in produced_by
             and t not in rec_out
             and history[t] == 0
@@ -106,13 +112,15 @@ def scratch_bytes(
     history: Sequence[int],
     recompute: frozenset[int] = frozenset(),
     in_place: frozenset[int] = frozenset(),
+    direct: frozenset[int] = frozenset(),
 ) -> int:
     """The chain's buffers with its scratch shared (`model.bytes_of_rows`
-    when it has none), less the inputs it reads `in_place` (no buffer)."""
+    when it has none), less the inputs it reads `in_place` and the outputs
+    it writes `direct` (no buffer of their own)."""
     total = model.bytes_of_rows(rows)
     ext = model.shared_extents(rows) if model.share else list(rows)
-    total -= sum(_aligned(ext[t], model.row_bytes[t]) for t in in_place)
-    s = chain_scratch(model, rows, history, recompute)
+    total -= sum(_aligned(ext[t], model.row_bytes[t]) for t in in_place | direct)
+    s = chain_scratch(model, rows, history, recompute, direct)
     if s is None:
         return total
     ids = {name: t for t, name in enumerate(model.names)}
@@ -129,6 +137,25 @@ def in_place_inputs(model: BandModel, resident: frozenset[str]) -> frozenset[int
         t
         for t in model.inputs
         if model.names[t] in resident
+        and share[t] == t
+        and not any(o == t and u != t for u, o in enumerate(share))
+    )
+
+
+def direct_outputs(model: BandModel, resident: frozenset[str]) -> frozenset[int]:
+    """The outputs a single-arena line-buffered chain writes straight into
+    their tensors resident in the fast arena (`resident`: names), with no
+    band buffer and no spill: those spilled (read after the chain) that no
+    op of the band reads and whose buffer no other tensor shares. Each row
+    of a line-buffered chain's output is computed once, into its place."""
+    share = model.share or tuple(range(len(model.names)))
+    read = {t for _, _, ins in model.ops for t, _, _ in ins}
+    return frozenset(
+        t
+        for t in model.spilled
+        if model.names[t] in resident
+        and t not in read
+        and not model.whole[t]
         and share[t] == t
         and not any(o == t and u != t for u, o in enumerate(share))
     )

@@ -722,11 +722,13 @@ class BandBuilder:
         """`floor_lb1` with the chain's scratch shared (`plan.scratch`): the
         buffers of tensors computed in the band whose offsets keep no
         history row count as the largest of them, not their sum; with
-        `in_place` (a single arena) the band's inputs count nothing."""
+        `in_place` (a single arena) the band's inputs count nothing, nor do
+        its outputs, which a chain may write where they are resident
+        (`plan.scratch.direct_outputs`)."""
         total = 0
         most = 0
         for name, st in self.t.items():
-            if in_place and not st.produced and st.off is not None:
+            if in_place and (not st.produced or st.root) and st.off is not None:
                 total += align(st.cap1 * self._rb(name, st.axis)[1])
                 continue
             if not st.produced or st.whole or st.off is None or st.off[1] > st.off[2]:

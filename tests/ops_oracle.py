@@ -15,7 +15,7 @@ project's oracles in turn:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -197,3 +197,21 @@ def check_model(
 
 def rand(shape: Sequence[int], seed: int = 0, scale: float = 2.0) -> np.ndarray:
     return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+
+
+def boundary_reference(
+    module: ModuleOp, weights: Mapping[str, np.ndarray], inputs: Sequence[np.ndarray]
+) -> list[np.ndarray]:
+    """The untiled oracle of a lowered plan on boundary-layout inputs (as the
+    C takes them), its outputs in the boundary layout (as the C gives them)."""
+    from tigris_ir.interp.untiled import untiled_reference
+    from tigris_ir.passes.lower_to_loops import untiled_func
+    from tigris_ir.plan.ir import main_func
+    from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
+
+    ref_fn = untiled_func(module)
+    assert ref_fn is not None
+    ins, outs = module_layouts(main_func(module))
+    internal = [to_internal(a, lay) for a, lay in zip(inputs, ins)]
+    got = untiled_reference(ref_fn, weights, internal)
+    return [to_boundary(y, lay) for y, lay in zip(got, outs)]

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zoo
+from ops_oracle import boundary_reference
 from xdsl.context import Context
 
 from tigris_ir.backend.c import cortex
@@ -31,12 +32,9 @@ from tigris_ir.backend.c.network import (
     print_network,
 )
 from tigris_ir.frontend.onnx_import import import_model
-from tigris_ir.interp.untiled import untiled_reference
 from tigris_ir.passes.lower_gebp import tile_and_lower
-from tigris_ir.passes.lower_to_loops import LowerToLoopsPass, untiled_func
+from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass
-from tigris_ir.plan.ir import main_func
-from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
 from tigris_ir.rtile import targets as tg
 
 BUDGET = 8192
@@ -58,17 +56,10 @@ def plan(name: str, int8: bool, cpu: str = "host"):
         LowerToLoopsPass(budget=BUDGET).apply(Context(), module)
         tile_and_lower(module, target=cpu)
         PlanArenaPass(budget=BUDGET).apply(Context(), module)
-        ins, outs = module_layouts(main_func(module))
         source = print_network(module, weights=imported.weights)
         rng = np.random.default_rng(5)
         x = [rng.standard_normal(p.shape).astype(p.dtype) for p in source.inputs]
-        ref_fn = untiled_func(module)
-        assert ref_fn is not None
-        internal = [to_internal(a, lay) for a, lay in zip(x, ins)]
-        ref = [
-            to_boundary(y, lay)
-            for y, lay in zip(untiled_reference(ref_fn, imported.weights, internal), outs)
-        ]
+        ref = boundary_reference(module, imported.weights, x)
         _PLANS[key] = (module, imported.weights, x, ref)
     return _PLANS[key]
 

@@ -17,18 +17,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zoo
+from ops_oracle import boundary_reference
 from xdsl.context import Context
 
 from tigris_ir.backend.c import cortex
 from tigris_ir.backend.c.build import CRunError
 from tigris_ir.backend.c.network import CSource, print_network
 from tigris_ir.frontend.onnx_import import import_model
-from tigris_ir.interp.untiled import untiled_reference
 from tigris_ir.passes.lower_gebp import tile_and_lower
-from tigris_ir.passes.lower_to_loops import LowerToLoopsPass, untiled_func
+from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
 from tigris_ir.passes.plan_arena import PlanArenaPass
-from tigris_ir.plan.ir import main_func
-from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
 from tigris_ir.rtile import targets as tg
 
 CPUS = ("cortex-m4", "cortex-m7", "cortex-m55")
@@ -59,17 +57,9 @@ def case(name: str, int8: bool, cpu: str, budget: int = 8192) -> Case:
         tile_and_lower(module, target=cpu)
         PlanArenaPass(budget=budget).apply(Context(), module)
         source = print_network(module, weights=imported.weights)
-        fn = main_func(module)
-        ins, outs = module_layouts(fn)
         rng = np.random.default_rng(7)
         x = [rng.standard_normal(p.shape).astype(p.dtype) for p in source.inputs]
-        ref_fn = untiled_func(module)
-        assert ref_fn is not None
-        internal = [to_internal(a, lay) for a, lay in zip(x, ins)]
-        ref = [
-            to_boundary(y, lay)
-            for y, lay in zip(untiled_reference(ref_fn, imported.weights, internal), outs)
-        ]
+        ref = boundary_reference(module, imported.weights, x)
         _CASES[key] = Case(source, x, ref)
     return _CASES[key]
 

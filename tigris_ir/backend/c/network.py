@@ -643,31 +643,12 @@ class _Printer:
                         "a streamed input is read in bands of rows (axis 1), so it needs rank 2 "
                         "or more (plan it without --stream-input)"
                     )
-                dt = _elem_dtype(t)
-                m = _Mem(
-                    "0",
-                    c_band.c_type(dt),
-                    tuple(str(d) for d in t.get_shape()),
-                    _static_strides(t, f"argument #{i}"),
-                    space,
-                    f"stream{i}",
-                )
-                self.vals[a] = m
-                self.arg_mems.append(m)
+                self._no_storage(a, t, i, space, f"stream{i}")
                 continue
             if space and lv is None and not a.uses:
                 # an input nothing reads (a model of its Shape only): no
                 # storage and no copy, as the plan holds no bytes of it
-                m = _Mem(
-                    "0",
-                    c_band.c_type(_elem_dtype(t)),
-                    tuple(str(d) for d in t.get_shape()),
-                    _static_strides(t, f"argument #{i}"),
-                    space,
-                    f"unread{i}",
-                )
-                self.vals[a] = m
-                self.arg_mems.append(m)
+                self._no_storage(a, t, i, space, f"unread{i}")
                 self.unread.add(i)
                 continue
             if not space or lv is None:
@@ -687,6 +668,20 @@ class _Printer:
                 lv = self.lives[id(block.args[i])]
                 self.emit(f"TIGRIS_STAT_FREE({int(lv.space == 'fast')}, {lv.size});")
         raise NetworkError("the function has no func.return")
+
+    def _no_storage(self, a: SSAValue, t: MemRefType, i: int, space: str, name: str) -> None:
+        """Argument #i as a memory of no storage of its own (a stream, or an
+        input nothing reads): offsets from 0, printed as `name`."""
+        m = _Mem(
+            "0",
+            c_band.c_type(_elem_dtype(t)),
+            tuple(str(d) for d in t.get_shape()),
+            _static_strides(t, f"argument #{i}"),
+            space,
+            name,
+        )
+        self.vals[a] = m
+        self.arg_mems.append(m)
 
     def _arg_offset(self, i: int, attr: str) -> int:
         from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr

@@ -523,6 +523,12 @@ class KernelOp(IRDLOperation):
     def epilogue(self) -> EpilogueOp:
         return cast(EpilogueOp, self.body.block.last_op)
 
+    @property
+    def packing(self) -> str:
+        """How A reaches the kernel: its `rtile.pack_a` kind ("" read in place)."""
+        first = self.row_blocks.body.block.first_op
+        return first.kind.data if isinstance(first, PackOp) else ""
+
     def walk_of(self, kind: type[_T]) -> list[_T]:
         """Every op of type `kind` in the body, in order."""
         return [o for o in self.walk() if isinstance(o, kind)]
@@ -572,7 +578,14 @@ class PackOp(IRDLOperation):
     (tap-major, zeros where a tap leaves the image), `window` (float32) reads
     each pixel's window in place, one K block per kernel row, where it lies
     inside the image's width and gathers the others as im2col does (the
-    scratch holds those). `offset N`: the packed
+    scratch holds those), `winograd` (float32) runs Winograd's F(4, 3) along
+    the width (`rtile.kernel.Packing`): per tile of four output pixels, the
+    six input pixels of each kernel row inside the image transformed into one
+    row of A of each of six products of `kp` (kernel rows x channels), whose
+    B are the weights transformed; the scratch holds a row block's
+    transformed rows and the six products' results, which the output
+    transform takes back to pixels (then the bias and the activation: the
+    products start from zero). `offset N`: the packed
     rows hold x - zp + N (`rtile.kernel.row_offset`: the byte an instruction
     multiplies is of the other signedness than the input's, and zp is not
     subtracted), and the kernel's bias is less N times B's column sums; a tap
@@ -611,9 +624,9 @@ class PackOp(IRDLOperation):
         return self.offset.value.data if self.offset is not None else None
 
     def verify_(self) -> None:
-        if self.kind.data not in ("rows", "im2col", "window"):
+        if self.kind.data not in ("rows", "im2col", "window", "winograd"):
             raise VerifyException(
-                f"{self.name}: kind is rows, im2col or window, got '{self.kind.data}'"
+                f"{self.name}: kind is rows, im2col, window or winograd, got '{self.kind.data}'"
             )
         _positive(self, kp=self.kp.value.data, scratch=self.scratch.value.data)
 

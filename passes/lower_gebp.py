@@ -9,7 +9,12 @@ with its scratch buffer, K blocks, the panel sweeps with their micro-tiles and
 edge tiles, and the epilogue (a float32 convolution of one group whose kernel
 rows are runs of at least `WINDOW_MIN_RUN` input values reads its pixels'
 windows in place, one K block per kernel row: `rtile.pack_a "window"`, its
-scratch only for the pixels whose window leaves the image); a pointwise
+scratch only for the pixels whose window leaves the image; a float32
+convolution of one group three taps wide at stride and dilation 1 along the
+width, of at least `WINOGRAD_MIN_CHANNELS` input channels, on a target with a
+float vector unit runs Winograd's F(4, 3) along the width instead:
+`rtile.pack_a "winograd"`, six products of kh * c, unless the pass's option
+`winograd=false` asks for the window kernels); a pointwise
 convolution's row blocks say how many output rows one call covers (`merge
 W`: all the band's rows at once, where both its memrefs hold whole dense rows
 of W pixels; else one call per row), and an int8 kernel's packing what its
@@ -85,9 +90,10 @@ from tigris_ir.rtile.lower import kernel
 from tigris_ir.rtile.sites import Site, describe
 
 
-def site_kernel(op: Operation, site: Site) -> None:
+def site_kernel(op: Operation, site: Site, winograd: bool = True) -> None:
     """Replace the kernel of one site by the one its geometry and target give
-    (an activation fused before stays fused: its band is gone)."""
+    (an activation fused before stays fused: its band is gone); `winograd`:
+    a convolution that qualifies (`winograd_channels`) runs F(4, 3)."""
     old = kernel_of(op)
     clamp = clamp_of(op)  # of its kernel, or stated beside its direct loops
     op.attributes.pop(CLAMP, None)
@@ -106,13 +112,18 @@ def site_kernel(op: Operation, site: Site) -> None:
         target = decide.site_target(op)
     except ValueError as e:
         raise PassFailedException(f"lower-gebp: {describe(op)}: {TARGET}: {e}") from None
+    k = site.k
+    channels = winograd_channels(op, site, target) if winograd else None
     run = window_run(op, site)
     packing: rk.Packing = "window" if run is not None else site.packing
-    plan = rk.plan(target, g, site.k, site.dtype == "int8", packing, site.m, run or 0)
+    if channels is not None and isinstance(op, nn.ConvOp):
+        packing, run = "winograd", channels
+        k = op.kernel()[0] * channels  # each product: the kernel rows' channels
+    plan = rk.plan(target, g, k, site.dtype == "int8", packing, site.m, run or 0, site.n)
     groups = op.groups() if isinstance(op, nn.ConvOp) else 1
     merge = row_merge(op, site)
     offset = packed_offset(op, plan.dot)
-    new = kernel(op.results[0], g, plan, site.k, site.n, packing, groups, merge, offset)
+    new = kernel(op.results[0], g, plan, k, site.n, packing, groups, merge, offset)
     if clamp is not None:
         _set_clamp(new, clamp)
     Rewriter.insert_op(new, InsertPoint.after(op))
@@ -130,6 +141,27 @@ def window_run(op: Operation, site: Site) -> int | None:
         site.dtype, op.groups(), dil[-1] if dil else 1, op.kernel()[-1],
         nn.shape_of(op.input)[-1],
     )
+
+
+def winograd_channels(op: Operation, site: Site, target: tg.Target) -> int | None:
+    """The input channels of a convolution whose kernel runs Winograd's F(4, 3)
+    along the width (`rtile.kernel.winograd_taps`: float32, one group, three
+    taps wide at stride and dilation 1 along the width, enough channels, a
+    target with a float vector unit) and whose band's operands its driver reads
+    (channels whole and dense); None for every other site."""
+    if site.packing != "im2col" or not isinstance(op, nn.ConvOp) or len(op.kernel()) != 2:
+        return None
+    dil, st = op.dilations(), op.strides()
+    c = nn.shape_of(op.input)[-1]
+    got = rk.winograd_taps(
+        target, site.dtype, op.groups(), op.kernel()[-1], st[-1] if st else 1,
+        dil[-1] if dil else 1, c,
+    )
+    operands = band_operands(op)
+    if got is None or operands is None:
+        return None
+    ins, y = operands
+    return got if rd.dense_channels(op, ins[0], y) and rd.consts_ready(ins, False) else None
 
 
 def _strides(v: SSAValue) -> tuple[int, ...] | None:
@@ -369,6 +401,10 @@ class LowerGebpPass(ModulePass):
 
     name = "lower-gebp"
 
+    winograd: bool = True
+    """Convolutions that qualify run Winograd's F(4, 3) along the width
+    (`rtile.pack_a "winograd"`); false: the direct window kernels."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if not decide.holds_plan(op):
             raise PassFailedException(
@@ -376,7 +412,7 @@ class LowerGebpPass(ModulePass):
                 "products of loop.band ops (run --lower-to-loops and --gebp-tile first)"
             )
         for site_op, site in list(decide.sites(op)):
-            site_kernel(site_op, site)
+            site_kernel(site_op, site, self.winograd)
             fuse_activation(site_op)
         for dw in list(decide.depthwise_ops(op)):
             if isinstance(dw, nn.ConvOp):
@@ -396,12 +432,12 @@ class LowerGebpPass(ModulePass):
                     lane_op.attributes[LANES] = StringAttr(lanes)
 
 
-def tile_and_lower(module: ModuleOp, target: str = "host") -> None:
+def tile_and_lower(module: ModuleOp, target: str = "host", winograd: bool = True) -> None:
     """`--gebp-tile=target=TARGET --lower-gebp` on a plan: the two passes as the
     pipeline runs them, for drivers that plan a model themselves (`tigris-run
-    --backend c`, the benchmarks)."""
+    --backend c`, the benchmarks); `winograd`: the pass's option."""
     from tigris_ir.passes.gebp_tile import GebpTilePass
 
     ctx = Context()
     GebpTilePass(target=target).apply(ctx, module)
-    LowerGebpPass().apply(ctx, module)
+    LowerGebpPass(winograd=winograd).apply(ctx, module)

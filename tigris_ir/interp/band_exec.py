@@ -267,6 +267,8 @@ def _conv_core(
     shape = (x.shape[0], *(x.shape[1 + i] + pads[i] + pads[n + i] for i in range(n)), x.shape[-1])
     xp = np.zeros(shape, dtype=np.float64)
     xp[(slice(None), *(slice(pads[i], pads[i] + x.shape[1 + i]) for i in range(n)))] = x
+    if kern is not None and kern.packing == "winograd":  # F(4, 3) along the width
+        return rtile_exec.winograd(xp, w64, st[0], dl[0], out, product)
     if w64.shape[-1] == 1 and kern is None:
         return K._depthwise(xp, w64, st, dl, out)  # noqa: SLF001
     return K._im2col(xp, w64, st, dl, out, min(op.groups(), w64.shape[0]), product)  # noqa: SLF001

@@ -14,16 +14,22 @@ drops them. Every element of C is checked to be stored once per K block, so
 a kernel whose loops miss or repeat part of the product is an error naming
 the op. The epilogue (bias, rounding, requantization) is the band
 executor's, by the `nn` op's semantics.
+
+`winograd` runs a convolution the way a `winograd` kernel states it: the
+input transformed per tile of four output pixels of a row, six products of
+the kernel rows' channels through the kernel's loops, and the output
+transform (float64 throughout, so it equals the direct sum to rounding).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from tigris_ir.dialects.rtile import KBlocksOp, KernelOp, PackOp, PanelsOp
 from tigris_ir.loops.machine import LoopIRError
+from tigris_ir.rtile import kernel as rk
 
 
 class KernelRunError(LoopIRError):
@@ -149,3 +155,34 @@ def _tile(
     part = packed[i : i + r, k0 : k0 + kc] @ panel[k0 : k0 + kc]
     acc[i : i + r, j0 : j0 + cols] += part[:, :cols]
     stored[i : i + r, j0 : j0 + cols] += 1
+
+
+def winograd(
+    xp: np.ndarray, w: np.ndarray, stride: int, dilation: int, out: Sequence[int],
+    product: Product,
+) -> np.ndarray:
+    """A 2D convolution (NHWC input `xp` already zero-padded, weights (co, kh,
+    3, c), stride and dilation along the height, 1 along the width) as
+    Winograd's F(4, 3) along the width: the sum before the bias, (n, oh, ow, co)."""
+    co, kh, kw, c = w.shape
+    oh, ow = out
+    tile, points = rk.WINOGRAD_TILE, rk.WINOGRAD_POINTS
+    tiles = -(-ow // tile)
+    wide = tiles * tile + points - tile
+    if xp.shape[2] < wide:  # the last tile's pixels past the padded input: zeros
+        xp = np.concatenate(
+            [xp, np.zeros((*xp.shape[:2], wide - xp.shape[2], c), xp.dtype)], axis=2
+        )
+    bt, g, at = (np.asarray(t, np.float64) for t in (rk.WINOGRAD_BT, rk.WINOGRAD_G,
+                                                      rk.WINOGRAD_AT))
+    # d[n, y, t, p, c]: input pixel p of tile t of row y
+    d = np.stack([xp[:, :, p : p + tile * tiles : tile] for p in range(points)], axis=3)
+    v = np.einsum("jp,nytpc->jnytc", bt, d)
+    rows = [i * stride + ky * dilation for i in range(oh) for ky in range(kh)]
+    # A of product j: (n, oy, t) rows, (ky, c) columns
+    a = v[:, :, rows].reshape(points, xp.shape[0], oh, kh, tiles, c)
+    a = a.transpose(0, 1, 2, 4, 3, 5).reshape(points, -1, kh * c)
+    u = np.einsum("jx,okxc->jkco", g, w.astype(np.float64)).reshape(points, kh * c, co)
+    m = product(a, u).reshape(points, xp.shape[0], oh, tiles, co)
+    y = np.einsum("qj,jnyto->nytqo", at, m).reshape(xp.shape[0], oh, tiles * tile, co)
+    return y[:, :, :ow]

@@ -32,13 +32,62 @@ the unit has none), or one of the int8 instructions (`targets.Int8Dot`)."""
 
 DOTS: tuple[Dot, ...] = ("fma", "vpdpbusd", "pmaddwd", "smlad", "vmladava", "none")
 
-Packing = Literal["rows", "im2col", "window"]
+Packing = Literal["rows", "im2col", "window", "winograd"]
 """How A reaches the kernel: rows read in place (float32) or packed (int8),
 pixel rows gathered tap-major from the input (im2col), or (`window`, float32)
 each pixel's window read in place from the input, one K block per kernel row
 (its kw * c taps are one run of the input row, the next pixel's run sw * c
 further), where the window lies inside the image's width, and gathered as
-im2col rows where it leaves it."""
+im2col rows where it leaves it; or (`winograd`, float32, a kernel three taps
+wide at stride and dilation 1 along the width) Winograd's F(4, 3) along the
+width: per tile of `WINOGRAD_TILE` output pixels of a row, the
+`WINOGRAD_POINTS` input pixels of each kernel row inside the image are
+transformed (`WINOGRAD_BT`) into one row of A for each of six products, whose
+B are the weights transformed (`WINOGRAD_G`, kh * c rows each); the products'
+results go back through `WINOGRAD_AT`, then the bias and the activation. It
+takes 6 products of kh * c where the direct product takes 4 of kh * 3 * c
+per tile: 2x fewer multiply-adds, for the transforms."""
+
+WINOGRAD_TILE = 4
+"""Output pixels of one Winograd tile (F(4, 3) along the width)."""
+
+WINOGRAD_POINTS = 6
+"""Input pixels (and products) of one tile: WINOGRAD_TILE + 3 - 1."""
+
+WINOGRAD_BT: tuple[tuple[float, ...], ...] = (
+    (4, 0, -5, 0, 1, 0),
+    (0, -4, -4, 1, 1, 0),
+    (0, 4, -4, -1, 1, 0),
+    (0, -2, -1, 2, 1, 0),
+    (0, 2, -1, -2, 1, 0),
+    (0, 4, 0, -5, 0, 1),
+)
+"""F(4, 3)'s input transform B^T (points 0, 1, -1, 2, -2 and infinity): row j
+of A for product j is the sum of BT[j][p] times input pixel p of the tile."""
+
+WINOGRAD_G: tuple[tuple[float, ...], ...] = (
+    (1 / 4, 0, 0),
+    (-1 / 6, -1 / 6, -1 / 6),
+    (-1 / 6, 1 / 6, -1 / 6),
+    (1 / 24, 1 / 12, 1 / 6),
+    (1 / 24, -1 / 12, 1 / 6),
+    (0, 0, 1),
+)
+"""F(4, 3)'s weight transform G: product j's weight of a kernel row is the
+sum of G[j][kx] times its tap kx (computed in float64, stored as float32)."""
+
+WINOGRAD_AT: tuple[tuple[float, ...], ...] = (
+    (1, 1, 1, 1, 1, 0),
+    (0, 1, -1, 2, -2, 0),
+    (0, 1, 1, 4, 4, 0),
+    (0, 1, -1, 8, -8, 1),
+)
+"""F(4, 3)'s output transform A^T: output pixel q of a tile is the sum of
+AT[q][j] times product j."""
+
+WINOGRAD_MIN_CHANNELS = 8
+"""The fewest input channels a Winograd kernel takes: below, the transforms
+cost more than the multiply-adds they save."""
 
 WINDOW_MIN_RUN = 16
 """The fewest taps of one kernel row (kw * c) a `window` kernel reads in
@@ -128,6 +177,22 @@ def window_run(dtype: str, groups: int, dilation: int, kw: int, c: int) -> int |
     return run
 
 
+def winograd_taps(
+    target: Target, dtype: str, groups: int, kw: int, stride: int, dilation: int, c: int
+) -> int | None:
+    """The contraction of each product (kh * c, as a multiple of c: returned
+    as c) where a convolution's kernel runs Winograd's F(4, 3) along the
+    width (`winograd` packing): float32 on a target with a float vector unit
+    and no M-profile CPU (the x86 and Arm A-profile targets), one group, a
+    kernel three taps wide at stride and dilation 1 along the width, at least
+    `WINOGRAD_MIN_CHANNELS` input channels; else None."""
+    if target.mcu is not None or not target.fma or "float32" not in target.tiled:
+        return None
+    if dtype != "float32" or groups != 1 or kw != 3 or stride != 1 or dilation != 1:
+        return None
+    return c if c >= WINOGRAD_MIN_CHANNELS else None
+
+
 def plan(
     target: Target,
     g: rt.Geometry,
@@ -136,13 +201,27 @@ def plan(
     packing: Packing,
     m: int | None = None,
     run: int = 0,
+    n: int = 0,
 ) -> KernelPlan:
     """The kernel decisions for a k-long contraction of (up to) m rows tiled by
     `g` on `target`; `run`: the taps of one kernel row of a `window` kernel,
-    its K block."""
+    its K block (of a `winograd` one: the channels of one kernel row, each
+    product's contraction being the kernel rows' k; its stack buffer holds a
+    row block's transformed rows and the results of its n columns)."""
     if packing == "window" and (int8 or run < 1 or k % run):
         raise ValueError(f"a window kernel is float32 with K blocks of whole kernel rows, "
                          f"not {run} of {k}")
+    if packing == "winograd":
+        if int8 or run < 1 or k % run:
+            raise ValueError(f"a Winograd kernel is float32 with products of whole kernel "
+                             f"rows of {run} channels, not {k}")
+        # the row block: tiles whose six transformed rows and six results of
+        # n (vector-padded) columns the stack buffer holds, at least a micro-tile
+        rows = micro_rows(target, g, m)
+        cols = -(-n // g.lanes) * g.lanes if n else g.lanes
+        tile_bytes = 4 * WINOGRAD_POINTS * (k + cols)
+        mc = _block_rows(rows, tile_bytes, target.scratch_bytes)
+        return KernelPlan("fma", k, k, mc, mc * tile_bytes, rows)
     if not int8:
         rows = micro_rows(target, g, m)
         # one row tile sweeps each panel once: no later tile reuses a K block

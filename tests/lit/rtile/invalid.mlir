@@ -131,7 +131,7 @@ func.func @last() {
 
 // -----
 
-// CHECK: rtile.pack_a: kind is rows, im2col or window, got 'cols'
+// CHECK: rtile.pack_a: kind is rows, im2col, window or winograd, got 'cols'
 func.func @pack() {
   rtile.pack_a "cols" kp 4 into f32 scratch 64
   func.return

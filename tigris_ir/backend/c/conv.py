@@ -50,7 +50,7 @@ import math
 import re
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
 import numpy as np
@@ -777,6 +777,7 @@ def _expect(
             "rows": "packs A's rows",
             "im2col": "gathers im2col rows",
             "window": "reads its pixels' windows in place",
+            "winograd": "runs Winograd's F(4, 3)",
         }
         raise CLoweringError(
             f"{op.name}: its rtile.kernel {said[p.packing]} for {p.groups} group(s); the band "
@@ -1908,6 +1909,9 @@ def _conv(op: nn.NNOp, ins: Sequence[CTensor], outs: Sequence[CTensor], unit: CU
     pointwise = (g.kh, g.kw, g.sh, g.sw) == (1, 1, 1, 1) and not any(conv.pads())
     if pointwise and g.groups == 1:
         return _emit_pointwise(unit, conv, g, q, ins, y, xv, yv)
+    kern = kernel_of(conv)
+    if q is None and kern is not None and kern.packing == "winograd":
+        return _emit_winograd(unit, conv, g, ins, y, xv, yv)
     return _emit_im2col(unit, conv, g, q, ins, y, xv, yv)
 
 
@@ -2107,6 +2111,229 @@ def _emit_im2col(
     name = _helper(unit, key, f"tg_conv_{g.kh}x{g.kw}s{g.sh}x{g.sw}_{g.c}_{g.co}", build)
     consts = _conv_consts(unit, g, q, ins, p)
     return f"  {name}({x.name}, {xv.bounds()}, {', '.join(consts)}, {y.name}, {yv.bounds()});"
+
+
+def _winograd_weights(p: _Panels, g: _Conv, w: np.ndarray) -> np.ndarray:
+    """The six transformed weight matrices of a Winograd kernel (`G` times
+    each kernel row's three taps, float64 then float32), each [kh * c, co]
+    in the kernel's panels, one after the other."""
+    w4 = np.asarray(w, np.float64).reshape(g.co, g.kh, g.kw, g.c)
+    u = np.einsum("jx,oyxc->jyco", np.asarray(rk.WINOGRAD_G, np.float64), w4)
+    u = u.reshape(rk.WINOGRAD_POINTS, g.kh * g.c, g.co).astype(np.float32)
+    return np.concatenate([_pack_b(p, u[j]) for j in range(rk.WINOGRAD_POINTS)])
+
+
+def _wino_input(indent: str, v: str, d: str, stride: str) -> list[str]:
+    """C: the six transformed values of one channel (`BT` times the tile's
+    six input pixels d0..d5), stored at v[j * stride]."""
+    bt = rk.WINOGRAD_BT
+    out = [f"{indent}const float {', '.join(f'd{i} = {d}[{i}][ci]' for i in range(6))};"]
+    for j, row in enumerate(bt):
+        terms = []
+        for i, coef in enumerate(row):
+            if coef == 0:
+                continue
+            mag = abs(coef)
+            term = f"d{i}" if mag == 1 else f"{_flt(mag)} * d{i}"
+            terms.append(("- " if coef < 0 else "+ ") + term)
+        expr = " ".join(terms).removeprefix("+ ")
+        if expr.startswith("- "):
+            expr = "-" + expr[2:]
+        out.append(f"{indent}{v}[{j} * {stride} + ci] = {expr};")
+    return out
+
+
+def _wino_output(indent: str, m: str, stride: str) -> list[str]:
+    """C: the four output values o0..o3 of one column (`AT` times the six
+    products m[j * stride + co])."""
+    out = []
+    for q, row in enumerate(rk.WINOGRAD_AT):
+        terms = []
+        for j, coef in enumerate(row):
+            if coef == 0:
+                continue
+            term = f"{m}[{j} * {stride} + co]"
+            mag = abs(coef)
+            scaled = term if mag == 1 else f"{_flt(mag)} * {term}"
+            terms.append(("- " if coef < 0 else "+ ") + scaled)
+        out.append(f"{indent}float o{q} = {' '.join(terms).removeprefix('+ ')};")
+    return out
+
+
+def _emit_winograd(
+    unit: CUnit, op: nn.NNOp, g: _Conv, ins: Sequence[CTensor], y: CTensor, xv: _View, yv: _View
+) -> str:
+    """A float32 convolution three taps wide at stride 1 along the width as
+    its `winograd` kernel states it: per output row, the kernel rows inside
+    the image (consecutive), and per row block of `plan.mc` tiles of four
+    pixels, each tile's six input pixels of each such kernel row (zeros
+    outside the image or the band) transformed into the rows of A of the six
+    products (the stack buffer), the six products by the GEBP sweep of the
+    kernel's panels over B's rows of those kernel rows (from zero), then per
+    tile the output transform, the bias and the activation, storing the
+    tile's pixels inside the band. The portable build runs the same
+    transforms with the products in plain loops over the same panels."""
+    k = g.kh * g.c
+    p = _panels(op, k, g.co, False)
+    _expect(op, p, "winograd")
+    if g.groups != 1 or (g.kw, g.sw, g.dw) != (3, 1, 1) or p.k % g.c:
+        raise CLoweringError(
+            f"{op.name}: its rtile.kernel runs Winograd's F(4, 3) along the width, which "
+            f"takes one group and 3 taps at stride and dilation 1 (got {g.groups} group(s), "
+            f"{g.kw} taps, stride {g.sw}, dilation {g.dw})"
+        )
+    if xv.strides[3] != 1 or xv.strides[2] != g.c or yv.strides[3] != 1:
+        raise CLoweringError(
+            f"{op.name}: a Winograd kernel reads pixels of {g.c} dense channels and stores "
+            f"whole pixels; its memrefs' strides are {xv.strides} and {yv.strides}"
+        )
+    guard = _gebp_prelude(unit, p.unit)
+    gp = replace(p, clamp=None)  # the products: from zero, no activation
+    mc, npad, pts = p.plan.mc, p.npad, rk.WINOGRAD_POINTS
+    ak = mc * k  # one product's rows of A in the buffer
+    am = mc * npad  # one product's results
+    if 4 * pts * (ak + am) > p.plan.scratch:
+        raise CLoweringError(
+            f"{op.name}: its rtile.pack_a states {p.plan.scratch} bytes of scratch, but "
+            f"{mc} tiles' transformed rows and products take {4 * pts * (ak + am)}"
+        )
+    unit.scratch(p.plan.scratch)
+    consts = [
+        unit.const("wp", _winograd_weights(p, g, np.asarray(ins[1].value))),
+        unit.const("bp", _pad_cols(p, np.asarray(ins[2].value, np.float32))),
+        unit.const("zc", np.zeros(max(npad, g.c), np.float32)),
+    ]
+    key = f"winograd.{g.key()}.{xv.strides}.{yv.strides}.{p.key()}"
+
+    def sweep_fn() -> str:
+        def build(name: str) -> str:
+            tiles = _f32_tiles(unit, gp)
+            out = [
+                f"#ifdef {guard}",
+                f"static void {name}(const float *restrict a, long lda, int m,",
+                "    const float *restrict bp, const float *restrict bias,",
+                "    float *restrict y, long ldy, int k0, int kc)",
+                "{",
+                "  const int first = 1;",
+            ]
+            out += _f32_sweeps(gp, tiles, "a + (long)i * lda")
+            out += ["}", "#endif"]
+            return "\n".join(out)
+
+        return _helper(unit, f"fwgebp.{gp.key()}", f"tg_fwgebp_{k}x{g.co}", build)
+
+    def rows_and_tiles(indent: str) -> list[str]:
+        return [
+            *_row_offsets(g, xv),
+            "      int ky0 = -1, ns = 0;",
+            f"      for (int ky = 0; ky < {g.kh}; ++ky)",
+            "        if (rok[ky]) { if (ky0 < 0) ky0 = ky; ++ns; }",
+            f"      float *yr = yn + (long)(oy - yl1) * {yv.strides[1]};",
+            "      if (ns == 0) {",
+            "        for (int ox = yl2; ox < yl2 + yn2; ++ox)",
+            f"        for (int co = 0; co < {g.co}; ++co)",
+            f"          yr[(long)(ox - yl2) * {yv.strides[2]} + co] = "
+            f"{_fclamp(p, 'bias[co]')};",
+            "        continue;",
+            "      }",
+        ]
+
+    def transform(indent: str, v_at: str, stride: str) -> list[str]:
+        """The tile at ix0: per kernel row s, its six pixels' transforms."""
+        return [
+            f"{indent}for (int s = 0; s < ns; ++s) {{",
+            f"{indent}  const float *row = xn + roff[ky0 + s];",
+            f"{indent}  const float *dp[6];",
+            f"{indent}  for (int q = 0; q < 6; ++q) {{",
+            f"{indent}    const int ix = ix0 + q;",
+            f"{indent}    dp[q] = ix >= 0 && ix < {g.w} && ix >= xl2 && ix < xl2 + xn2",
+            f"{indent}        ? row + (long)(ix - xl2) * {g.c} : zc;",
+            f"{indent}  }}",
+            f"{indent}  float *v = {v_at} + s * {g.c};",
+            f"{indent}  for (int ci = 0; ci < {g.c}; ++ci) {{",
+            *_wino_input(indent + "    ", "v", "dp", stride),
+            f"{indent}  }}",
+            f"{indent}}}",
+        ]
+
+    def store(indent: str, m: str, stride: str) -> list[str]:
+        """Output transform, bias, activation and the stores of tile t at ox."""
+        out = [
+            f"{indent}float *yp = yr + (long)(ox - yl2) * {yv.strides[2]};",
+            f"{indent}const float *mp = {m};",
+            f"{indent}const int nq = yl2 + yn2 - ox < 4 ? yl2 + yn2 - ox : 4;",
+            f"{indent}for (int co = 0; co < {g.co}; ++co) {{",
+            *_wino_output(indent + "  ", "mp", stride),
+        ]
+        for q in range(rk.WINOGRAD_TILE):
+            val = _fclamp(p, f"(o{q} + bias[co])")
+            cond = "" if q == 0 else f"if (nq > {q}) "
+            out.append(f"{indent}  {cond}yp[{q} * {yv.strides[2]} + co] = {val};")
+        return out + [f"{indent}}}"]
+
+    def build(name: str) -> str:
+        gebp = sweep_fn()
+        out = _header(name, _conv_params(
+            "float", "float",
+            ["const float *restrict bp", "const float *restrict bias",
+             "const float *restrict zc"],
+        ))
+        out += _unpack("xb", "x", 4) + _unpack("yb", "y", 4)
+        out.append(f"#ifdef {guard}")
+        out.append(f"  float buf[{pts * (ak + am)}] __attribute__((aligned(64)));")
+        out.append(f"  float *mb = buf + {pts * ak};")
+        out += _batch_loop(xv, yv, "float", "float")
+        out.append("    for (int oy = yl1; oy < yl1 + yn1; ++oy) {")
+        out += rows_and_tiles("      ")
+        out += [
+            f"      for (int ox0 = yl2; ox0 < yl2 + yn2; ox0 += {4 * mc}) {{",
+            "        const int left = yl2 + yn2 - ox0;",
+            f"        const int nt = left >= {4 * mc} ? {mc} : (left + 3) / 4;",
+            "        for (int t = 0; t < nt; ++t) {",
+            f"          const int ix0 = ox0 + 4 * t - {g.pl};",
+            *transform("          ", f"(buf + (long)t * {k})", str(ak)),
+            "        }",
+            f"        for (int j = 0; j < {pts}; ++j)",
+            f"          {gebp}(buf + (long)j * {ak}, {k}, nt, bp + (long)j * {p.size},"
+            f" zc, mb + (long)j * {am}, {npad}, ky0 * {g.c}, ns * {g.c});",
+            "        for (int t = 0; t < nt; ++t) {",
+            "          const int ox = ox0 + 4 * t;",
+            *store("          ", f"(mb + (long)t * {npad})", str(am)),
+            "        }",
+            "      }",
+            "    }",
+            "  }",
+            "#else",
+        ]
+        # the portable build: the same transforms, the products in plain loops
+        out += [
+            f"  float vt[{pts * k}], mt[{pts * npad}];",
+            *_batch_loop(xv, yv, "float", "float"),
+            "    for (int oy = yl1; oy < yl1 + yn1; ++oy) {",
+            *rows_and_tiles("      "),
+            "      for (int ox = yl2; ox < yl2 + yn2; ox += 4) {",
+            f"        const int ix0 = ox - {g.pl};",
+            *transform("        ", "vt", str(k)),
+            f"        for (int j = 0; j < {pts}; ++j) {{",
+            f"          float *mj = mt + j * {npad};",
+            f"          const float *bj = bp + (long)j * {p.size};",
+            f"          for (int co = 0; co < {npad}; ++co) mj[co] = 0;",
+            f"          for (int kk = 0; kk < ns * {g.c}; ++kk) {{",
+            f"            const int k = ky0 * {g.c} + kk;",
+            *_port_accum(p, "mj", "bj", "k", f"vt[j * {k} + kk]", "            "),
+            "          }",
+            "        }",
+            *store("        ", "mt", str(npad)),
+            "      }",
+            "    }",
+            "  }",
+            "#endif",
+            "}",
+        ]
+        return "\n".join(out)
+
+    name = _helper(unit, key, f"tg_wconv_{g.kh}x{g.kw}_{g.c}_{g.co}", build)
+    return f"  {name}({ins[0].name}, {xv.bounds()}, {', '.join(consts)}, {y.name}, {yv.bounds()});"
 
 
 def _im2col_body(

@@ -36,6 +36,7 @@ from tigris_ir.plan.tiling import (
     ACC_DTYPE,
     GraphTables,
     build_band,
+    in_place_source,
     input_rows,
     num_tiles,
     overhead_bytes,
@@ -731,9 +732,11 @@ def test_plans_keep_the_budget_and_cover_the_output(
     assert p.fits == (budget >= min_budget(g))
 
 
-def _brute_force(ctx: _Ctx) -> int:
-    """The least cost over every partition, each stage weighed as the
-    dynamic programme weighs it (normal, chain or tiled estimate)."""
+def _partitions(ctx: _Ctx) -> list[tuple[int, int]]:
+    """(cost, cut activations) of every partition, each stage weighed as the
+    dynamic programme weighs it (normal, chain or tiled estimate); an
+    activation is cut when it may overwrite its input (`in_place_source`)
+    and a stage boundary lies between it and that input's producer."""
     graph, budget = ctx.graph, ctx.budget
     n = len(graph.nodes)
 
@@ -747,12 +750,16 @@ def _brute_force(ctx: _Ctx) -> int:
             best = min(best, ctx.traffic(i, j) + chain.recomputed)
         return min(best, ctx.tiled_cost(i, j))
 
-    best = _INF
+    def cut(i: int, j: int) -> int:
+        sources = (in_place_source(graph, k) for k in range(i, j))
+        return sum(1 for x in sources if x is not None and (graph.producer(x) or 0) < i)
+
+    keys: list[tuple[int, int]] = []
     for mask in itertools.product([False, True], repeat=n - 1):
         cuts = [0] + [k + 1 for k, m in enumerate(mask) if m] + [n]
-        total = sum(cost(a, b) for a, b in zip(cuts, cuts[1:]))
-        best = min(best, total)
-    return best
+        segments = list(zip(cuts, cuts[1:]))
+        keys.append((sum(cost(a, b) for a, b in segments), sum(cut(a, b) for a, b in segments)))
+    return keys
 
 
 @settings(max_examples=25, deadline=None)
@@ -765,21 +772,47 @@ def _brute_force(ctx: _Ctx) -> int:
         max_size=5,
     ),
     budget=st.integers(200, 4000),
+    eb=st.sampled_from([1, 4]),
 )
-def test_stage_cuts_are_optimal(specs: list[tuple[str, int, int]], budget: int):
-    g = random_graph(specs, 16, 1)
+def test_stage_cuts_are_optimal(specs: list[tuple[str, int, int]], budget: int, eb: int):
+    """Stage formation finds the least cost of all partitions and, among the
+    partitions of that cost, the fewest activations cut off their producer."""
+    g = random_graph(specs, 16, eb)
     if len(g.nodes) > 8:
         return
-    ctx = _ctx(g, budget)
+    ctx = _ctx(g, budget * eb)
     if not all(
-        normal_peak(g, k, k + 1) <= budget
+        normal_peak(g, k, k + 1) <= budget * eb
         or not isinstance(ctx.band(k, k + 1), str)
-        and min_band_bytes(ctx.band(k, k + 1)) <= budget  # type: ignore[arg-type]
+        and min_band_bytes(ctx.band(k, k + 1)) <= budget * eb  # type: ignore[arg-type]
         for k in range(len(g.nodes))
     ):
         return
-    _, cost = _form(ctx)
-    assert cost == _brute_force(_ctx(g, budget))
+    _, (cost, cut, _) = _form(ctx)
+    assert (cost, cut) == min(_partitions(_ctx(g, budget * eb)))
+
+
+def test_an_activation_stays_with_its_producer_among_equal_cuts():
+    """conv -> relu -> GlobalAveragePool at 1K: cutting before the Relu or
+    after it moves the same bytes (the two tensors have one size); the Relu
+    stays in the convolution's stage, where it overwrites the conv's rows."""
+    b = GraphBuilder(elem_bytes=4)
+    x = b.input("x", (1, 16, 16, 8))
+    r = b.relu(b.conv(x, 8, 3))
+    b.output(b.gemm(b.flatten(b.global_avg_pool(r)), 4))
+    g = b.build()
+    p = plan(g, 1024)
+    check_plan(g, p)
+    assert p.fits
+    (relu,) = (k for k, node in enumerate(g.nodes) if node.op == "nn.relu")
+    unit = [s.chain if s.chain is not None else -1 - s.index for s in p.stages]
+    stage_of = {k: s.index for s in p.stages for k in range(s.start, s.stop)}
+    assert unit[stage_of[relu]] == unit[stage_of[relu - 1]]
+    # a tie: the least cost is also reached by cutting the Relu off
+    keys = _partitions(_ctx(g, 1024))
+    least = min(keys)
+    assert least[1] == 0 and min(k for k in keys if k[1] > 0)[0] == least[0]
+    assert _form(_ctx(g, 1024))[1][:2] == least
 
 
 def test_rows_of_every_tile_follow_the_spec_formula():

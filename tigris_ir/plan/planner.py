@@ -85,6 +85,15 @@ they recompute cost less than the traffic they save; where line buffers
 fit, they cost no MAC and win. `min_single_budget(max_recompute=f)` finds
 the smallest single SRAM whose plan recomputes at most a fraction f of the
 MACs, and `frontier` plans the whole range of budgets, the trade in full.
+
+Ties. Among plans of equal cost, stage formation keeps the one that cuts
+the fewest unary activations off their producer (an activation that may
+overwrite its input, `tiling.in_place_source`, in another unit than that
+input's producer), then the one of fewest stages: the key (cost, cut
+activations, stages) adds up over units and compares as a tuple. A cut
+before such an activation moves the same bytes as one after it, but leaves
+it to run alone on the loaded tensor, where in the producer's unit it
+overwrites the producer's buffer and a kernel's epilogue may take it.
 """
 
 from __future__ import annotations
@@ -1591,25 +1600,62 @@ def form_stages(
     tiles load it). Chains come back as their member stages, which
     `find_chains` fuses again. A node that fits in no way becomes a stage of
     its own that does not fit. Recomputed MACs count `mac_weight` bytes each.
+
+    Among cuts of equal cost, the fewest activations cut off their producer
+    (`_cut_activations`), then the fewest stages: a unit key (cost, cut
+    activations, stages) is compared as a tuple.
     """
     ctx = _Ctx(graph, GraphTables(graph), budget, (3, 4) if chain_1d else (4,), mac_weight)
     return _form(ctx)[0]
 
 
-def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
-    """(the cuts, their cost) of the dynamic programme of `form_stages`."""
+def _cut_activations(
+    tables: GraphTables,
+) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
+    """(source, readers): `source[k]` is the index of the node producing the
+    tensor activation k may overwrite (`tiling.in_place_source`: a unary
+    activation, the only reader of a computed float32 tensor), -1 for any
+    other node; `readers[p]` lists those activations of producer p.
+
+    A stage that starts between such a producer and its activation costs the
+    same traffic as one starting after the activation (the tensor and the
+    activated one have the same size), but the activation then runs alone on
+    the loaded tensor instead of in the producer's band, where it shares the
+    producer's buffer and a kernel's epilogue may take it (`lower-gebp`).
+    Stage formation counts such cuts as its secondary key."""
+    graph = tables.graph
+    source = [-1] * len(graph.nodes)
+    readers: list[list[int]] = [[] for _ in graph.nodes]
+    for k, name in enumerate(tables.in_place):
+        p = None if name is None else graph.producer(name)
+        if p is not None:
+            source[k] = p
+            readers[p].append(k)
+    return tuple(source), tuple(tuple(r) for r in readers)
+
+
+def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], tuple[int, int, int]]:
+    """(the cuts, their key) of the dynamic programme of `form_stages`.
+
+    best[j] is the key (cost, cut activations, stages) of the best cuts of
+    ops [0, j); keys add up over units and compare as tuples, so the cost
+    decides and the counts only break its ties."""
     graph, tables, budget = ctx.graph, ctx.tables, ctx.budget
     n = len(graph.nodes)
-    best: list[tuple[int, int]] = [(0, 0)] + [(_INF, 0)] * n
+    source, readers = _cut_activations(tables)
+    best: list[tuple[int, int, int]] = [(0, 0, 0)] + [(_INF, 0, 0)] * n
     back: list[tuple[tuple[int, int], ...]] = [()] * (n + 1)
     for j in range(1, n + 1):
         normal = _NormalScan(graph, tables, j, ctx.streamed, ctx.streamed_out)
         band = BandBuilder(tables, j)
         band_ok = True
-        tiled: list[tuple[int, int, bool, int]] = []  # (bound, i, a chain may fit, reads)
+        # (bound, i, a chain may fit, reads, activations of [i, j) cut off their producer)
+        tiled: list[tuple[int, int, bool, int, int]] = []
         single = ctx.residents is not None
+        cut = 0  # activations of ops [i, j) whose producer runs before i
         for i in range(j - 1, -1, -1):
             normal.prepend()
+            cut += (source[i] >= 0) - sum(1 for k in readers[i] if k < j)
             if single:
                 assert ctx.residents is not None
                 room = budget - ctx.residents.across[i] - normal.out_bytes
@@ -1633,7 +1679,7 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
             lb = normal.reads + normal.writes
             if fits:
                 cost = 0 if (i == 0 and j == n) else lb
-                cand = (best[i][0] + cost, best[i][1] + 1)
+                cand = (best[i][0] + cost, best[i][1] + cut, best[i][2] + 1)
                 if cand < best[j]:
                     best[j], back[j] = cand, ((i, j),)
             elif (
@@ -1644,15 +1690,17 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
                 chainable = band.error is None and (
                     band.bytes1 <= room or band.lb_ok and band.floor_lb1_scratch(single) <= room
                 )
-                tiled.append((best[i][0] + lb, i, chainable, normal.reads))
-        for bound, i, chainable, once in sorted(tiled):
-            if (bound, best[i][1] + 1) >= best[j]:
-                break
+                tiled.append((best[i][0] + lb, i, chainable, normal.reads, cut))
+        for bound, i, chainable, once, cut in sorted(tiled):
+            if bound > best[j][0]:
+                break  # the rest cost at least as much (their bounds are sorted)
+            if (bound, best[i][1] + cut, best[i][2] + 1) >= best[j]:
+                continue  # no cheaper, nor as cheap with fewer cut activations or stages
             members = chain_members(ctx, i, j) if chainable else None
             chain = None if members is None else ctx.chain(members, exact=False)
             if members is not None and chain is not None:
                 cost = bound + chain.extra_cost(once, ctx.mac_weight)
-                cand = (cost, best[i][1] + len(members))
+                cand = (cost, best[i][1] + cut, best[i][2] + len(members))
                 if cand < best[j]:
                     best[j], back[j] = cand, members
                 if cost == bound:  # nothing beyond reading once: no tiled stage is cheaper
@@ -1660,18 +1708,20 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], int]:
             cost = ctx.tiled_cost(i, j)
             if cost >= _INF:
                 continue
-            cand = (best[i][0] + cost, best[i][1] + 1)
+            cand = (best[i][0] + cost, best[i][1] + cut, best[i][2] + 1)
             if cand < best[j]:
                 best[j], back[j] = cand, ((i, j),)
         if best[j][0] >= _INF:  # node j - 1 fits in no way: a stage that does not fit
-            best[j] = (best[j - 1][0] + _INF // (n + 1), best[j - 1][1] + 1)
+            prev = best[j - 1]
+            cut = int(source[j - 1] >= 0)
+            best[j] = (prev[0] + _INF // (n + 1), prev[1] + cut, prev[2] + 1)
             back[j] = ((j - 1, j),)
     cuts: list[tuple[int, int]] = []
     j = n
     while j > 0:
         cuts.extend(reversed(back[j]))
         j = back[j][0][0]
-    return tuple(reversed(cuts)), best[n][0]
+    return tuple(reversed(cuts)), best[n]
 
 
 def _stage_cost(ctx: _Ctx, start: int, stop: int) -> int:

@@ -160,7 +160,7 @@ def test_the_c_and_the_interpreter_equal_the_references(budget: int):
 
     x = np.random.default_rng(3).standard_normal((1, 13, 11, 8)).astype(np.float32)
     sess = ort.InferenceSession(_model().SerializeToString(), providers=["CPUExecutionProvider"])
-    (onnx_y,) = sess.run(None, {"x": x.transpose(0, 3, 1, 2)})
+    onnx_y = np.asarray(sess.run(None, {"x": x.transpose(0, 3, 1, 2)})[0])
     for winograd in (True, False):
         module, weights = _plan(budget, winograd)
         fn = main_func(module)

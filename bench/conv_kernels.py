@@ -3,7 +3,10 @@
 Each MobileNetV2-224 layer shape (plus a ResNet-style 3x3) is printed through
 the `c_conv` emitters as one whole-tensor band, compiled as the network build
 compiles it (`-O3 -march=native -ffp-contract=off`, no bounds checks) and timed
-against numpy on the same product: `np.matmul` of the pixels by the weights
+against numpy on the same product (the kernel lower-gebp picks for the
+host: the 3x3 stride-1 convolution of 64 channels runs Winograd's F(4, 3)
+along the width; GFLOP/s count 2 x the direct product's MACs, so a kernel
+doing fewer multiply-adds shows above the FMA peak): `np.matmul` of the pixels by the weights
 for pointwise layers, of the im2col matrix (built outside the timing) for
 general convolutions, and a multiply-add per tap over shifted views for
 depthwise ones. numpy's BLAS is held to one thread.

@@ -90,10 +90,16 @@ from tigris_ir.rtile.lower import kernel
 from tigris_ir.rtile.sites import Site, describe
 
 
-def site_kernel(op: Operation, site: Site, winograd: bool = True) -> None:
+def site_kernel(
+    op: Operation,
+    site: Site,
+    winograd: bool = True,
+    operands: tuple[list[rd.Operand], rd.Operand] | None = None,
+) -> None:
     """Replace the kernel of one site by the one its geometry and target give
     (an activation fused before stays fused: its band is gone); `winograd`:
-    a convolution that qualifies (`winograd_channels`) runs F(4, 3)."""
+    a convolution that qualifies (`winograd_channels`, on `operands`, the
+    band's memrefs' where not given) runs F(4, 3)."""
     old = kernel_of(op)
     clamp = clamp_of(op)  # of its kernel, or stated beside its direct loops
     op.attributes.pop(CLAMP, None)
@@ -113,7 +119,7 @@ def site_kernel(op: Operation, site: Site, winograd: bool = True) -> None:
     except ValueError as e:
         raise PassFailedException(f"lower-gebp: {describe(op)}: {TARGET}: {e}") from None
     k = site.k
-    channels = winograd_channels(op, site, target) if winograd else None
+    channels = winograd_channels(op, site, target, operands) if winograd else None
     run = window_run(op, site)
     packing: rk.Packing = "window" if run is not None else site.packing
     if channels is not None and isinstance(op, nn.ConvOp):
@@ -143,12 +149,18 @@ def window_run(op: Operation, site: Site) -> int | None:
     )
 
 
-def winograd_channels(op: Operation, site: Site, target: tg.Target) -> int | None:
+def winograd_channels(
+    op: Operation,
+    site: Site,
+    target: tg.Target,
+    operands: tuple[list[rd.Operand], rd.Operand] | None = None,
+) -> int | None:
     """The input channels of a convolution whose kernel runs Winograd's F(4, 3)
     along the width (`rtile.kernel.winograd_taps`: float32, one group, three
     taps wide at stride and dilation 1 along the width, enough channels, a
     target with a float vector unit) and whose band's operands its driver reads
-    (channels whole and dense); None for every other site."""
+    (channels whole and dense: `operands`, the band's memrefs' where not
+    given); None for every other site."""
     if site.packing != "im2col" or not isinstance(op, nn.ConvOp) or len(op.kernel()) != 2:
         return None
     dil, st = op.dilations(), op.strides()
@@ -157,7 +169,7 @@ def winograd_channels(op: Operation, site: Site, target: tg.Target) -> int | Non
         target, site.dtype, op.groups(), op.kernel()[-1], st[-1] if st else 1,
         dil[-1] if dil else 1, c,
     )
-    operands = band_operands(op)
+    operands = operands or band_operands(op)
     if got is None or operands is None:
         return None
     ins, y = operands

@@ -49,22 +49,37 @@ def default_kernel(
     op: Operation,
     ins: Sequence[c_band.CTensor] = (),
     outs: Sequence[c_band.CTensor] = (),
+    winograd: bool = True,
 ) -> None:
     """gebp-tile (the model's default for the host) and lower-gebp on one op,
     whose band reads `ins` and writes `outs` (lower-gebp's decisions of a
-    band's direct loops and a depthwise kernel)."""
+    band's direct loops, of a Winograd kernel unless not `winograd`, and of a
+    depthwise kernel; without operands the op's own dense tensors)."""
+    mems = [Operand(t.shape, t.strides, t.cut, t.value is not None) for t in (*ins, *outs)]
+    if not mems:
+        whole = [nn.shape_of(v) for v in (*op.operands, op.results[0])]
+        mems = [Operand(tuple(sh), _dense(sh), (), i in (1, 2)) for i, sh in enumerate(whole)]
+    operands = (mems[:-1], mems[-1])
     site = gemm_site(op)
     if site is not None:
         target = host_target()
         g = rt.default(decide.file_of(target, site), site.m, site.n)
         decide.set_geometry(op, site, g, decide.target_label(target))
-        site_kernel(op, site)
+        site_kernel(op, site, winograd, operands if len(outs) <= 1 else None)
     if not isinstance(op, nn.ConvOp | nn.GemmOp | nn.MatMulOp) or len(outs) != 1:
         return
-    mems = [Operand(t.shape, t.strides, t.cut, t.value is not None) for t in (*ins, *outs)]
-    state_direct(op, (mems[:-1], mems[-1]))
+    state_direct(op, operands)
     if isinstance(op, nn.ConvOp) and channelwise(op):
         state_depthwise(op)
+
+def _dense(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major element strides of a dense tensor of `shape`."""
+    out, step = [], 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= n
+    return tuple(reversed(out))
+
 
 def _build_dir() -> Path:
     global _DIR

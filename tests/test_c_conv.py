@@ -289,23 +289,45 @@ def _packing(op: nn.NNOp) -> str:
 def test_window() -> None:
     """float32 convolutions whose kernel rows are runs of at least 16 input
     values read their pixels' windows in place (lower-gebp's "window"
-    packing), the pixels whose window leaves the image gathered: stride 2
+    packing; at stride 1 those of fewer than 8 channels: more run Winograd's
+    F(4, 3)), the pixels whose window leaves the image gathered: stride 2
     with asymmetric pads, 2D tiles, held bands wider than needed, a 1D map, a
     1x1 stride-2 projection, a row of more pixels than one block; int8 ones
     keep their gathered rows."""
     b = Batch()
     for op in (
         conv((1, 9, 11, 8), 12, (3, 3), s=2, pads=(1, 2, 0, 1)),
-        conv((1, 7, 10, 16), 16, (3, 3), pads=(1, 1, 1, 1)),
+        conv((1, 7, 10, 7), 16, (3, 3), pads=(1, 1, 1, 1)),
         conv((1, 20, 24), 8, (3,), pads=(1, 1)),
         conv((1, 8, 8, 16), 32, (1, 1), s=2),
-        conv((1, 3, 100, 40), 9, (3, 3), pads=(1, 1, 1, 1)),
+        conv((1, 3, 100, 7), 9, (3, 3), pads=(1, 1, 1, 1)),
     ):
         assert _packing(op) == "window", op
         b.add(op, row_bands(op, grow=1))
     b.run()
+    assert _packing(conv((1, 7, 10, 16), 16, (3, 3), pads=(1, 1, 1, 1))) == "winograd"
     assert _packing(conv((1, 7, 10, 16), 16, (3, 3), pads=(1, 1, 1, 1), quant=U8)) == "im2col"
     assert _packing(conv((1, 9, 11, 3), 12, (3, 3), s=2, pads=(1, 0, 0, 2))) == "im2col"
+
+
+def test_winograd() -> None:
+    """float32 convolutions three taps wide at stride and dilation 1 along the
+    width, of at least 8 channels, run Winograd's F(4, 3) along the width, and
+    their bands equal the direct product (band_exec before any kernel): held
+    bands wider than needed, 2D tiles whose rows end in partial tiles, pads
+    of 0 and 2 along the width, stride and dilation along the height, a
+    kernel one row high, more tiles to a row than one row block."""
+    b = Batch()
+    for op in (
+        conv((1, 7, 10, 16), 16, (3, 3), pads=(1, 1, 1, 1)),
+        conv((1, 9, 11, 8), 12, (3, 3), s=(2, 1), pads=(1, 0, 0, 2)),
+        conv((1, 9, 13, 8), 8, (3, 3), d=(2, 1), pads=(2, 1, 2, 1)),
+        conv((1, 5, 9, 8), 8, (1, 3), pads=(0, 1, 0, 1)),
+        conv((1, 3, 100, 40), 9, (3, 3), pads=(1, 1, 1, 1)),
+    ):
+        assert _packing(op) == "winograd", op
+        b.add(op, row_bands(op, grow=1))
+    b.run()
 
 
 @pytest.mark.parametrize("quant", [None, U8], ids=["f32", "u8"])

@@ -3,6 +3,8 @@
 // RUN: filecheck %s --check-prefix=IR < %t.mlir
 // RUN: tigris-opt %t.mlir -t c | filecheck %s --check-prefix=C
 // RUN: tigris-opt %t.onnx --tile-stages=budget=64K --fuse-chains --backprop-heights --lower-to-loops --gebp-tile=target=cortex-m7 --lower-gebp --plan-arena | filecheck %s --check-prefix=M7
+// RUN: sed -e 's/rtile.pack_a "window" kp 72 into f32/rtile.pack_a "winograd" kp 72 into f32/' %t.mlir > %t.bad.mlir
+// RUN: not tigris-opt %t.bad.mlir -t c 2>&1 | filecheck %s --check-prefix=BAD
 
 // A float32 convolution of one group, three taps wide at stride and dilation
 // 1 along the width, of at least 8 input channels, runs Winograd's F(4, 3)
@@ -56,3 +58,7 @@
 // A Cortex-M target has no float vector unit: its float32 convolutions keep
 // their direct kernels.
 // M7-NOT: "winograd"
+
+// A Winograd kernel stated on a convolution it cannot run (here stride 2)
+// is refused by the C printer, naming the rule.
+// BAD: tigris-opt: error: nn.conv: its rtile.kernel runs Winograd's F(4, 3) along the width, which takes one group and 3 taps at stride and dilation 1 (got 1 group(s), 3 taps, stride 2, dilation 1)

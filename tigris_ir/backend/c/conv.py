@@ -2174,14 +2174,14 @@ def _emit_winograd(
     tile's pixels inside the band. The portable build runs the same
     transforms with the products in plain loops over the same panels."""
     k = g.kh * g.c
-    p = _panels(op, k, g.co, False)
-    _expect(op, p, "winograd")
-    if g.groups != 1 or (g.kw, g.sw, g.dw) != (3, 1, 1) or p.k % g.c:
+    if g.groups != 1 or (g.kw, g.sw, g.dw) != (3, 1, 1):
         raise CLoweringError(
             f"{op.name}: its rtile.kernel runs Winograd's F(4, 3) along the width, which "
             f"takes one group and 3 taps at stride and dilation 1 (got {g.groups} group(s), "
             f"{g.kw} taps, stride {g.sw}, dilation {g.dw})"
         )
+    p = _panels(op, k, g.co, False)
+    _expect(op, p, "winograd")
     if xv.strides[3] != 1 or xv.strides[2] != g.c or yv.strides[3] != 1:
         raise CLoweringError(
             f"{op.name}: a Winograd kernel reads pixels of {g.c} dense channels and stores "

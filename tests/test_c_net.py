@@ -650,6 +650,28 @@ def test_tigris_run_backend_c_checks_and_counts(toy, tmp_path: Path, capsys):
     assert np.load(y).shape == (1, 4, 8, 8)
 
 
+def test_the_host_memory_bound_counts_no_view_of_a_dynamic_size():
+    """tigris-run's bound on the tensors a run holds counts static types only: a
+    band's view of a dynamic size (into an arena of a loop-level plan, counted
+    itself) is no tensor of its own, so a plan of large dynamic views runs,
+    while a static tensor above the machine's memory is still refused."""
+    from tigris_ir.tools.cli import Diagnostic
+    from tigris_ir.tools.tigris_run import check_host_memory, host_memory_bytes
+
+    ctx = Context()
+    for d in (Builtin, Func):
+        ctx.load_dialect(d)
+
+    def module(t: str) -> ModuleOp:
+        return Parser(ctx, f"func.func @f(%a: {t}) {{ func.return }}").parse_module()
+
+    check_host_memory(module("memref<?x?x8x16xf32>"), "plan.mlir")
+    if not host_memory_bytes():
+        pytest.skip("the machine's memory is not known here")
+    with pytest.raises(Diagnostic, match="would hold up to"):
+        check_host_memory(module("tensor<1000000x1000000x1000xf32>"), "plan.mlir")
+
+
 def test_tigris_run_backend_c_reports_errors_in_one_line(toy, capsys):
     import sys
 

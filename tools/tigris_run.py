@@ -229,7 +229,9 @@ def host_memory_bytes() -> int:
 def check_host_memory(module, origin: str) -> None:
     """Refuse to run a module whose tensors, all held at once (an upper bound of
     what the numpy reference and the interpreter allocate), exceed the machine's
-    memory; counted from the types, before anything is allocated."""
+    memory; counted from the types, before anything is allocated. A type with
+    a dynamic size (a band's view into an arena of a loop-level plan) holds
+    nothing of its own: the arenas it views are counted."""
     from xdsl.dialects.builtin import MemRefType, TensorType
 
     from tigris_ir.dialects import nn
@@ -240,7 +242,7 @@ def check_host_memory(module, origin: str) -> None:
         values = [*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)]
         for v in values:
             t = v.type
-            if isinstance(t, TensorType | MemRefType):
+            if isinstance(t, TensorType | MemRefType) and min(t.get_shape(), default=0) >= 0:
                 try:
                     size = nn.element_dtype(t.element_type).itemsize
                 except Exception:  # an element type the nn dialect does not size

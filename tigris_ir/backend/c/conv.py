@@ -2222,7 +2222,9 @@ def _emit_winograd(
 
         return _helper(unit, f"fwgebp.{gp.key()}", f"tg_fwgebp_{k}x{g.co}", build)
 
-    def rows_and_tiles(indent: str) -> list[str]:
+    def row_head() -> list[str]:
+        """An output row's kernel rows inside the image (ky0, ns), its output
+        pointer, and a row no kernel row reaches (the bias, activated)."""
         return [
             *_row_offsets(g, xv),
             "      int ky0 = -1, ns = 0;",
@@ -2284,7 +2286,7 @@ def _emit_winograd(
         out.append(f"  float *mb = buf + {pts * ak};")
         out += _batch_loop(xv, yv, "float", "float")
         out.append("    for (int oy = yl1; oy < yl1 + yn1; ++oy) {")
-        out += rows_and_tiles("      ")
+        out += row_head()
         out += [
             f"      for (int ox0 = yl2; ox0 < yl2 + yn2; ox0 += {4 * mc}) {{",
             "        const int left = yl2 + yn2 - ox0;",
@@ -2310,7 +2312,7 @@ def _emit_winograd(
             f"  float vt[{pts * k}], mt[{pts * npad}];",
             *_batch_loop(xv, yv, "float", "float"),
             "    for (int oy = yl1; oy < yl1 + yn1; ++oy) {",
-            *rows_and_tiles("      "),
+            *row_head(),
             "      for (int ox = yl2; ox < yl2 + yn2; ox += 4) {",
             f"        const int ix0 = ox - {g.pl};",
             *transform("        ", "vt", str(k)),

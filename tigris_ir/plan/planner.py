@@ -921,20 +921,34 @@ CHANNEL_GROUP_TRIES = 48
 C / 2, C / 3, ... evened out); a band that fits only with smaller groups takes
 the largest group that fits."""
 
+CHANNEL_GROUP_ALIGN = 16
+"""Among channel groups loading the same bytes, one of a multiple of this many
+channels is preferred: 16 is the widest float32 vector of any target (AVX-512)
+and a multiple of every narrower one (AVX2's 8, the 4 of a Cortex-M's DSP
+extension), so an aligned group runs whole vectors where an even split (39 of
+576 channels) leaves a partial one in every pixel."""
+
 
 def _channel_groups(model: BandModel, budget: int, exact: bool = True) -> _Tiling | None:
     """Groups of g channels, outermost, each run over the strips (or 2D
     tiles) of the band of g channels (`channel_slice`); the group loading the
-    fewest input bytes in all wins (ties: fewer tiles). The groups split the
-    channels evenly. None for a band that is not channel local or where not
-    even one channel of a 1 x 1 tile fits."""
+    fewest input bytes in all wins (ties: a multiple of `CHANNEL_GROUP_ALIGN`
+    channels, then fewer tiles). The candidates split the channels evenly
+    (the largest ones first), each beside the multiple of `CHANNEL_GROUP_ALIGN`
+    just below it (the last group the rest). None for a band that is not channel local or where
+    not even one channel of a 1 x 1 tile fits."""
     c = channel_count(model)
     if not c:
         return None
-    sizes = sorted({-(-c // n) for n in range(2, c + 1)}, reverse=True)
+    align = CHANNEL_GROUP_ALIGN
+    even = {-(-c // n) for n in range(2, c + 1)}
+    sizes = sorted(even | {e // align * align for e in even if e > align}, reverse=True)
     best: _Tiling | None = None
     tried = 0
+    whole = False  # a group with one spatial tile was found: only an aligned one may follow
     for g in sizes:
+        if whole and g % align:
+            continue
         sub = channel_slice(model, g)
         if min_band_bytes(sub) > budget:
             continue
@@ -949,12 +963,19 @@ def _channel_groups(model: BandModel, budget: int, exact: bool = True) -> _Tilin
         # every channel loads the rows (and columns) its group's tiles load
         reads = t.reads // g * c
         found = replace(t, tiles=t.tiles * groups, reads=reads, channel_group=g)
-        if best is None or (found.reads, found.tiles) < (best.reads, best.tiles):
+        if best is None or _group_key(found, align) < _group_key(best, align):
             best = found
-        tried += 1
-        if t.tiles == 1 or tried >= CHANNEL_GROUP_TRIES:
+        tried += g in even
+        if g % align == 0 and (t.tiles == 1 or whole):
             break  # one spatial tile loads every input once: fewer channels only add tiles
+        whole = whole or t.tiles == 1
+        if tried >= CHANNEL_GROUP_TRIES:
+            break
     return best
+
+
+def _group_key(t: _Tiling, align: int) -> tuple[int, bool, int]:
+    return (t.reads, t.channel_group % align != 0, t.tiles)
 
 
 def _windows(model: BandModel) -> int:

@@ -241,6 +241,25 @@ def test_depthwise(quant: Quant | None) -> None:
     b.run()
 
 
+def test_depthwise_row_kernel() -> None:
+    """float32 rows wide enough for whole blocks of pixels (the row kernel:
+    each input vector loaded once per block) inside the image, at its left
+    and right edges and in the padding's columns, a partial block after
+    them; stride 2 and dilation 2; a tile starting mid-row; channels of
+    whole vectors (the row kernel) and with a scalar tail (never it)."""
+    b = Batch()
+    for shape, k in (((1, 6, 27, 32), {}), ((1, 5, 40, 48), {"s": 2}), ((1, 7, 30, 16), {"d": 2})):
+        pads = (2, 2, 2, 2) if k.get("d") else (1, 1, 1, 1)
+        op = conv(shape, shape[-1], (3, 3), pads=pads, group=shape[-1], **k)
+        w = nn.shape_of(op.results[0])[2]
+        bands = row_bands(op, grow=1)
+        bands.append((held_for(op, {1: (1, 3), 2: (3, w - 2)}), {1: (1, 3), 2: (3, w - 2)}))
+        b.add(op, bands)
+    op = conv((1, 4, 26, 36), 36, (3, 3), pads=(1, 1, 1, 1), group=36)
+    b.add(op, row_bands(op))
+    b.run()
+
+
 @pytest.mark.parametrize("quant", [U8, I8], ids=["u8", "i8"])
 def test_depthwise_int8_without_avx512(quant: Quant) -> None:
     """The int8 depthwise kernel where the host has AVX2 but not AVX-512

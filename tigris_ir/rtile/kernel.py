@@ -288,7 +288,9 @@ DW_KERNELS: tuple[DwKernel, ...] = ("vector", "dsp", "mve")
 
 DW_PIXELS = 8
 """Output pixels per block of the float32 depthwise kernel (their tap pointers
-stay on the stack, the taps' weights in vector registers across the block)."""
+stay on the stack, the taps' weights in vector registers across the block; a
+whole block of a row keeps one accumulator per pixel and loads each input
+vector once per kernel row)."""
 
 DW_WEIGHT_REGISTERS = 20
 """The taps' weight vectors a float32 depthwise step may hold in registers

@@ -26,7 +26,10 @@ weights (the portable build):
 * depthwise convolutions: per output pixel one pointer per tap (a pad row of
   zeros, or of the input zero point, where the tap leaves the image), vectors
   over channels, the kernel, lanes, vectors and pixels a step its
-  `rtile.depthwise` states;
+  `rtile.depthwise` states; a float32 block of that many pixels of a row,
+  channels in whole vectors, loads each input vector once per kernel row and
+  multiplies it into every pixel whose window holds it (skipping the
+  padding's columns at an edge), the same sums in the same order;
 * every other convolution (strides, dilations, groups, channel multipliers):
   per output row, blocks of pixels gathered into a small stack buffer (im2col
   rows, tap-major, zeros for padding), then the same GEBP per group.
@@ -2699,12 +2702,89 @@ def _emit_depthwise(
             body += [f"            TG_ST(yp + {c} + {o}, a{j});" for j, o in enumerate(v)]
             return [*body, "          }", "        }"]
 
-        full, rest = divmod(cv, nv)
-        if full:
-            out.append(f"        for (int c0 = 0; c0 < {full * nv * lanes}; c0 += {nv * lanes})")
-            out += chunk_block(nv, "c0")
-        if rest:
-            out += chunk_block(rest, str(full * nv * lanes))
+        def row_block(n: int, c: str, edge: bool = False) -> list[str]:
+            """A whole block of pixels: per channel vector and kernel row, each
+            input vector loaded once and multiplied into every pixel whose
+            window holds it, in the taps' order per pixel (the same sums as
+            the tap pointers give). `edge`: some taps fall in the padding,
+            their columns are skipped (they add zeros)."""
+            cs = xv.strides[2]
+            span = (pix - 1) * g.sw + (g.kw - 1) * g.dw + 1
+            body = ["        {"]
+            for k in range(t):
+                loads = [f"w{k}_{j} = TG_LD(w + {k * cp} + {c} + {j * lanes})" for j in range(n)]
+                body.append(f"          const tg_vf {', '.join(loads)};")
+            for j in range(n):
+                o = j * lanes
+                accs = [f"a{p}" for p in range(pix)]
+                body += [
+                    "          {",
+                    f"            const tg_vf b_ = TG_LD(bias + {c} + {o});",
+                    f"            tg_vf {', '.join(f'{a} = b_' for a in accs)};",
+                ]
+                for ky in range(g.kh):
+                    # at an edge the base is the row's first held pixel: no
+                    # pointer is formed outside the buffer
+                    at = "" if edge else f" + (long)(ix_a - xl2) * {cs}"
+                    body += [
+                        f"            if (rok[{ky}]) {{",
+                        f"              const float *r_ = xn + roff[{ky}]{at} + {c} + {o};",
+                    ]
+                    for i in range(span):
+                        uses = [
+                            (p, kx)
+                            for p in range(pix)
+                            for kx in range(g.kw)
+                            if p * g.sw + kx * g.dw == i
+                        ]
+                        if not uses:
+                            continue
+                        at = f"(long)(ix_a + {i} - xl2) * {cs}" if edge else str(i * cs)
+                        inside = f"if ((unsigned)(ix_a + {i}) < {g.w}u) " if edge else ""
+                        body.append(f"              {inside}{{ const tg_vf v_ = TG_LD(r_ + {at});")
+                        body += [
+                            f"                TG_FMA(a{p}, v_, w{ky * g.kw + kx}_{j});"
+                            for p, kx in uses
+                        ]
+                        body.append("              }")
+                    body.append("            }")
+                body += vclamp(accs, "            ")
+                body += [
+                    f"            TG_ST(yr + (long)(ox0 + {p} - yl2) * {yv.strides[2]} + {c} + {o},"
+                    f" a{p});"
+                    for p in range(pix)
+                ]
+                body.append("          }")
+            return [*body, "        }"]
+
+        def chunks(block: Callable[[int, str], list[str]]) -> list[str]:
+            got = []
+            full, rest = divmod(cv, nv)
+            if full:
+                step = nv * lanes
+                got.append(f"        for (int c0 = 0; c0 < {full * step}; c0 += {step})")
+                got += block(nv, "c0")
+            if rest:
+                got += block(rest, str(full * nv * lanes))
+            return got
+
+        if nc == cv * lanes:  # whole vectors: the row kernel on whole blocks
+            last = f"ix_a + {(pix - 1) * g.sw + (g.kw - 1) * g.dw}"
+            out[2:2] = [
+                f"        const int ix_a = ox0 * {g.sw} - {g.pl};",
+                f"        if (pn == {pix} && ix_a >= 0 && {last} < {g.w}) {{",
+                f"          TIGRIS_BOUND(ix_a >= xl2 && {last} < xl2 + xn2);",
+                *chunks(row_block),
+                "          continue;",
+                "        }",
+                f"        if (pn == {pix}) {{",
+                f"          TIGRIS_BOUND((ix_a < 0 ? 0 : ix_a) >= xl2"
+                f" && ({last} >= {g.w} ? {g.w - 1} : {last}) < xl2 + xn2);",
+                *chunks(lambda n, c: row_block(n, c, edge=True)),
+                "          continue;",
+                "        }",
+            ]
+        out += chunks(chunk_block)
         if nc > cv * lanes:
             out += [
                 "        for (int p = 0; p < pn; ++p) {",

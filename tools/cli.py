@@ -271,7 +271,6 @@ def run_main(prog: str, body: Callable[[], int]) -> int:
     from xdsl.utils.exceptions import DiagnosticException, ParseError
 
     from tigris_ir.frontend.diagnostic import ImportDiagnostic
-    from tigris_ir.reference.executor import ReferenceError_
 
     def say(line: str) -> int:
         print(line.rstrip(), file=sys.stderr)
@@ -282,7 +281,7 @@ def run_main(prog: str, body: Callable[[], int]) -> int:
     except SystemExit as e:  # argparse: usage errors exit 2, --help/--version 0
         code = e.code if isinstance(e.code, int) else 1
         return 0 if code == 0 else 1
-    except (UserError, ReferenceError_) as e:
+    except UserError as e:
         return say(f"{prog}: error: {few_lines(str(e))}")
     except (Diagnostic, ImportDiagnostic) as e:
         return say(str(e))
@@ -301,6 +300,11 @@ def run_main(prog: str, body: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         return say(f"{prog}: interrupted")
     except Exception as e:
+        # the reference executor's errors are the user's; a command that never
+        # loaded it (most do not: it takes 0.15 s) cannot have raised one
+        ref = sys.modules.get("tigris_ir.reference.executor")
+        if ref is not None and isinstance(e, ref.ReferenceError_):
+            return say(f"{prog}: error: {few_lines(str(e))}")
         if os.environ.get("TIGRIS_TRACEBACK"):
             raise
         return say(

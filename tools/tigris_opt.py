@@ -24,7 +24,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Attribute
@@ -58,6 +58,40 @@ PRINTABLE_TARGETS = ("mlir",)
 def _pass_summary(factory: Callable[[], type[ModulePass]]) -> str:
     doc = (factory().__doc__ or "").strip()
     return doc.splitlines()[0] if doc else ""
+
+
+class _PassFlag(argparse.Action):
+    """A pass's flag (`store_true` into its dest). Its help, the first line of
+    the pass's docstring, is read only when help is printed: a command that
+    does not run a pass does not import its module (the C backend, the
+    autotuner and the interpreter behind some take half a second)."""
+
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str,
+        factory: Callable[[], type[ModulePass]],
+        **kwargs: Any,
+    ) -> None:
+        self._factory = factory
+        super().__init__(option_strings, dest, nargs=0, default=False, **kwargs)
+
+    @property
+    def help(self) -> str:  # pyright: ignore[reportIncompatibleVariableOverride]
+        return _pass_summary(self._factory)
+
+    @help.setter
+    def help(self, _value: object) -> None:
+        pass
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, True)
 
 
 _OPTION_SPLIT = re.compile(r",(?=\s*[A-Za-z_][\w-]*\s*=)")
@@ -179,15 +213,15 @@ class TigrisOptMain(xDSLOptMain):
         as tigris-run gives them, recorded in the IR (`nn.requant`); a module
         that records a mode, a lowered plan and a model without int8 ops keep
         theirs."""
-        from xdsl.utils.exceptions import PassFailedException
-
         from tigris_ir.dialects import nn
-        from tigris_ir.passes.plan_arena import is_lowered
-        from tigris_ir.passes.requant import RequantPass, default_requant, set_requant
-        from tigris_ir.plan.ir import main_func
 
         if self.args.mcpu is None or nn.REQUANT_ATTR in prog.attributes:
             return
+        from xdsl.utils.exceptions import PassFailedException
+
+        from tigris_ir.loops.verify import is_lowered
+        from tigris_ir.passes.requant import RequantPass, default_requant, set_requant
+        from tigris_ir.plan.ir import main_func
         if any(isinstance(p, RequantPass) for p in self.pipeline.passes):
             return
         if default_requant(self.args.mcpu) != "fixed":
@@ -238,8 +272,8 @@ class TigrisOptMain(xDSLOptMain):
             group.add_argument(
                 f"--{name}",
                 dest=f"_flag_{name}",
-                action="store_true",
-                help=_pass_summary(TIGRIS.all_passes[name]),
+                action=_PassFlag,
+                factory=TIGRIS.all_passes[name],
             )
 
     # -- import --------------------------------------------------------------

@@ -650,6 +650,31 @@ def test_tigris_run_backend_c_checks_and_counts(toy, tmp_path: Path, capsys):
     assert np.load(y).shape == (1, 4, 8, 8)
 
 
+def test_tigris_run_rtol_sets_the_float_limits(toy, capsys):
+    """--rtol is the float32 limit of both checks: a difference from
+    onnxruntime (the untiled reference) or from the untiled reference (a
+    plan's C) within the defaults fails below it, and each report names its
+    limit; a value that is no positive number is a usage error."""
+    from tigris_ir.tools.tigris_run import main, run
+
+    model = [str(INPUTS / "conv_relu.onnx"), "--random-input", "3", "--check"]
+    assert run(model) == 0
+    assert "(limit 1.00e-04)" in capsys.readouterr().out
+    assert run([*model, "--rtol", "1e-12"]) == 1
+    out = capsys.readouterr().out
+    assert "MISMATCH" in out and "(limit 1.00e-12)" in out
+    plan = [*model, "-m", "1K", "--backend", "c", "--cflags=-O1"]
+    assert run(plan) == 0
+    assert "limit 1.00e-05" in capsys.readouterr().out
+    assert run([*plan, "--rtol", "1e-12"]) == 1
+    out = capsys.readouterr().out
+    assert "MISMATCH with the untiled reference" in out and "limit 1.00e-12" in out
+    for bad in ("0", "-1e-3", "inf", "tight"):
+        assert main([*model, f"--rtol={bad}"]) == 1
+        err = capsys.readouterr().err
+        assert f"--rtol: '{bad}' is not a positive number" in err and "Traceback" not in err
+
+
 def test_the_host_memory_bound_counts_no_view_of_a_dynamic_size():
     """tigris-run's bound on the tensors a run holds counts static types only: a
     band's view of a dynamic size (into an arena of a loop-level plan, counted

@@ -18,6 +18,11 @@ bodies of `loop.band` ops, and m is the rows of the largest band the op
 computes (its output memref), which is what the kernel is called on. int8
 sites are fitted to the register file of the target's int8 instruction
 (`Target.int8_file`: zmm for VNNI, ymm for AVX2's pmaddwd).
+
+`autotune=true` times each site as its kernel will run it (`timed_shape`): a
+convolution that `lower-gebp` runs as Winograd's F(4, 3) (its default) is
+timed as one of its six products, a row per tile of four output pixels over
+the kernel rows' channels, not as the direct product of kh*kw*Cin.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
+from tigris_ir.dialects import nn
 from tigris_ir.dialects.rtile import COVER, GEOM, REQUEST, TARGET, GeomAttr, kernel_of
+from tigris_ir.passes.lower_gebp import winograd_channels
 from tigris_ir.rtile import autotune as tune
 from tigris_ir.rtile import decide
 from tigris_ir.rtile import model as rt
@@ -187,10 +194,9 @@ class GebpTilePass(ModulePass):
         if not self.autotune or dflt is None:
             return dflt
         assert cache is not None
+        m, k = timed_shape(op, site, target)
         try:
-            choice = tune.autotune(
-                target, site.m, site.n, site.k, site.dtype, cache=cache, config=config
-            )
+            choice = tune.autotune(target, m, site.n, k, site.dtype, cache=cache, config=config)
         except tune.CacheError as e:
             raise PassFailedException(f"gebp-tile: {e}") from None
         if choice is None:
@@ -198,3 +204,14 @@ class GebpTilePass(ModulePass):
         if choice.source == "untimed":
             warn(self.name, op, f"autotune kept the default {rt.show(dflt)}: {choice.note}")
         return choice.geometry
+
+
+def timed_shape(op: Operation, site: Site, target: tg.Target) -> tuple[int, int]:
+    """The rows and contraction of the product autotune times for a site: its
+    own, or for a convolution `lower-gebp` runs as Winograd's F(4, 3) by
+    default (`winograd_channels`), one of its six products: a row per tile of
+    four output pixels, over the kernel rows' channels (kh * Cin)."""
+    channels = winograd_channels(op, site, target)
+    if channels is None or not isinstance(op, nn.ConvOp):
+        return site.m, site.k
+    return -(-site.m // 4), op.kernel()[0] * channels

@@ -184,3 +184,41 @@ def test_the_c_and_the_interpreter_equal_the_references(budget: int):
         for variant in variants:
             (c_y,), _ = run_c(module, weights, xb, variant=variant, strict=True)
             np.testing.assert_allclose(c_y, to_boundary(want, outs[0]), rtol=0, atol=tol)
+
+
+def test_autotune_times_the_products_winograd_runs(monkeypatch: pytest.MonkeyPatch, tmp_path):
+    """gebp-tile's autotune times a convolution lower-gebp runs as F(4, 3) by
+    one of its products (a quarter of the band's pixels, tiles of four; the
+    kernel rows' channels), and every other site by its own product; the
+    geometry it returns lands on the site."""
+    from tigris_ir.frontend.onnx_import import import_model
+    from tigris_ir.passes.gebp_tile import GebpTilePass
+    from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+    from tigris_ir.rtile import autotune as tune
+    from tigris_ir.rtile import decide
+
+    module = import_model(_model()).module
+    LowerToLoopsPass(budget=65536).apply(Context(), module)
+    timed: list[tuple[int, int, int]] = []
+
+    def record(target, m, n, k, dtype, *, cache=None, config=rt.DEFAULT_CONFIG, timer=None):
+        timed.append((m, n, k))
+        return tune.Choice(rt.Geometry(1, 1, 8), "single")
+
+    monkeypatch.setattr(tune, "autotune", record)
+    GebpTilePass(target="zen4", autotune=True, cache=str(tmp_path / "t.json")).apply(
+        Context(), module
+    )
+    sites = list(decide.sites(module))
+    convs = [(op, s) for op, s in sites if isinstance(op, nn.ConvOp)]
+    assert len(convs) == 3 and len(timed) == len(sites)
+    want = []
+    for op, s in sites:
+        if isinstance(op, nn.ConvOp):  # all three qualify: 8 or 16 channels, kw 3, sw 1
+            c = nn.shape_of(op.input)[-1]
+            want.append((-(-s.m // 4), s.n, 3 * c))
+            assert s.k == 9 * c
+        else:
+            want.append((s.m, s.n, s.k))
+    assert timed == want
+    assert all(decide.geometry_of(op) == rt.Geometry(1, 1, 8) for op, _ in convs)

@@ -13,9 +13,10 @@ reads and slow writes in bytes; `--check` compares the outputs with the
 untiled reference (int8 bit-exact, float32 to a relative 1e-5). A mismatch
 exits 1, saying where it differs. `--rtol R` sets both float32 limits (relative
 to the output's largest magnitude): a deep float32 network of large values can
-differ by more between two valid summation orders. `--backend c` runs the plan as compiled C
-instead (`tigris-opt -t c`; `--cc`, `--cflags`, `--c-weights`): the same outputs, and with
-`--stats` the figures the C counts in a `-DTIGRIS_STATS` build. `--mcpu NAME`
+differ by more between two valid summation orders. `--backend c` runs the plan
+as compiled C instead (`tigris-opt -t c`; `--cc`, `--cflags`, `--c-weights`):
+the same outputs, and with `--stats` the figures the C counts in a
+`-DTIGRIS_STATS` build. `--mcpu NAME`
 names the CPU the plan's kernels are chosen for (gebp-tile's target) and the C
 is built for: `host` (the default), an x86 preset, or `cortex-m4`, `cortex-m7`,
 `cortex-m55`, whose C is cross-compiled with arm-none-eabi-gcc and run under
@@ -557,7 +558,7 @@ def _check(
 ) -> int:
     if path.suffix != ".onnx":
         raise RunError("--check compares with onnxruntime and needs the .onnx model")
-    from tigris_ir.reference.oracle import compare_with_onnxruntime
+    from tigris_ir.reference.oracle import FLOAT_RTOL, compare_with_onnxruntime
 
     try:
         report = compare_with_onnxruntime(
@@ -565,7 +566,7 @@ def _check(
             dict(zip(in_names, inputs)),
             outputs,
             out_names,
-            **({} if rtol is None else {"rtol": rtol}),
+            rtol=FLOAT_RTOL if rtol is None else rtol,
         )
     except Exception as e:  # onnxruntime's own errors (Fail, InvalidGraph, ...)
         raise RunError(

@@ -935,8 +935,8 @@ def _channel_groups(model: BandModel, budget: int, exact: bool = True) -> _Tilin
     fewest input bytes in all wins (ties: a multiple of `CHANNEL_GROUP_ALIGN`
     channels, then fewer tiles). The candidates split the channels evenly
     (the largest ones first), each beside the multiple of `CHANNEL_GROUP_ALIGN`
-    just below it (the last group the rest). None for a band that is not channel local or where
-    not even one channel of a 1 x 1 tile fits."""
+    just below it (the last group the rest). None for a band that is not
+    channel local or where not even one channel of a 1 x 1 tile fits."""
     c = channel_count(model)
     if not c:
         return None

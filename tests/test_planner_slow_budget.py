@@ -622,3 +622,75 @@ def test_chain_scratch_and_resident_inputs_run_as_planned(name: str, int8: bool,
         got, stats = run_c(m, weights, [x], variant=("bounds", "stats"), strict=True)
         np.testing.assert_array_equal(to_internal(got[0], out_lay[0]), ref[0])
         assert stats == s
+
+
+def _held_by_lifetime(g, start: int, stop: int, normal: bool, streamed: bool) -> set[str]:
+    """What a unit of ops [start, stop) of a single-arena plan holds beside its
+    buffers, from the tensors' lifetimes: every tensor produced before the
+    unit (or a model input) and read in or after it, and every output of the
+    unit read after it or a model output; a normal stage holds the model
+    inputs it reads last as its own."""
+    held = set()
+    for name, info in g.tensors.items():
+        if info.is_const or (streamed and name in g.inputs):
+            continue
+        readers = g.consumers(name)
+        last = len(g.nodes) if name in g.outputs else max(readers, default=-1)
+        p = g.producer(name)
+        crosses = (p is None or p < start) and last >= start
+        out = p is not None and start <= p < stop and last >= stop
+        if normal and name in g.inputs and start <= last < stop:
+            continue
+        if crosses or out:
+            held.add(name)
+    return held
+
+
+@pytest.mark.parametrize(
+    ("name", "stream"),
+    [("mobilenet_v2_035", True), ("mobilenet_v2_035", False), ("resnet", False)],
+    ids=["mobilenet_v2_035-streamed", "mobilenet_v2_035-resident", "resnet-resident"],
+)
+def test_analyze_says_what_each_unit_of_one_arena_holds(name, stream, capsys, tmp_path):
+    """tigris-analyze on a single-arena plan at its smallest budget: each stage
+    and chain names the tensors held beside its buffers (those whose lifetimes
+    span it), their bytes are the unit's resident figure, the units marked as
+    setting the peak are exactly those whose buffers and held tensors reach
+    it, and -v prints the two columns (an unbounded plan has neither)."""
+    import json
+
+    from tigris_ir.tools import tigris_analyze
+
+    model = zoo.build(name, size="small", int8=True)
+    g = build_view(main_func(import_model(model).module)).graph
+    budget = min_single_budget(g, stream_input=stream)
+    f = tmp_path / "m.onnx"
+    f.write_bytes(model.SerializeToString())
+    args = [str(f), "-m", str(budget), "--slow-budget", "0", *(["--stream-input"] * stream)]
+    assert tigris_analyze.run([*args, "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["single_arena"] and r["fits"]
+    index = {n.name: k for k, n in enumerate(g.nodes)}
+    ops = {s["name"]: [index[o] for o in s["ops"]] for s in r["stages"]}
+    units = [s for s in r["stages"] if not s["chain"]] + r["chains"]
+    assert r["chains"], "the plan has chains"
+    for u in units:
+        ks = [k for s in u.get("stages", [u["name"]]) for k in ops[s]]
+        start, stop = min(ks), max(ks) + 1
+        normal = u.get("strategy") in ("normal", "whole")
+        names = [t["tensor"] for t in u["resident"]]
+        assert set(names) == _held_by_lifetime(g, start, stop, normal, stream), u["name"]
+        sizes = [t["bytes"] for t in u["resident"]]
+        assert sum(sizes) == u["resident_bytes"] and sizes == sorted(sizes, reverse=True)
+        reach = u["peak_bytes"] + u["resident_bytes"]
+        assert reach <= r["peak_bytes"] and u["sets_peak"] == (reach == r["peak_bytes"])
+    assert any(u["sets_peak"] for u in units)
+    for s in r["stages"]:  # a chain member repeats its chain's figures
+        if s["chain"]:
+            c = next(c for c in r["chains"] if c["name"] == s["chain"])
+            assert (s["resident"], s["sets_peak"]) == (c["resident"], c["sets_peak"])
+    assert tigris_analyze.run([*args, "-v"]) == 0
+    text = capsys.readouterr().out
+    assert "held beside" in text and "sets the peak" in text
+    assert tigris_analyze.run([str(f), "-m", str(budget), "-v"]) == 0
+    assert "held beside" not in capsys.readouterr().out

@@ -10,7 +10,9 @@ recomputed MACs) and the compile time; `-v` adds one row per stage in the
 words of spec/tiling.md and one per chain with the MACs it recomputes
 (`--json`: per stage too, a chain member its share); `--json` prints one
 object instead. `--slow-budget`
-bounds the slow memory too (0: none, one SRAM holds everything);
+bounds the slow memory too (0: none, one SRAM holds everything; in such a
+single-arena plan `-v` also shows what each unit holds beside its buffers
+and which unit sets the peak);
 `--min-budget` searches the smallest fast budget beside it (without `-m`
 the report is the plan at that budget), `--frontier`
 plans from there up to the layer-by-layer peak (budget, peak, recomputed
@@ -49,7 +51,13 @@ def _parser() -> argparse.ArgumentParser:
         help="fast-memory budget: bytes, or with K / M (default 256K; with --min-budget and "
         "no -m, the plan shown is the one at the smallest budget that fits)",
     )
-    p.add_argument("-v", "--verbose", action="store_true", help="one row per stage")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="one row per stage and per chain (in a single-arena plan with what each holds "
+        "beside its buffers and which sets the peak)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--slow-budget",
@@ -295,35 +303,69 @@ def _failed_model_node(sc: Any) -> str | None:
     return nn.model_node_of(op) if op is not None else None
 
 
+def _held(sc: Any) -> Any:
+    """Per unit of a single-arena plan, the tensors held beside its buffers."""
+    from tigris_ir.plan.planner import plan_residents
+
+    residents = plan_residents(sc.view.graph, sc.plan)
+
+    def held(start: int, stop: int, normal: bool) -> list[dict[str, Any]]:
+        if residents is None:
+            return []
+        found = (residents.normal_tensors if normal else residents.tensors)(start, stop)
+        return [{"tensor": name, "bytes": size} for name, size in found]
+
+    return held
+
+
 def _stages(sc: Any) -> list[dict[str, Any]]:
     p = sc.plan
     if p is None:
         return []
     chain_of = {s.index: s.chain for s in p.stages}
-    return [
-        {
-            "name": f"{sc.prefix}s{s.index}",
-            "ops": list(s.nodes),
-            "strategy": s.strategy,
-            "description": s.describe(),
-            "tiles": s.num_tiles,
-            "tile_h": s.tile_h,
-            "tile_w": s.tile_w,
-            "halo": s.halo,
-            "peak_bytes": s.peak,
-            "chain": f"{sc.prefix}c{chain_of[s.index]}" if chain_of[s.index] is not None else None,
-            "line_buffered": bool(s.chain is not None and p.chains[s.chain].line_buffered),
-            "recompute_macs": s.recomputed_macs,
-            "fits": s.fits,
-        }
-        for s in p.stages
-    ]
+    held = _held(sc)
+
+    def unit(s: Any) -> tuple[int, int, int, bool]:
+        """(start, stop, own peak, normal) of the unit the stage runs in."""
+        if s.chain is not None:
+            c = p.chains[s.chain]
+            return c.start, c.stop, c.peak, False
+        return s.start, s.stop, s.peak, s.strategy in ("normal", "whole")
+
+    rows = []
+    for s in p.stages:
+        start, stop, own, normal = unit(s)
+        resident = p.chains[s.chain].resident if s.chain is not None else s.resident
+        rows.append(
+            {
+                "name": f"{sc.prefix}s{s.index}",
+                "ops": list(s.nodes),
+                "strategy": s.strategy,
+                "description": s.describe(),
+                "tiles": s.num_tiles,
+                "tile_h": s.tile_h,
+                "tile_w": s.tile_w,
+                "halo": s.halo,
+                "peak_bytes": s.peak,
+                "chain": f"{sc.prefix}c{chain_of[s.index]}"
+                if chain_of[s.index] is not None
+                else None,
+                "line_buffered": bool(s.chain is not None and p.chains[s.chain].line_buffered),
+                "recompute_macs": s.recomputed_macs,
+                "fits": s.fits,
+                "resident_bytes": resident,
+                "resident": held(start, stop, normal),
+                "sets_peak": p.fits and own + resident == p.peak,
+            }
+        )
+    return rows
 
 
 def _chains(sc: Any) -> list[dict[str, Any]]:
     p = sc.plan
     if p is None:
         return []
+    held = _held(sc)
     return [
         {
             "name": f"{sc.prefix}c{c.index}",
@@ -339,6 +381,9 @@ def _chains(sc: Any) -> list[dict[str, Any]]:
             "inputs_in_place": list(c.in_place),
             "recompute_macs": c.recomputed_macs,
             "description": c.describe(),
+            "resident_bytes": c.resident,
+            "resident": held(c.start, c.stop, False),
+            "sets_peak": p.fits and c.peak + c.resident == p.peak,
         }
         for c in p.chains
     ]
@@ -486,6 +531,7 @@ def render(r: dict[str, Any], verbose: bool) -> None:
     if verbose:
         console.print(_stage_table("stages", r["stages"]))
         _chain_table(console, r["chains"], "chains")
+        _held_table(console, r)
         for body in _all_bodies(r.get("bodies", [])):
             _body_tables(console, body)
 
@@ -535,6 +581,34 @@ def _chain_table(console: Any, chains: list[dict[str, Any]], title: str) -> None
             f"{ch['recompute_macs']:,}",
         )
     console.print(c)
+
+
+def _held_table(console: Any, r: dict[str, Any]) -> None:
+    """A single-arena plan, unit by unit: its own buffers' peak, the tensors
+    resident beside them (largest first) and whether the two reach the plan's
+    peak."""
+    from rich.table import Table
+
+    if not r["single_arena"] or not r["stages"]:
+        return
+    t = Table(title="one arena: what each unit holds beside its buffers")
+    for col in ("unit", "buffers", "held beside", "tensors held", "sets the peak"):
+        t.add_column(col, justify="right" if col in ("buffers", "held beside") else "left")
+    members = {name for c in r["chains"] for name in c["stages"]}
+    first = {s["name"]: i for i, s in enumerate(r["stages"])}
+    units = [s for s in r["stages"] if s["name"] not in members] + r["chains"]
+    units.sort(key=lambda u: first[u.get("stages", [u["name"]])[0]])
+    for u in units:
+        names = [h["tensor"] for h in u["resident"]]
+        shown = ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
+        t.add_row(
+            u["name"],
+            _kib(u["peak_bytes"]),
+            _kib(u["resident_bytes"]),
+            shown,
+            "yes" if u["sets_peak"] else "",
+        )
+    console.print(t)
 
 
 def _body_tables(console: Any, b: dict[str, Any]) -> None:

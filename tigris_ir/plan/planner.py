@@ -524,10 +524,11 @@ class Residents:
         counts the model inputs it reads last)."""
         return self.of(start, stop) - self.dying_inputs(start, stop)
 
-    def largest(self, start: int, stop: int) -> tuple[str, int] | None:
-        """The largest tensor resident while ops [start, stop) run."""
+    def tensors(self, start: int, stop: int) -> list[tuple[str, int]]:
+        """The tensors resident while a tiled unit or chain of ops [start, stop)
+        runs, with their aligned bytes (summing to `of`), largest first."""
         graph, last_use = self.graph, self.tables.last_use
-        best: tuple[int, str] | None = None
+        found: list[tuple[str, int]] = []
         for name, info in graph.tensors.items():
             if info.is_const or name in self.streamed or name in self.streamed_out:
                 continue
@@ -535,9 +536,24 @@ class Residents:
             last = last_use[name]
             crosses = (p is None or p < start) and last >= start
             out = p is not None and start <= p < stop and last >= stop
-            if (crosses or out) and (best is None or align(info.nbytes) > best[0]):
-                best = (align(info.nbytes), name)
-        return None if best is None else (best[1], best[0])
+            if crosses or out:
+                found.append((name, align(info.nbytes)))
+        return sorted(found, key=lambda t: -t[1])
+
+    def largest(self, start: int, stop: int) -> tuple[str, int] | None:
+        """The largest tensor resident while ops [start, stop) run."""
+        found = self.tensors(start, stop)
+        return found[0] if found else None
+
+    def normal_tensors(self, start: int, stop: int) -> list[tuple[str, int]]:
+        """The tensors resident beside a normal stage of ops [start, stop)
+        (summing to `normal`: the model inputs it reads last are its own)."""
+        last_use = self.tables.last_use
+        return [
+            (name, size)
+            for name, size in self.tensors(start, stop)
+            if not (name in self.graph.inputs and start <= last_use[name] < stop)
+        ]
 
 
 class _NormalScan:
@@ -2160,6 +2176,19 @@ def _may_need_no_slow(
     ins = [x for x in graph.inputs if not graph.tensors[x].is_const]
     return all(x in streamed or not graph.consumers(x) for x in ins) and all(
         x in streamed_out for x in graph.outputs
+    )
+
+
+def plan_residents(
+    graph: PlanGraph, p: Plan, tables: GraphTables | None = None
+) -> Residents | None:
+    """What plan `p` of `graph` keeps in its one arena across units, as it was
+    planned (`Residents.tensors` of a unit sum to its `resident` bytes,
+    `normal_tensors` for a normal stage); None for a plan with slow memory."""
+    if not p.single_arena:
+        return None
+    return Residents(
+        graph, tables or GraphTables(graph), _streamed(graph, p.stream_input), p.streamed_outputs
     )
 
 

@@ -403,7 +403,8 @@ def state_depthwise(op: nn.ConvOp) -> None:
     taps = 1
     for d in nn.shape_of(op.weight)[1:-1]:
         taps *= d
-    plan = rk.depthwise_plan(target, taps, op.is_quantized())
+    width = nn.shape_of(op.results[0])[-2]  # the output's width (NHWC, or NWC in 1D)
+    plan = rk.depthwise_plan(target, taps, op.is_quantized(), width)
     op.attributes[DEPTHWISE] = depthwise_attr(plan)
 
 

@@ -260,6 +260,33 @@ def test_depthwise_row_kernel() -> None:
     b.run()
 
 
+def test_depthwise_blocks_fit_the_row() -> None:
+    """float32 depthwise blocks are as wide as the output where it is narrower
+    than DW_PIXELS (a 7-wide map: whole blocks of 7 through the row kernel),
+    and a row's last partial block, where the row holds a whole one, is the
+    whole block ending with the row (13 = 8 + 5: the pixels 5 to 7 computed
+    twice, to the same sums); the C equals the reference on every band,
+    narrow column tiles (no whole block) included."""
+    from tigris_ir.passes.lower_gebp import state_depthwise
+    from tigris_ir.rtile import kernel as rk
+    from tigris_ir.rtile.targets import get_target
+
+    host = get_target("host")
+    assert rk.depthwise_plan(host, 9, False, 7).pixels == 7
+    assert rk.depthwise_plan(host, 9, False, 13).pixels == rk.DW_PIXELS
+    assert rk.depthwise_plan(host, 9, False).pixels == rk.DW_PIXELS
+    assert rk.depthwise_plan(host, 9, True, 7).pixels == 1  # int8: one pixel a step
+    b = Batch()
+    for shape, k in (((1, 7, 7, 32), {}), ((1, 6, 13, 16), {}), ((1, 9, 14, 32), {"s": 2})):
+        op = conv(shape, shape[-1], (3, 3), pads=(1, 1, 1, 1), group=shape[-1], **k)
+        assert isinstance(op, nn.ConvOp)
+        state_depthwise(op)
+        w = nn.shape_of(op.results[0])[2]
+        assert f"pixels = {min(rk.DW_PIXELS, w)} : i64" in str(op.attributes["rtile.depthwise"])
+        b.add(op, row_bands(op, grow=1))
+    b.run()
+
+
 @pytest.mark.parametrize("quant", [U8, I8], ids=["u8", "i8"])
 def test_depthwise_int8_without_avx512(quant: Quant) -> None:
     """The int8 depthwise kernel where the host has AVX2 but not AVX-512

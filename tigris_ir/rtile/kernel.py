@@ -327,12 +327,16 @@ class DepthwisePlan:
     weight vectors it shares; 1: one pixel per step)."""
 
 
-def depthwise_plan(target: Target, taps: int, int8: bool) -> DepthwisePlan:
+def depthwise_plan(
+    target: Target, taps: int, int8: bool, width: int | None = None
+) -> DepthwisePlan:
     """The kernel of a depthwise convolution of `taps` taps on `target`: the
     CPU's int8 extension on a Cortex-M (Helium, else the DSP extension), else
     the vector kernel, float32 in `C_FLOAT_LANES` lanes over blocks of
-    `DW_PIXELS` pixels with as many channel vectors (two, or one) as keep
-    the taps' weights within `DW_WEIGHT_REGISTERS`."""
+    `DW_PIXELS` pixels, or of the output's `width` where it is narrower (a
+    row of a 7-wide map is one whole block of 7, not a partial one of 8),
+    with as many channel vectors (two, or one) as keep the taps' weights
+    within `DW_WEIGHT_REGISTERS`."""
     if int8:
         mcu = target.mcu
         if mcu is not None and (mcu.mve != "none" or mcu.dsp):
@@ -340,4 +344,5 @@ def depthwise_plan(target: Target, taps: int, int8: bool) -> DepthwisePlan:
             return DepthwisePlan(kind, DW_LANES[kind], 1, 1)
         return DepthwisePlan("vector", DW_INT8_LANES, DW_INT8_VECTORS, 1)
     vectors = 2 if 2 * taps <= DW_WEIGHT_REGISTERS else 1
-    return DepthwisePlan("vector", C_FLOAT_LANES, vectors, DW_PIXELS)
+    pixels = DW_PIXELS if width is None else max(1, min(DW_PIXELS, width))
+    return DepthwisePlan("vector", C_FLOAT_LANES, vectors, pixels)

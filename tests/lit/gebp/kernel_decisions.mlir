@@ -4,7 +4,7 @@
 // RUN: filecheck %s --check-prefix=IR < %t.mlir
 // RUN: tigris-opt %t.mlir | filecheck %s --check-prefix=IR
 // RUN: tigris-opt %t.mlir -t c | filecheck %s --check-prefix=C
-// RUN: sed -e 's/pixels = 8 : i64/pixels = 4 : i64/' %t.mlir | tigris-opt -t c | filecheck %s --check-prefix=C4
+// RUN: sed -e 's/pixels = 5 : i64/pixels = 4 : i64/' %t.mlir | tigris-opt -t c | filecheck %s --check-prefix=C4
 // RUN: sed -e 's/rtile.depthwise = {[^}]*}/rtile.direct = "asked"/' %t.mlir | tigris-opt -t c | filecheck %s --check-prefix=CDIRECT
 // RUN: sed -e 's/kernel = "vector"/kernel = "dsp"/' %t.mlir > %t.dsp.mlir
 // RUN: not tigris-opt %t.dsp.mlir -t c 2>&1 | filecheck %s --check-prefix=NOTDSP
@@ -35,12 +35,15 @@
 // x86 (avx2), float32 (DS-CNN small, 16 channels): the vector kernel in the
 // C's float vectors (their lanes are the compiling host's), two channel
 // vectors a step (a 3x3 kernel's 18 weight vectors stay in registers), blocks
-// of 8 pixels.
-// IR:      nn.conv {{.*}}rtile.depthwise = {kernel = "vector", lanes = {{[0-9]+}} : i64, vectors = 2 : i64, pixels = 8 : i64}{{.*}}group = 16
+// of 8 pixels or, as here, of the output's width where it is narrower (25 x 5
+// pixels: a row is one whole block of 5). A row's last partial block, where the
+// row holds a whole one, is the whole block ending with the row.
+// IR:      nn.conv {{.*}}rtile.depthwise = {kernel = "vector", lanes = {{[0-9]+}} : i64, vectors = 2 : i64, pixels = 5 : i64}{{.*}}group = 16
 // IR-NOT:  rtile.direct
 // C:       static TIGRIS_BAND void tg_dw_3x3s1x1_16(
-// C:           for (int ox0 = yl2; ox0 < yl2 + yn2; ox0 += 8) {
-// C:           const float *tq[72];
+// C:           for (int ox0 = yl2; ox0 < yl2 + yn2; ox0 += 5) {
+// C:           if (pn < 5 && yn2 >= 5) { ox0 = yl2 + yn2 - 5; pn = 5; }
+// C:           const float *tq[45];
 
 // Another pixel block stated in the IR is another kernel.
 // C4:      static TIGRIS_BAND void tg_dw_3x3s1x1_16(

@@ -2661,7 +2661,7 @@ def _emit_depthwise(
         nv = plan.vectors
         out = [
             f"      for (int ox0 = yl2; ox0 < yl2 + yn2; ox0 += {pix}) {{",
-            f"        const int pn = yl2 + yn2 - ox0 < {pix} ? yl2 + yn2 - ox0 : {pix};",
+            f"        int pn = yl2 + yn2 - ox0 < {pix} ? yl2 + yn2 - ox0 : {pix};",
             f"        const float *tq[{pix * t}];",
             "        for (int p = 0; p < pn; ++p) {",
             f"          const int ix0 = (ox0 + p) * {g.sw} - {g.pl};",
@@ -2771,6 +2771,11 @@ def _emit_depthwise(
         if nc == cv * lanes:  # whole vectors: the row kernel on whole blocks
             last = f"ix_a + {(pix - 1) * g.sw + (g.kw - 1) * g.dw}"
             out[2:2] = [
+                # a row's last partial block, where the row holds a whole one,
+                # is the whole block ending with the row: it recomputes some
+                # pixels of the block before, to the same sums
+                f"        if (pn < {pix} && yn2 >= {pix}) "
+                f"{{ ox0 = yl2 + yn2 - {pix}; pn = {pix}; }}",
                 f"        const int ix_a = ox0 * {g.sw} - {g.pl};",
                 f"        if (pn == {pix} && ix_a >= 0 && {last} < {g.w}) {{",
                 f"          TIGRIS_BOUND(ix_a >= xl2 && {last} < xl2 + xn2);",

@@ -387,6 +387,23 @@ def channelwise(op: nn.ConvOp) -> bool:
     return op.groups() == c == nn.shape_of(op.output)[-1]
 
 
+def _row_width(op: nn.ConvOp) -> int:
+    """The most output pixels of a row the op's band computes at once: the
+    output's width (NHWC, or NWC in 1D), or its band buffer's where the band
+    cuts the width (a 2D grid's tiles)."""
+    width = nn.shape_of(op.results[0])[-2]
+    band = op.parent_op()
+    if not isinstance(band, loop.BandComputeOp) or len(band.outputs) != 1:
+        return width
+    out = band.outputs[0]
+    held = out.owner.source if isinstance(out.owner, memref.SubviewOp) else out
+    if isinstance(held.type, MemRefType):
+        cols = held.type.get_shape()[-2]
+        if 0 < cols < width:
+            return cols
+    return width
+
+
 def state_depthwise(op: nn.ConvOp) -> None:
     """State a depthwise convolution's kernel (`rtile.depthwise`,
     `rtile.kernel.depthwise_plan`) for the target of its `rtile.target`
@@ -403,8 +420,7 @@ def state_depthwise(op: nn.ConvOp) -> None:
     taps = 1
     for d in nn.shape_of(op.weight)[1:-1]:
         taps *= d
-    width = nn.shape_of(op.results[0])[-2]  # the output's width (NHWC, or NWC in 1D)
-    plan = rk.depthwise_plan(target, taps, op.is_quantized(), width)
+    plan = rk.depthwise_plan(target, taps, op.is_quantized(), _row_width(op))
     op.attributes[DEPTHWISE] = depthwise_attr(plan)
 
 

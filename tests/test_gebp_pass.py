@@ -844,3 +844,44 @@ def test_window_run_rule() -> None:
         rk.plan(target, g, 144, False, "window", 9216, 40)
     with pytest.raises(ValueError, match="whole kernel rows"):
         rk.plan(target, g, 144, True, "window", 9216, 48)
+
+
+def test_depthwise_blocks_are_as_wide_as_the_band_tiles():
+    """A float32 depthwise convolution's pixel blocks (rtile.depthwise pixels)
+    are DW_PIXELS, or the band buffer's width where a 2D grid cuts the width
+    narrower (or the output's where it is narrower), so a whole tile's row is
+    one whole block; MobileNetV2 (small) at 10 KiB has such a grid, and its C
+    equals the untiled reference."""
+    from tigris_ir.backend.c.build import run_c
+    from tigris_ir.dialects.rtile import depthwise_of
+    from tigris_ir.interp.untiled import untiled_reference
+    from tigris_ir.passes.lower_to_loops import untiled_func
+    from tigris_ir.plan.ir import main_func
+    from tigris_ir.reference.executor import module_layouts, to_boundary
+
+    module, weights, x = _fused_plan("mobilenet_v2", 10240)
+    fn = main_func(module)
+    seen = set()
+    for o in fn.walk():
+        plan = depthwise_of(o)
+        if plan is None:
+            continue
+        band = o.parent_op()
+        assert isinstance(band, loop.BandComputeOp)
+        out = band.outputs[0]
+        held = out.owner.source if isinstance(out.owner, memref.SubviewOp) else out
+        cols = held.type.get_shape()[-2]
+        width = nn.shape_of(o.results[0])[-2]
+        narrowest = min(w for w in (cols, width) if w > 0)
+        pixels = plan.pixels
+        assert pixels == min(rk.DW_PIXELS, narrowest), (cols, width, pixels)
+        seen.add((0 < cols < width, pixels < rk.DW_PIXELS))
+    assert (True, True) in seen, "a grid tile narrower than a block"
+    ref_fn = untiled_func(module)
+    assert ref_fn is not None
+    want = untiled_reference(ref_fn, weights, x)
+    ins, outs = module_layouts(fn)
+    got, _ = run_c(module, weights, [to_boundary(a, lay) for a, lay in zip(x, ins)], strict=True)
+    for g_, w_, lay in zip(got, want, outs, strict=True):
+        w_ = to_boundary(w_, lay)
+        np.testing.assert_allclose(g_, w_, rtol=0, atol=1e-5 * float(np.abs(w_).max()))

@@ -333,8 +333,9 @@ def depthwise_plan(
     """The kernel of a depthwise convolution of `taps` taps on `target`: the
     CPU's int8 extension on a Cortex-M (Helium, else the DSP extension), else
     the vector kernel, float32 in `C_FLOAT_LANES` lanes over blocks of
-    `DW_PIXELS` pixels, or of the output's `width` where it is narrower (a
-    row of a 7-wide map is one whole block of 7, not a partial one of 8),
+    `DW_PIXELS` pixels, or of `width` where it is narrower (the most pixels
+    of a row the band computes at once: a row of a 7-wide map, or of a 2D
+    grid's 5-wide tile, is one whole block, not a partial one of 8),
     with as many channel vectors (two, or one) as keep the taps' weights
     within `DW_WEIGHT_REGISTERS`."""
     if int8:

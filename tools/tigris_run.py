@@ -477,8 +477,20 @@ def _save_outputs(dests: list[str], outputs: list[np.ndarray]) -> None:
             raise RunError(f"cannot write --output '{dest}': {e.strerror}") from None
 
 
+NPY_MAGIC = b"\x93NUMPY"
+"""The first bytes of a .npy file (NumPy's format, written by numpy.save)."""
+
+
 def _load_input(f: str) -> np.ndarray:
     try:
+        with open(f, "rb") as fh:
+            head = fh.read(len(NPY_MAGIC))
+        if head != NPY_MAGIC:  # np.load would open an .npz or try a pickle
+            what = "an .npz archive" if head.startswith(b"PK") else "not a .npy file"
+            raise RunError(
+                f"cannot read --input '{f}': {what}; --input takes one .npy file "
+                "(numpy.save) per model input, in the model's order"
+            )
         return np.load(f, allow_pickle=False)
     except (OSError, ValueError, EOFError) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else first_reason(e)

@@ -307,13 +307,19 @@ def _held(sc: Any) -> Any:
     """Per unit of a single-arena plan, the tensors held beside its buffers."""
     from tigris_ir.plan.planner import plan_residents
 
-    residents = plan_residents(sc.view.graph, sc.plan)
+    p = sc.plan
+    residents = plan_residents(sc.view.graph, p)
 
-    def held(start: int, stop: int, normal: bool) -> list[dict[str, Any]]:
-        if residents is None:
-            return []
-        found = (residents.normal_tensors if normal else residents.tensors)(start, stop)
-        return [{"tensor": name, "bytes": size} for name, size in found]
+    def held(unit: Any) -> dict[str, Any]:
+        """A stage's or chain's resident figures (a chain member: its chain's)."""
+        if getattr(unit, "chain", None) is not None:
+            unit = p.chains[unit.chain]
+        found = residents.held_by(unit) if residents is not None else []
+        return {
+            "resident_bytes": unit.resident,
+            "resident": [{"tensor": name, "bytes": size} for name, size in found],
+            "sets_peak": p.fits and unit.peak + unit.resident == p.peak,
+        }
 
     return held
 
@@ -324,41 +330,25 @@ def _stages(sc: Any) -> list[dict[str, Any]]:
         return []
     chain_of = {s.index: s.chain for s in p.stages}
     held = _held(sc)
-
-    def unit(s: Any) -> tuple[int, int, int, bool]:
-        """(start, stop, own peak, normal) of the unit the stage runs in."""
-        if s.chain is not None:
-            c = p.chains[s.chain]
-            return c.start, c.stop, c.peak, False
-        return s.start, s.stop, s.peak, s.strategy in ("normal", "whole")
-
-    rows = []
-    for s in p.stages:
-        start, stop, own, normal = unit(s)
-        resident = p.chains[s.chain].resident if s.chain is not None else s.resident
-        rows.append(
-            {
-                "name": f"{sc.prefix}s{s.index}",
-                "ops": list(s.nodes),
-                "strategy": s.strategy,
-                "description": s.describe(),
-                "tiles": s.num_tiles,
-                "tile_h": s.tile_h,
-                "tile_w": s.tile_w,
-                "halo": s.halo,
-                "peak_bytes": s.peak,
-                "chain": f"{sc.prefix}c{chain_of[s.index]}"
-                if chain_of[s.index] is not None
-                else None,
-                "line_buffered": bool(s.chain is not None and p.chains[s.chain].line_buffered),
-                "recompute_macs": s.recomputed_macs,
-                "fits": s.fits,
-                "resident_bytes": resident,
-                "resident": held(start, stop, normal),
-                "sets_peak": p.fits and own + resident == p.peak,
-            }
-        )
-    return rows
+    return [
+        {
+            "name": f"{sc.prefix}s{s.index}",
+            "ops": list(s.nodes),
+            "strategy": s.strategy,
+            "description": s.describe(),
+            "tiles": s.num_tiles,
+            "tile_h": s.tile_h,
+            "tile_w": s.tile_w,
+            "halo": s.halo,
+            "peak_bytes": s.peak,
+            "chain": f"{sc.prefix}c{chain_of[s.index]}" if chain_of[s.index] is not None else None,
+            "line_buffered": bool(s.chain is not None and p.chains[s.chain].line_buffered),
+            "recompute_macs": s.recomputed_macs,
+            "fits": s.fits,
+            **held(s),
+        }
+        for s in p.stages
+    ]
 
 
 def _chains(sc: Any) -> list[dict[str, Any]]:
@@ -381,9 +371,7 @@ def _chains(sc: Any) -> list[dict[str, Any]]:
             "inputs_in_place": list(c.in_place),
             "recompute_macs": c.recomputed_macs,
             "description": c.describe(),
-            "resident_bytes": c.resident,
-            "resident": held(c.start, c.stop, False),
-            "sets_peak": p.fits and c.peak + c.resident == p.peak,
+            **held(c),
         }
         for c in p.chains
     ]

@@ -141,6 +141,10 @@ STRATEGIES = (
 )
 """Stage strategies, named like the `tile` dialect's."""
 
+NORMAL_RESIDENT = ("normal", "whole")
+"""Strategies of stages run unbanded; in a single arena such a stage holds the
+model inputs it reads last as its own (`Residents.normal`)."""
+
 CHAIN_KINDS = ("strips", "whole_rows")
 """Band kinds that tile along the height (chain rule 1)."""
 
@@ -508,15 +512,22 @@ class Residents:
         """Resident while a tiled unit or chain of ops [start, stop) runs."""
         return self.across[start] + self.outputs(start, stop)
 
+    def _dies_in(self, x: str, start: int, stop: int) -> bool:
+        """`x` is a resident model input last read in ops [start, stop)."""
+        info = self.graph.tensors[x]
+        return (
+            x in self.graph.inputs
+            and not info.is_const
+            and x not in self.streamed
+            and start <= self.tables.last_use[x] < stop
+        )
+
     def dying_inputs(self, start: int, stop: int) -> int:
         """Aligned bytes of the model inputs last read in ops [start, stop)."""
-        graph, last_use = self.graph, self.tables.last_use
         return sum(
-            align(graph.tensors[x].nbytes)
-            for x in graph.inputs
-            if not graph.tensors[x].is_const
-            and x not in self.streamed
-            and start <= last_use[x] < stop
+            align(self.graph.tensors[x].nbytes)
+            for x in self.graph.inputs
+            if self._dies_in(x, start, stop)
         )
 
     def normal(self, start: int, stop: int) -> int:
@@ -545,15 +556,14 @@ class Residents:
         found = self.tensors(start, stop)
         return found[0] if found else None
 
-    def normal_tensors(self, start: int, stop: int) -> list[tuple[str, int]]:
-        """The tensors resident beside a normal stage of ops [start, stop)
-        (summing to `normal`: the model inputs it reads last are its own)."""
-        last_use = self.tables.last_use
-        return [
-            (name, size)
-            for name, size in self.tensors(start, stop)
-            if not (name in self.graph.inputs and start <= last_use[name] < stop)
-        ]
+    def held_by(self, unit: StagePlan | ChainPlan) -> list[tuple[str, int]]:
+        """The tensors resident beside a planned unit's buffers, largest first,
+        summing to its `resident` bytes: `tensors` of its ops, less, for a
+        normal stage (`normal`), the model inputs it reads last (its own)."""
+        found = self.tensors(unit.start, unit.stop)
+        if isinstance(unit, StagePlan) and unit.strategy in NORMAL_RESIDENT:
+            found = [t for t in found if not self._dies_in(t[0], unit.start, unit.stop)]
+        return found
 
 
 class _NormalScan:
@@ -1942,7 +1952,7 @@ def _stage_plan(ctx: _Ctx, index: int, start: int, stop: int, single: bool) -> S
     resident = ctx.normal_resident(start, stop)
     peak = ctx.normal_work(start, stop)
     if peak <= ctx.budget - resident:
-        strategy = "whole" if whole else "normal"
+        strategy = NORMAL_RESIDENT[1] if whole else NORMAL_RESIDENT[0]
         if ctx.residents is not None:
             return StagePlan(
                 index, start, stop, names, strategy, ins, outs, True, peak, resident=resident
@@ -2183,8 +2193,8 @@ def plan_residents(
     graph: PlanGraph, p: Plan, tables: GraphTables | None = None
 ) -> Residents | None:
     """What plan `p` of `graph` keeps in its one arena across units, as it was
-    planned (`Residents.tensors` of a unit sum to its `resident` bytes,
-    `normal_tensors` for a normal stage); None for a plan with slow memory."""
+    planned (`Residents.held_by` a unit: its `resident` bytes); None for a
+    plan with slow memory."""
     if not p.single_arena:
         return None
     return Residents(

@@ -9,7 +9,10 @@ the planning time of one plan at that budget. Each single-SRAM figure twice:
 with the plans of line buffers (`patch_windows=1`: a 2D grid spans at most
 one window op) and with patches (`planner.PATCH_WINDOWS`, the default:
 stages of patches spanning several window ops recompute their overlaps,
-chosen by the planner's cost where they lower the peak). Beside them, side by side, the
+chosen by the planner's cost where they lower the peak). The streamed figure
+once more for a plan that recomputes no MAC (`max_recompute=0`), naming the
+chains that take pixel runs (`plan.scratch`: a depthwise and the 1x1
+convolutions after it computed a block of columns at a time). Beside them, side by side, the
 measured anchors of ANCHORS.md ("Plans without external memory") and the
 ratio of our figure to theirs (below 1: less memory than the anchor).
 
@@ -112,6 +115,7 @@ def main() -> int:
         "MACs +",
         "streamed, patches",
         "MACs +",
+        "streamed, no MAC recomputed",
         "plan s (max)",
         "against the anchors",
         "target (issue 15)",
@@ -134,6 +138,10 @@ def main() -> int:
                     p, secs = _timed(g, b, slow_budget=0, stream_input=stream, patch_windows=pw)
                     assert p.fits and p.slow_peak == 0 and p.peak <= b
                     found[stream, pw] = (b, p, secs)
+            exact = min_single_budget(g, stream_input=True, max_recompute=0.0)
+            pe = plan(g, exact, slow_budget=0, stream_input=True)
+            assert pe.fits and pe.recomputed_macs == 0 and pe.peak <= exact
+            pixel = [f"c{c.index}" for c in pe.chains if c.pixel_block]
             resident, pr, _ = found[False, 1]
             streamed, ps, _ = found[True, 1]
             resident_p, prp, _ = found[False, PATCH_WINDOWS]
@@ -158,6 +166,8 @@ def main() -> int:
                 _pct(ps),
                 f"{_exact(streamed_p)} ({streamed_p / naive:.3f}x)",
                 _pct(psp),
+                f"{_exact(exact)} ({exact / naive:.3f}x)"
+                + (f"\npixel runs in {', '.join(pixel)}" if pixel else ""),
                 f"{slowest:.2f}",
                 "\n".join(n for n in notes if n),
                 "\n".join(targets),
@@ -166,7 +176,9 @@ def main() -> int:
     console.print(
         "Ratios in brackets: of the layer-by-layer peak. 'plan s': the slowest of the "
         "four plans at those budgets. 'patches': stages of patches may span up to "
-        f"{PATCH_WINDOWS} window ops (else one). int8 boundary: "
+        f"{PATCH_WINDOWS} window ops (else one). 'no MAC recomputed': the smallest "
+        "streamed single SRAM of a plan that recomputes nothing (the chains that "
+        "needed pixel runs named). int8 boundary: "
         f"{args.boundary} (float: the int8 models take a float32 input, QuantizeLinear "
         "first, which a resident plan holds whole)."
     )

@@ -85,6 +85,11 @@ CHANNEL_GROUP_ATTR = "loop.channel_group"
 """On a tile loop whose band is cut into channel groups: the channels of a
 group (an integer); every buffer of the unit holds at most that many channels
 and each tile's bands cut the channel axis (`cuts` name it)."""
+PIXEL_BLOCK_ATTR = "loop.pixel_block"
+"""On an `scf.for` inside a tile: a pixel run of a line-buffered chain, run
+in blocks of this many output columns (an integer; the loop's trip is one
+block, its bounds read from a table); the run's ops cut the width axis, and
+a scratch buffer read only in the run holds one block's columns."""
 RECOMPUTE_ATTR = "loop.recompute"
 """On a band op of a line-buffered chain: the member stage it belongs to, one
 that holds a channel Concat, whose ops compute their whole range every tile

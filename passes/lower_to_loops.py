@@ -79,6 +79,7 @@ from tigris_ir.plan.ir import (
     stream_output_of,
 )
 from tigris_ir.plan.nn_graph import GraphView
+from tigris_ir.plan.scratch import same_place
 from tigris_ir.plan.tiling import GraphTables
 
 
@@ -956,12 +957,25 @@ class _Lowering:
                     gone.add(owner)
 
         outs_k = [k for k in dict.fromkeys(key[1] for key in tab.keys if key[0] == "out")]
-        for k in u.nodes if u.scratch else outs_k:
-            assert isinstance(k, int)
-            scratch_events(k, True)
-            if k in outs_k:
-                ops.append(self.tile_op(u, k, fast, col, sub, ops))
-            scratch_events(k, False)
+        runs = {r[0]: r for r in u.pixel_runs}
+        steps = [k for k in (u.nodes if u.scratch else outs_k) if isinstance(k, int)]
+        at = 0
+        while at < len(steps):
+            k = steps[at]
+            run = runs.get(k)
+            if run is None:
+                scratch_events(k, True)
+                if k in outs_k:
+                    ops.append(self.tile_op(u, k, fast, col, sub, ops))
+                scratch_events(k, False)
+                at += 1
+                continue
+            for r in run:
+                scratch_events(r, True)
+            ops.append(self.pixel_loop(u, [r for r in run if r in outs_k], fast, col, sub, ops))
+            for r in run:
+                scratch_events(r, False)
+            at += len(run)
         if u.tiles[0].accumulate is not None and u.gap is not None:
             x = graph.nodes[u.gap].inputs[0]
             out = graph.nodes[u.gap].outputs[0]
@@ -1013,16 +1027,108 @@ class _Lowering:
             )
         return for_op
 
+    def pixel_loop(
+        self,
+        u: TiledUnit,
+        run: Sequence[int],
+        fast: dict[str, SSAValue],
+        col,
+        sub,
+        ops: list[Operation],
+    ) -> scf.ForOp:
+        """A pixel run inside a tile: `scf.for` over blocks of `u.pixel_block`
+        output columns (bounds from a table), each computing its columns of
+        every op of the run (`tile_op` with the block's columns)."""
+        graph = self.graph
+        width = graph.tensors[graph.nodes[run[0]].outputs[0]].shape[2]
+        b = u.pixel_block
+        blocks = [(a, min(a + b, width)) for a in range(0, width, b)]
+        sym = self.symbol(f"{u.name.replace(' ', '')}_blocks_{graph.nodes[run[0]].name}")
+        ttype = MemRefType(IndexType(), [len(blocks), 2])
+        init = DenseIntOrFPElementsAttr.from_list(
+            TensorType(IndexType(), [len(blocks), 2]), [v for blk in blocks for v in blk]
+        )
+        g = memref.GlobalOp.get(StringAttr(sym), ttype, init, constant=UnitAttr())
+        g.attributes[loop.COLUMNS_ATTR] = ArrayAttr([StringAttr("lo"), StringAttr("hi")])
+        self.root.globals.append(g)
+        get = memref.GetGlobalOp(sym, ttype)
+        get.memref.name_hint = sym
+        ops.append(get)
+        body = Block(arg_types=[IndexType()])
+        j = body.args[0]
+        j.name_hint = "block"
+        inner: list[Operation] = []
+        ends = []
+        for e, hint in ((0, "px_lo"), (1, "px_hi")):
+            ld = memref.LoadOp.get(get.memref, [j, self.const(e)])
+            ld.res.name_hint = hint
+            inner.append(ld)
+            ends.append(ld.res)
+        mine: set[int] = {id(v) for v in ends}
+        diffs: dict[tuple[int, int], SSAValue] = {}
+
+        def isub(x: SSAValue, y: SSAValue) -> SSAValue:
+            """`sub` of values of the tile; in the block's body those of its columns."""
+            if id(x) not in mine and id(y) not in mine:
+                return sub(x, y)
+            if (id(x), id(y)) not in diffs:
+                op = arith.SubiOp(x, y)
+                inner.append(op)
+                mine.add(id(op.result))
+                diffs[(id(x), id(y))] = op.result
+            return diffs[(id(x), id(y))]
+
+        pix = (ends[0], ends[1])
+        for k in run:
+            inner.append(self.tile_op(u, k, fast, col, isub, inner, pix))
+        inner.append(scf.YieldOp())
+        for op in inner:
+            body.add_op(op)
+        loop_op = scf.ForOp(
+            self.const(0), self.const(len(blocks)), self.const(1), [], Region(body)
+        )
+        loop_op.attributes[loop.PIXEL_BLOCK_ATTR] = IntegerAttr(b, i64)
+        return loop_op
+
     def tile_op(
-        self, u: TiledUnit, k: int, fast: dict[str, SSAValue], col, sub, ops: list[Operation]
+        self,
+        u: TiledUnit,
+        k: int,
+        fast: dict[str, SSAValue],
+        col,
+        sub,
+        ops: list[Operation],
+        pix: tuple[SSAValue, SSAValue] | None = None,
     ) -> Operation:
-        """One op's band: operands as the executor reads them (`operand_source`)."""
+        """One op's band: operands as the executor reads them (`operand_source`).
+        With `pix` (a pixel run's block: first and end column) the op computes
+        those columns: its outputs and the inputs it reads at its own columns
+        are cut along the width too (a blocked scratch buffer from its column
+        0, any other buffer where the columns lie)."""
         graph = self.graph
         node = graph.nodes[k]
         first = u.tiles[0]
         ins: list[SSAValue] = []
         bounds: list[SSAValue] = []
         cuts: list[list[int]] = []
+        maps = {t: c for t, _, _, c in self.tables.node_bands[k].ins}
+
+        def width_cut(
+            name: str,
+            band: dict[int, tuple[SSAValue, SSAValue]],
+            ends: dict[int, tuple[SSAValue, SSAValue]],
+        ) -> None:
+            """Cut the width to the block: a blocked buffer holds the block
+            from its column 0, a whole-width one (or a resident tensor) at
+            the block's columns."""
+            if pix is None or graph.tensors[name].rank != 4:
+                return
+            lo, hi = pix
+            buf = u.buffers.get(name)
+            blocked = buf is not None and buf.key in u.blocked
+            band[2] = (self.const(0) if blocked else lo, sub(hi, lo))
+            ends[2] = (lo, hi)
+
         for name in node.inputs:
             if graph.tensors[name].is_const:
                 ins.append(self.weight(name))
@@ -1035,9 +1141,10 @@ class _Lowering:
                 ins.append(whole)
                 cuts.append([])
                 continue
-            band = {}
-            axes = sorted(src)
-            for a in axes:
+            cmap = maps.get(name)
+            band: dict[int, tuple[SSAValue, SSAValue]] = {}
+            ends: dict[int, tuple[SSAValue, SSAValue]] = {}
+            for a in sorted(src):
                 kind, ax = src[a]
                 if kind == "held":  # the rows the buffer holds: from its first row
                     lo, hi = col("held", name, a, 0), col("held", name, a, 1)
@@ -1045,18 +1152,27 @@ class _Lowering:
                 else:
                     lo, hi = col("out", k, ax, 0), col("out", k, ax, 1)
                     band[a] = (lo if resident else sub(lo, col("held", name, a, 0)), sub(hi, lo))
-                bounds += [lo, hi]
+                ends[a] = (lo, hi)
+            if cmap is not None and same_place(cmap):
+                width_cut(name, band, ends)
+            axes = sorted(band)
+            for a in axes:
+                bounds += list(ends[a])
             ins.append(self.subview(whole, band, ops))
             cuts.append(axes)
         outs: list[SSAValue] = []
         for o in node.outputs:
-            axes = sorted(first.held[o])
             band = {}
+            ends = {}
             direct = o in u.resident_outputs  # written where it is resident, by its rows
-            for a in axes:
+            for a in sorted(first.held[o]):
                 lo, hi = col("out", k, a, 0), col("out", k, a, 1)
                 band[a] = (lo if direct else sub(lo, col("held", o, a, 0)), sub(hi, lo))
-                bounds += [lo, hi]
+                ends[a] = (lo, hi)
+            width_cut(o, band, ends)
+            axes = sorted(band)
+            for a in axes:
+                bounds += list(ends[a])
             outs.append(self.subview(self.slow[o] if direct else fast[o], band, ops))
             cuts.append(axes)
         op = self.band_op(k, ins, outs, bounds, cuts)

@@ -147,6 +147,9 @@ def check_plan(graph: PlanGraph, p: Plan) -> None:
                 owner = u.shared.get(x, x)
                 held[owner] = max(held.get(owner, 0), r)
             size = {x: align(r * graph.tensors[x].row_bytes) for x, r in held.items()}
+            for x in u.blocked:  # a pixel run's scratch: one block's columns of a row
+                w = graph.tensors[x].width
+                size[x] = align(held[x] * graph.tensors[x].row_bytes // w * min(u.pixel_block, w))
             # scratch buffers (no row kept between tiles) share one workspace by
             # lifetime; inputs read where they are resident hold no buffer
             scratch, off = u.scratch, u.scratch_offsets

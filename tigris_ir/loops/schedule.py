@@ -159,6 +159,13 @@ class TiledUnit:
     """Outputs a single-arena line-buffered chain writes straight into their
     tensors resident in the fast arena: no buffer of the unit, no spills; the
     producing op writes its new rows in place (`held` names them)."""
+    pixel_block: int = 0
+    """Columns of a block of the pixel runs (`plan.scratch`); 0: none."""
+    pixel_runs: tuple[tuple[int, ...], ...] = ()
+    """Consecutive ops run block by block within each tile: every op of the
+    run computes a block's columns of its rows before the next block."""
+    blocked: tuple[str, ...] = ()
+    """Scratch buffers holding one block's columns (their owner tensors)."""
 
 
 Unit = NormalUnit | TiledUnit
@@ -302,6 +309,9 @@ def _tiled_unit(
     scratch_bytes: int = 0,
     resident_inputs: Sequence[str] = (),
     resident_outputs: Sequence[str] = (),
+    pixel_block: int = 0,
+    pixel_runs: Sequence[tuple[int, ...]] = (),
+    blocked: Sequence[str] = (),
 ) -> TiledUnit:
     """A tiled stage or chain: its buffers (one per tensor, except that a
     tensor an in-place activation overwrites is held in that activation's
@@ -352,7 +362,10 @@ def _tiled_unit(
         for owner in scratch:
             if owner not in extent:
                 raise PlanDiscrepancy(f"{name}: scratch buffer '{owner}' holds no band tensor")
-            buf = Buffer(owner, tuple(extent[owner]), dt[owner], offset + scratch_offsets[owner])
+            shape = list(extent[owner])
+            if owner in blocked:  # one pixel block's columns
+                shape[2] = min(pixel_block, shape[2])
+            buf = Buffer(owner, tuple(shape), dt[owner], offset + scratch_offsets[owner])
             if scratch_offsets[owner] + buf.size > scratch_bytes:
                 raise PlanDiscrepancy(
                     f"{name}: scratch buffer '{owner}' ends past the workspace of "
@@ -412,6 +425,7 @@ def _tiled_unit(
             raise PlanDiscrepancy(
                 f"{name}: '{t}' is planned as scratch but a tile keeps or loads its rows"
             )
+    _check_runs(name, graph, nodes, steps, pixel_runs)
     return TiledUnit(
         index,
         name,
@@ -433,7 +447,34 @@ def _tiled_unit(
         workspace,
         tuple(resident_inputs),
         tuple(resident_outputs),
+        pixel_block,
+        tuple(pixel_runs),
+        tuple(blocked),
     )
+
+
+def _check_runs(
+    name: str,
+    graph: PlanGraph,
+    nodes: Sequence[int],
+    steps: Sequence[Tile],
+    runs: Sequence[tuple[int, ...]],
+) -> None:
+    """Each pixel run is consecutive ops of the unit computing the same rows
+    in every tile (its blocks interleave them column by column)."""
+    for run in runs:
+        at = nodes.index(run[0]) if run[0] in nodes else -1
+        if at < 0 or tuple(nodes[at : at + len(run)]) != tuple(run):
+            raise PlanDiscrepancy(f"{name}: a pixel run is not consecutive ops of the unit")
+        for tile in steps:
+            got = {s.node: s.out.get(1) for s in tile.ops}
+            rows = {k: got.get(k) for k in run}
+            if len(set(rows.values())) > 1:
+                what = ", ".join(f"'{graph.nodes[k].name}' {r}" for k, r in rows.items())
+                raise PlanDiscrepancy(
+                    f"{name} tile {tile.index}: the ops of a pixel run compute different rows "
+                    f"({what})"
+                )
 
 
 def _lb_rows(
@@ -846,6 +887,9 @@ def _chain_unit(
         c.scratch_bytes,
         c.in_place,
         c.direct_out,
+        c.pixel_block,
+        c.pixel_runs,
+        c.blocked,
     )
 
 

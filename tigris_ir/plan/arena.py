@@ -85,7 +85,7 @@ def _free_gaps(busy: list[tuple[int, int]], capacity: int) -> list[tuple[int, in
     return out
 
 
-def _search(items: Sequence[Interval], capacity: int, limit: int = 20000) -> dict[str, int] | None:
+def _search(items: Sequence[Interval], capacity: int, limit: int = 200000) -> dict[str, int] | None:
     """Depth-first placement within `capacity` (None past `limit` nodes)."""
     order = sorted(items, key=lambda i: (i.first, -i.size, i.key))
     placed: list[tuple[Interval, int]] = []

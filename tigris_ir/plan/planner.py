@@ -58,7 +58,11 @@ exactly this and measures the same numbers):
     such a chain reads its resident inputs where they are (`in_place`) and
     writes each output that no op of the chain reads straight into its
     resident tensor (`direct_out`, `plan.scratch.direct_outputs`): neither
-    has a band buffer, and the outputs no spill.
+    has a band buffer, and the outputs no spill. Where such a chain does not
+    fit, it is tried with pixel runs (`plan.scratch.pixel_runs`): runs of its
+    ops computed in blocks of `PIXEL_BLOCK` columns, a scratch buffer read
+    only inside its run holding one block, every scratch buffer the run
+    touches live over the whole run.
   * slow memory holds the model inputs and every tensor that crosses a unit
     (stage or chain) boundary, from its producer to its last reader (model
     outputs to the end); the slow peak sums `align`ed sizes.
@@ -106,6 +110,7 @@ from dataclasses import dataclass, field, replace
 from tigris_ir.plan.graph import PlanGraph
 from tigris_ir.plan.memory import align, format_bytes
 from tigris_ir.plan.scratch import (
+    PIXEL_BLOCK,
     chain_scratch,
     direct_outputs,
     estimated_history,
@@ -296,9 +301,19 @@ class ChainPlan:
     """Outputs a single-arena line-buffered chain writes straight into their
     tensors resident in the fast arena (`plan.scratch.direct_outputs`): no
     band buffer, no spills."""
+    pixel_block: int = 0
+    """Columns of a block of the pixel runs (`plan.scratch`); 0: none."""
+    pixel_runs: tuple[tuple[int, ...], ...] = ()
+    """The chain's pixel runs: node indices, in order. Each runs block by
+    block: every op of the run computes a block's columns of its new rows
+    before the next block."""
+    blocked: tuple[str, ...] = ()
+    """The scratch buffers holding one block's columns (owner tensors)."""
 
     def describe(self) -> str:
         lb = ", line-buffered" if self.line_buffered else ""
+        if self.pixel_block:
+            lb += f", pixel blocks of {self.pixel_block}"
         if self.pace:
             return (
                 f"chain of {len(self.stages)} stages: {self.num_tiles} steps of "
@@ -1202,6 +1217,8 @@ class _Chain:
     """Outputs written straight into their tensors resident in the fast
     arena (a single-arena line-buffered chain, `direct_outputs`): no band
     buffer, no spills."""
+    block: int = 0
+    """Pixel runs in blocks of this many columns (`plan.scratch`); 0: none."""
 
     def extra_cost(self, once: int, mac_weight: int) -> int:
         """What the chain costs beyond reading its inputs `once` (raw bytes)
@@ -1386,9 +1403,12 @@ class _Ctx:
                 skip = in_place_inputs(model, frozenset(names))
                 outs = {model.names[t] for t in model.spilled} - self.streamed_out
                 direct = direct_outputs(model, frozenset(outs))
-            found = _line_buffered(model, members, frozenset(concat), budget, exact, skip, direct)
-            if found is not None:
-                return found
+            for block in (0, PIXEL_BLOCK):  # pixel runs only where nothing else fits
+                found = _line_buffered(
+                    model, members, frozenset(concat), budget, exact, skip, direct, block
+                )
+                if found is not None:
+                    return found
         # no halo, or no line buffers fit: every tile computes its whole range
         plain = _strip_search(model, budget, exact)
         if plain is None:
@@ -1410,26 +1430,30 @@ def _line_buffered(
     exact: bool,
     skip: frozenset[int] = frozenset(),
     direct: frozenset[int] = frozenset(),
+    block: int = 0,
 ) -> _Chain | None:
     """A line-buffered chain: the largest tile height whose line buffers fit
     (binary search on the `lb_capacity` estimates, then the exact run of the
     monotone tile ranges, `BandModel.line_buffer`; a smaller tile if that
     breaks the budget). None if none fits or the run reads a row no tile
     computed before. `skip`: inputs read in place; `direct`: outputs written
-    into their resident tensors (a single arena)."""
+    into their resident tensors (a single arena); `block`: pixel runs in
+    blocks of that many columns (`plan.scratch`)."""
 
     hist_est = estimated_history(model, recompute)
 
     def cost(tile: int) -> int:
         rows = model.lb_rows(tile, recompute)
         assert rows is not None  # chain bands are affine
-        return scratch_bytes(model, rows, hist_est, recompute, skip, direct)
+        return scratch_bytes(model, rows, hist_est, recompute, skip, direct, block)
 
     limit = model.height
     while limit >= 1:
         best = largest_fitting(cost, limit, budget)
         if best == 0:
-            return None if recompute else _paced(model, members, budget, exact, skip, direct)
+            return None if recompute else _paced(
+                model, members, budget, exact, skip, direct, block
+            )
         tile_h = even_tile_h(model.height, best)
         if not exact:
             rows = model.lb_rows(tile_h, recompute)
@@ -1449,13 +1473,14 @@ def _line_buffered(
                 recomputed,
                 in_place=skip,
                 direct=direct,
+                block=block,
             )
         ranges = model.lb_tile_ranges(tile_h)
         try:
             held, done, history = model.line_buffer(ranges, recompute)
         except LineBufferGapError:
             return None  # not line-buffered: the caller runs the chain plainly
-        if scratch_bytes(model, held, history, recompute, skip, direct) <= budget:
+        if scratch_bytes(model, held, history, recompute, skip, direct, block) <= budget:
             reads = sum(done[t] * model.row_bytes[t] for t in model.inputs)
             recomputed = _recomputed(model, _exact_stats(ranges), recompute, True)
             return _Chain(
@@ -1471,9 +1496,10 @@ def _line_buffered(
                 history,
                 in_place=skip,
                 direct=direct,
+                block=block,
             )
         limit = tile_h - 1
-    return None if recompute else _paced(model, members, budget, exact, skip, direct)
+    return None if recompute else _paced(model, members, budget, exact, skip, direct, block)
 
 
 def _paced(
@@ -1483,6 +1509,7 @@ def _paced(
     exact: bool,
     skip: frozenset[int] = frozenset(),
     direct: frozenset[int] = frozenset(),
+    block: int = 0,
 ) -> _Chain | None:
     """A paced line-buffered chain (`paced_steps`) where no band of output
     rows fits: the fastest pace whose buffers fit (binary search on the
@@ -1495,12 +1522,24 @@ def _paced(
         est = model.paced_rows()
         if (
             est is None
-            or scratch_bytes(model, est, estimated_history(model), frozenset(), skip, direct)
+            or scratch_bytes(
+                model, est, estimated_history(model), frozenset(), skip, direct, block
+            )
             > budget
         ):
             return None
         return _Chain(
-            members, model, True, frozenset(), 1, est, 0, pace=1, in_place=skip, direct=direct
+            members,
+            model,
+            True,
+            frozenset(),
+            1,
+            est,
+            0,
+            pace=1,
+            in_place=skip,
+            direct=direct,
+            block=block,
         )
 
     def cost(pace: int) -> int:
@@ -1508,7 +1547,7 @@ def _paced(
             held, _, hist = model.paced_buffer(pace)
         except (LineBufferGapError, ValueError):
             return _INF
-        return scratch_bytes(model, held, hist, frozenset(), skip, direct)
+        return scratch_bytes(model, held, hist, frozenset(), skip, direct, block)
 
     pace = largest_fitting(cost, model.max_pace(), budget)
     if pace == 0:
@@ -1518,7 +1557,20 @@ def _paced(
     reads = sum(done[t] * model.row_bytes[t] for t in model.inputs)
     step = max(1, max(b - a for rng in ranges for a, b in (rng[t] for t in model.roots)))
     return _Chain(
-        members, model, True, frozenset(), step, held, 0, ranges, reads, history, pace, skip, direct
+        members,
+        model,
+        True,
+        frozenset(),
+        step,
+        held,
+        0,
+        ranges,
+        reads,
+        history,
+        pace,
+        skip,
+        direct,
+        block,
     )
 
 
@@ -2048,9 +2100,17 @@ def _chain_plan(
     peak = whole.peak
     scratch = None
     if found.line_buffered:
-        scratch = chain_scratch(model, rows, found.history, found.recompute_ops, found.direct)
+        scratch = chain_scratch(
+            model, rows, found.history, found.recompute_ops, found.direct, found.block
+        )
         peak = scratch_bytes(
-            model, rows, found.history, found.recompute_ops, found.in_place, found.direct
+            model,
+            rows,
+            found.history,
+            found.recompute_ops,
+            found.in_place,
+            found.direct,
+            found.block,
         )
     return ChainPlan(
         index,
@@ -2081,6 +2141,9 @@ def _chain_plan(
         0 if scratch is None else scratch.size,
         tuple(model.names[t] for t in sorted(found.in_place)),
         tuple(model.names[t] for t in sorted(found.direct)),
+        0 if scratch is None else scratch.block,
+        () if scratch is None else scratch.runs,
+        () if scratch is None else scratch.blocked,
     )
 
 

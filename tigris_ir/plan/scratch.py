@@ -20,6 +20,16 @@ single-arena chain writes it where it is resident (`direct_outputs`: no
 buffer of the chain at all). The workspace is used only when the
 placement reaches the live peak (so the measured peak equals the planned
 one) and saves bytes.
+
+Pixel blocks. Where even that does not fit, a chain may run runs of its ops
+in blocks of `PIXEL_BLOCK` output columns (`pixel_runs`): a run starts with
+an op whose output is scratch and goes on through the ops that read a tensor
+of the run at the same rows and columns (a 1x1 convolution of stride 1, an
+Add, an activation); each block computes its columns of every op of the run
+before the next block starts. A scratch tensor read only inside its run
+then needs a buffer of one block's columns, not of the whole width
+(`blocked`), and every scratch buffer the run touches is live over the
+whole run.
 """
 
 from __future__ import annotations
@@ -29,7 +39,10 @@ from dataclasses import dataclass
 
 from tigris_ir.plan.arena import Interval, live_peak, place
 from tigris_ir.plan.memory import ALIGN
-from tigris_ir.plan.tiling import BandModel
+from tigris_ir.plan.tiling import IDENT, WINDOW, BandModel, RowMap
+
+PIXEL_BLOCK = 8
+"""Output columns a block of a pixel run computes (`pixel_runs`)."""
 
 
 @dataclass(frozen=True)
@@ -40,10 +53,94 @@ class Scratch:
     live: Mapping[str, tuple[int, int]]
     offsets: Mapping[str, int]
     size: int
+    block: int = 0
+    """Columns of a pixel block (0: no pixel runs)."""
+    runs: tuple[tuple[int, ...], ...] = ()
+    """The pixel runs: node indices, in order (`pixel_runs`)."""
+    blocked: tuple[str, ...] = ()
+    """Scratch buffers holding one block's columns (by owner tensor)."""
 
 
 def _aligned(rows: int, row_bytes: int) -> int:
     return -(-rows * row_bytes // ALIGN) * ALIGN
+
+
+def same_place(m: RowMap) -> bool:
+    """A row (or column) map reading the output's own rows: identity, or a
+    window of one row, stride 1, no padding."""
+    return m[0] == IDENT or (m[0] == WINDOW and m[1] == 1 and m[2] == 1 and m[4] == 0)
+
+
+def pixel_runs(
+    model: BandModel, candidates: set[int], recompute: frozenset[int]
+) -> tuple[tuple[tuple[int, ...], ...], frozenset[int]]:
+    """The pixel runs of a band and the scratch owners held in blocks.
+
+    `candidates`: scratch owners (tensor ids). A run starts at an op whose
+    output is a candidate and takes each next op that reads a tensor computed
+    in the run, every such read at its own rows and columns (`same_place`);
+    a candidate is blocked when the run of its producer holds every reader
+    of it, the run has more than one op and no tensor held in its buffer is
+    an output of the band (spilled whole rows). Runs are op positions, in
+    order."""
+    share = model.share or tuple(range(len(model.names)))
+    rank4 = {
+        t for t in range(len(model.names)) if model.graph.tensors[model.names[t]].rank == 4
+    }
+    owner_ok = {o: True for o in candidates}
+    roots = set(model.roots)  # spilled (or streamed) whole rows: not in blocks
+    for t, o in enumerate(share):
+        if o in owner_ok and (
+            t not in rank4 or t in roots or model.widths[t] != model.widths[o]
+        ):
+            owner_ok[o] = False
+    cand = {o for o, ok in owner_ok.items() if ok}
+    while True:
+        runs: list[list[int]] = []
+        run_of: dict[int, int] = {}  # tensor id -> run index (computed in it)
+        current: list[int] | None = None
+        for i, (k, outs, ins) in enumerate(model.ops):
+            inside = [(t, m, c) for t, m, c in ins if run_of.get(t) == len(runs) - 1]
+            joins = (
+                current is not None
+                and k not in recompute
+                and len(outs) == 1
+                and bool(inside)
+                and any(share[t] in cand for t, _, _ in inside)
+                and all(same_place(m) and same_place(c) for _, m, c in inside)
+            )
+            if joins:
+                assert current is not None
+                current.append(i)
+            elif len(outs) == 1 and share[outs[0]] in cand and k not in recompute:
+                current = [i]
+                runs.append(current)
+            else:
+                current = None
+            if current is not None:
+                for o in outs:
+                    run_of[o] = len(runs) - 1
+        bad: set[int] = set()
+        for o in cand:
+            members = [t for t, s in enumerate(share) if s == o]
+            homes = {run_of.get(t) for t in members}
+            if len(homes) != 1 or None in homes:
+                bad.add(o)
+                continue
+            (home,) = homes
+            assert home is not None
+            if len(runs[home]) < 2:
+                bad.add(o)
+                continue
+            for i, (_, _, ins) in enumerate(model.ops):
+                if any(t in members for t, _, _ in ins) and i not in runs[home]:
+                    bad.add(o)
+        if not bad:
+            break
+        cand -= bad
+    used = {run_of[t] for t in range(len(model.names)) if share[t] in cand and t in run_of}
+    kept = tuple(tuple(r) for j, r in enumerate(runs) if j in used)
+    return kept, frozenset(cand)
 
 
 def chain_scratch(
@@ -52,11 +149,13 @@ def chain_scratch(
     history: Sequence[int],
     recompute: frozenset[int] = frozenset(),
     direct: frozenset[int] = frozenset(),
+    block: int = 0,
 ) -> Scratch | None:
     """The scratch of a line-buffered band (`BandModel`) whose buffers hold
     `rows` with `history` rows kept at most; None when none saves bytes.
     The outputs written `direct` into their resident tensors (no buffer of
-    the band, `direct_outputs`) are no scratch buffer."""
+    the band, `direct_outputs`) are no scratch buffer. With `block` > 0 the
+    band runs its pixel runs in blocks of that many columns."""
     n = len(model.names)
     share = model.share or tuple(range(n))
     ext = model.shared_extents(rows) if model.share else list(rows)
@@ -90,20 +189,39 @@ def chain_scratch(
             first[o] = min(first.get(o, produced_by[t]), produced_by[t])
         end = model.stop if t in roots else readers.get(t, produced_by.get(t, 0))
         last[o] = max(last.get(o, end), end)
-    items = [
-        Interval(model.names[o], _aligned(ext[o], model.row_bytes[o]), first[o], last[o])
-        for o in sorted(ok)
-        if ok[o] and o in first
-    ]
-    if len(items) < 2:
+    owners = [o for o in sorted(ok) if ok[o] and o in first]
+    runs: tuple[tuple[int, ...], ...] = ()
+    blocked: frozenset[int] = frozenset()
+    if block > 0:
+        runs, blocked = pixel_runs(model, set(owners), recompute)
+    spans = [(model.ops[r[0]][0], model.ops[r[-1]][0]) for r in runs]
+    items = []
+    for o in owners:
+        lo, hi = first[o], last[o]
+        for a, b in spans:  # a run's blocks interleave its ops: live over all of it
+            if lo <= b and hi >= a:
+                lo, hi = min(lo, a), max(hi, b)
+        size = model.row_bytes[o]
+        if o in blocked:
+            size = size // model.widths[o] * min(block, model.widths[o])
+        items.append(Interval(model.names[o], _aligned(ext[o], size), lo, hi))
+    full = sum(_aligned(ext[o], model.row_bytes[o]) for o in owners)
+    if not blocked and len(items) < 2:
         return None
     peak = live_peak(items)
-    if peak >= sum(i.size for i in items):
+    if peak >= full:
         return None
     offsets, top = place(items, peak)
     if top != peak:
         return None
-    return Scratch({i.key: (i.first, i.last) for i in items}, offsets, peak)
+    return Scratch(
+        {i.key: (i.first, i.last) for i in items},
+        offsets,
+        peak,
+        block if blocked else 0,
+        tuple(tuple(model.ops[i][0] for i in r) for r in runs) if blocked else (),
+        tuple(model.names[o] for o in sorted(blocked)),
+    )
 
 
 def scratch_bytes(
@@ -113,14 +231,16 @@ def scratch_bytes(
     recompute: frozenset[int] = frozenset(),
     in_place: frozenset[int] = frozenset(),
     direct: frozenset[int] = frozenset(),
+    block: int = 0,
 ) -> int:
     """The chain's buffers with its scratch shared (`model.bytes_of_rows`
     when it has none), less the inputs it reads `in_place` and the outputs
-    it writes `direct` (no buffer of their own)."""
+    it writes `direct` (no buffer of their own); `block`: pixel runs in
+    blocks of that many columns (`chain_scratch`)."""
     total = model.bytes_of_rows(rows)
     ext = model.shared_extents(rows) if model.share else list(rows)
     total -= sum(_aligned(ext[t], model.row_bytes[t]) for t in in_place | direct)
-    s = chain_scratch(model, rows, history, recompute, direct)
+    s = chain_scratch(model, rows, history, recompute, direct, block)
     if s is None:
         return total
     ids = {name: t for t, name in enumerate(model.names)}

@@ -70,6 +70,7 @@ from tigris_ir.backend.c.build import (
 )
 from tigris_ir.backend.c.network import CSource
 from tigris_ir.interp.run_stats import RunStats
+from tigris_ir.reference.executor import to_internal
 from tigris_ir.rtile.targets import Board, Mcu, Target
 
 CC = "arm-none-eabi-gcc"
@@ -362,13 +363,16 @@ static unsigned long long ticks_now(void)
 
 def harness(source: CSource) -> str:
     """`main`: the inputs read from in<i>.bin, one run between two reads of
-    SysTick, the outputs written to out<i>.bin, the figures to figures.txt."""
+    SysTick, the outputs written to out<i>.bin, the figures to figures.txt.
+    A streamed input stays in the harness (a camera's frame buffer): the
+    network asks `<name>_input_rows` for its rows (channels-last), which
+    copies and counts them."""
     n = source.name
     ni, no = len(source.inputs), len(source.outputs)
-    if any(p.streamed for p in (*source.inputs, *source.outputs)):
+    if any(p.streamed for p in source.outputs):
         raise CBuildError(
-            "the Cortex-M harness passes whole inputs and outputs; a streamed input or "
-            "output (--stream-input / --stream-output) is not supported on it yet"
+            "the Cortex-M harness takes whole outputs; a streamed output (--stream-output) "
+            "is not supported on it yet"
         )
     bufs = "\n".join(
         [
@@ -390,8 +394,21 @@ def harness(source: CSource) -> str:
         f'    if (write_file("out{i}.bin", out{i}, {p.nbytes}u)) return 1;'
         for i, p in enumerate(source.outputs)
     )
-    ins = ", ".join(f"in{i}" for i in range(ni)) or "0"
+    ins = ", ".join("0" if p.streamed else f"in{i}" for i, p in enumerate(source.inputs)) or "0"
     outs = ", ".join(f"out{i}" for i in range(no)) or "0"
+    streams = _input_streams(source)
+    rows_figure = ""
+    if any(p.streamed for p in source.inputs):
+        rows_figure = "\n".join(
+            [
+                '        figure("stream rows", stream_total);',
+                *(
+                    f'        figure("stream rows {i}", stream_rows[{i}]);'
+                    for i, p in enumerate(source.inputs)
+                    if p.streamed
+                ),
+            ]
+        )
     return f"""\
 /* The QEMU harness of '{n}': inputs and outputs through semihosting files,
  * instructions counted by SysTick, the stack's high-water mark. */
@@ -401,6 +418,7 @@ def harness(source: CSource) -> str:
 #include "{n}.h"
 
 {bufs}
+{streams}
 static char figures[1024];
 static unsigned figures_len;
 
@@ -495,9 +513,44 @@ int main(void)
         figure("slow reads", st.slow_reads);
         figure("slow writes", st.slow_writes);
         figure("tiles", st.tiles);
+{rows_figure}
     }}
 #endif
     return write_file("figures.txt", figures, figures_len);
+}}
+"""
+
+
+def _input_streams(source: CSource) -> str:
+    """The row callback of the streamed inputs: rows of the input buffers
+    (channels-last), counted per input and in all."""
+    ports = source.inputs
+    if not any(p.streamed for p in ports):
+        return ""
+    n, k = source.name, len(ports)
+    data = ", ".join(
+        f"(const unsigned char *)in{i}" if p.streamed else "0" for i, p in enumerate(ports)
+    )
+    heights = ", ".join(str(p.shape[1] if p.streamed else 0) for p in ports)
+    row_bytes = ", ".join(str(p.nbytes // p.shape[1] if p.streamed else 0) for p in ports)
+    return f"""
+/* The input streams: rows of the input buffers (channels-last), counted. */
+static const unsigned char *const stream_data[{k}] = {{{data}}};
+static const int stream_height[{k}] = {{{heights}}}; /* 0: not streamed */
+static const uint32_t stream_row_bytes[{k}] = {{{row_bytes}}};
+static unsigned long long stream_rows[{k}];
+static unsigned long long stream_total;
+
+int {n}_input_rows(int input, int first_row, int rows, void *dst)
+{{
+    uint32_t rb;
+    if (input < 0 || input >= {k} || stream_height[input] == 0) return 1;
+    if (first_row < 0 || rows < 0 || first_row + rows > stream_height[input]) return 1;
+    rb = stream_row_bytes[input];
+    memcpy(dst, stream_data[input] + (uint32_t)first_row * rb, (uint32_t)rows * rb);
+    stream_rows[input] += (unsigned long long)rows;
+    stream_total += (unsigned long long)rows;
+    return 0;
 }}
 """
 
@@ -728,13 +781,16 @@ def run_elf(
     if len(inputs) != len(source.inputs):
         raise CRunError(f"the model takes {len(source.inputs)} input(s), got {len(inputs)}")
     for x, p in zip(inputs, source.inputs):
-        if tuple(x.shape) != p.shape or x.dtype != p.dtype:
+        shape = tuple(x.shape) if not p.streamed else tuple(to_internal(x, p.layout).shape)
+        if shape != p.shape or x.dtype != p.dtype:
             raise CRunError(
                 f"input '{p.name}' must be {p.dtype} of shape {'x'.join(map(str, p.shape))}, "
                 f"got {x.dtype} of shape {'x'.join(map(str, x.shape))}"
             )
     with tempfile.TemporaryDirectory(prefix="tigris-qemu-") as d:
-        for i, x in enumerate(inputs):
+        for i, (x, p) in enumerate(zip(inputs, source.inputs)):
+            if p.streamed:  # the stream delivers channels-last rows
+                x = to_internal(x, p.layout)
             (Path(d) / f"in{i}.bin").write_bytes(np.ascontiguousarray(x).tobytes())
         said = run_qemu(target, elf, Path(d), timeout)
         paths = [Path(d) / f"out{i}.bin" for i in range(len(source.outputs))]

@@ -300,6 +300,28 @@ def test_tigris_run_on_the_board_checks_and_counts(
     assert "fast peak: " in out
 
 
+@needs_tools
+@pytest.mark.parametrize("boundary", ["int8", "float"])
+def test_streamed_input_and_output_on_the_board(
+    ds_cnn_int8: Path, capsys: pytest.CaptureFixture[str], boundary: str
+):
+    """The board's harness feeds a streamed input row by row from its frame
+    and takes a streamed output's rows into its buffer: the plan in one SRAM
+    runs bit-exact, each input row asked once, each output row sent once."""
+    from tigris_ir.tools.tigris_run import main
+
+    args = [str(ds_cnn_int8), "-m", "3K", "--slow-budget", "0", "--boundary", boundary]
+    args += ["--stream-input", "--stream-output", "--backend", "c", "--mcpu", "cortex-m4"]
+    assert main([*args, "--check", "--stats", "--random-input", "0"]) == 0
+    out = capsys.readouterr().out
+    exact = "(0 LSB at most)" if boundary == "int8" else "(0.00e+00 relative at most"
+    assert f"equals the untiled reference {exact}" in out
+    assert "slow peak: 0" in out and " 0 tiles" not in out
+    streamed = [line for line in out.splitlines() if "rows streamed: " in line]
+    assert streamed[0].startswith("input rows streamed: ") and len(streamed) == 2
+    assert streamed[1].startswith("output rows streamed: ")
+
+
 def test_tigris_run_names_the_packages_of_a_missing_cross_compiler(
     ds_cnn_int8: Path, capsys: pytest.CaptureFixture[str]
 ):

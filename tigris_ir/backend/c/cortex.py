@@ -70,7 +70,7 @@ from tigris_ir.backend.c.build import (
 )
 from tigris_ir.backend.c.network import CSource
 from tigris_ir.interp.run_stats import RunStats
-from tigris_ir.reference.executor import to_internal
+from tigris_ir.reference.executor import to_boundary, to_internal
 from tigris_ir.rtile.targets import Board, Mcu, Target
 
 CC = "arm-none-eabi-gcc"
@@ -366,14 +366,11 @@ def harness(source: CSource) -> str:
     SysTick, the outputs written to out<i>.bin, the figures to figures.txt.
     A streamed input stays in the harness (a camera's frame buffer): the
     network asks `<name>_input_rows` for its rows (channels-last), which
-    copies and counts them."""
+    copies and counts them; a streamed output's rows arrive through
+    `<name>_output_rows`, which places them in the output's buffer, counts
+    them and fails the run on a row sent twice."""
     n = source.name
     ni, no = len(source.inputs), len(source.outputs)
-    if any(p.streamed for p in source.outputs):
-        raise CBuildError(
-            "the Cortex-M harness takes whole outputs; a streamed output (--stream-output) "
-            "is not supported on it yet"
-        )
     bufs = "\n".join(
         [
             *(
@@ -395,20 +392,22 @@ def harness(source: CSource) -> str:
         for i, p in enumerate(source.outputs)
     )
     ins = ", ".join("0" if p.streamed else f"in{i}" for i, p in enumerate(source.inputs)) or "0"
-    outs = ", ".join(f"out{i}" for i in range(no)) or "0"
-    streams = _input_streams(source)
-    rows_figure = ""
-    if any(p.streamed for p in source.inputs):
-        rows_figure = "\n".join(
-            [
-                '        figure("stream rows", stream_total);',
-                *(
-                    f'        figure("stream rows {i}", stream_rows[{i}]);'
-                    for i, p in enumerate(source.inputs)
-                    if p.streamed
-                ),
+    outs = ", ".join("0" if p.streamed else f"out{i}" for i, p in enumerate(source.outputs))
+    outs = outs or "0"
+    streams = _input_streams(source) + _output_streams(source)
+    figures = []
+    for kind, ports, label in (
+        ("stream", source.inputs, "stream rows"),
+        ("sent", source.outputs, "output rows"),
+    ):
+        if any(p.streamed for p in ports):
+            figures.append(f'        figure("{label}", {kind}_total);')
+            figures += [
+                f'        figure("{label} {i}", {kind}_rows[{i}]);'
+                for i, p in enumerate(ports)
+                if p.streamed
             ]
-        )
+    rows_figure = "\n".join(figures)
     return f"""\
 /* The QEMU harness of '{n}': inputs and outputs through semihosting files,
  * instructions counted by SysTick, the stack's high-water mark. */
@@ -550,6 +549,51 @@ int {n}_input_rows(int input, int first_row, int rows, void *dst)
     memcpy(dst, stream_data[input] + (uint32_t)first_row * rb, (uint32_t)rows * rb);
     stream_rows[input] += (unsigned long long)rows;
     stream_total += (unsigned long long)rows;
+    return 0;
+}}
+"""
+
+
+def _output_streams(source: CSource) -> str:
+    """The row callback of the streamed outputs: rows into the output buffers
+    (channels-last), each row once, counted per output and in all."""
+    ports = source.outputs
+    if not any(p.streamed for p in ports):
+        return ""
+    n, k = source.name, len(ports)
+    data = ", ".join(
+        f"(unsigned char *)out{i}" if p.streamed else "0" for i, p in enumerate(ports)
+    )
+    heights = ", ".join(str(p.shape[1] if p.streamed else 0) for p in ports)
+    row_bytes = ", ".join(str(p.nbytes // p.shape[1] if p.streamed else 0) for p in ports)
+    starts, at = [], 0
+    for p in ports:
+        starts.append(str(at))
+        at += p.shape[1] if p.streamed else 0
+    return f"""
+/* The output streams: rows into the output buffers (channels-last), each row
+ * once, counted. */
+static unsigned char *const sent_data[{k}] = {{{data}}};
+static const int sent_height[{k}] = {{{heights}}}; /* 0: not streamed */
+static const uint32_t sent_row_bytes[{k}] = {{{row_bytes}}};
+static const int sent_first[{k}] = {{{", ".join(starts)}}};
+static unsigned char sent_seen[{max(at, 1)}];
+static unsigned long long sent_rows[{k}];
+static unsigned long long sent_total;
+
+int {n}_output_rows(int output, int first_row, int rows, const void *src)
+{{
+    uint32_t rb;
+    int r;
+    if (output < 0 || output >= {k} || sent_height[output] == 0) return 1;
+    if (first_row < 0 || rows < 0 || first_row + rows > sent_height[output]) return 1;
+    for (r = first_row; r < first_row + rows; ++r) {{
+        if (sent_seen[sent_first[output] + r]++) return 1;
+    }}
+    rb = sent_row_bytes[output];
+    memcpy(sent_data[output] + (uint32_t)first_row * rb, src, (uint32_t)rows * rb);
+    sent_rows[output] += (unsigned long long)rows;
+    sent_total += (unsigned long long)rows;
     return 0;
 }}
 """
@@ -800,6 +844,10 @@ def run_elf(
         outputs = [
             np.frombuffer(path.read_bytes(), dtype=p.dtype).reshape(p.shape).copy()
             for path, p in zip(paths, source.outputs)
+        ]
+        outputs = [  # a streamed output arrived channels-last
+            to_boundary(y, p.layout) if p.streamed else y
+            for y, p in zip(outputs, source.outputs)
         ]
         figures: dict[str, float] = {}
         for line in fig.read_text().splitlines():

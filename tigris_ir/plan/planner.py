@@ -115,6 +115,7 @@ from tigris_ir.plan.scratch import (
     direct_outputs,
     estimated_history,
     in_place_inputs,
+    may_run_in_pixels,
     scratch_bytes,
 )
 from tigris_ir.plan.tiling import (
@@ -1403,7 +1404,8 @@ class _Ctx:
                 skip = in_place_inputs(model, frozenset(names))
                 outs = {model.names[t] for t in model.spilled} - self.streamed_out
                 direct = direct_outputs(model, frozenset(outs))
-            for block in (0, PIXEL_BLOCK):  # pixel runs only where nothing else fits
+            blocks = (0, PIXEL_BLOCK) if may_run_in_pixels(model) else (0,)
+            for block in blocks:  # pixel runs only where nothing else fits
                 found = _line_buffered(
                     model, members, frozenset(concat), budget, exact, skip, direct, block
                 )

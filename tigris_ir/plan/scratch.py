@@ -83,6 +83,24 @@ def pixel_runs(
     of it, the run has more than one op and no tensor held in its buffer is
     an output of the band (spilled whole rows). Runs are op positions, in
     order."""
+    memo = model._memo.setdefault(("pixel runs", 0), {})  # noqa: SLF001
+    key = (frozenset(candidates), recompute)
+    if key not in memo:
+        memo[key] = _pixel_runs(model, candidates, recompute)
+    return memo[key]
+
+
+def may_run_in_pixels(model: BandModel) -> bool:
+    """Whether any scratch tensor of the band could be held in pixel blocks
+    (`pixel_runs` over every tensor computed in the band but its outputs):
+    a chain tries pixel runs only then."""
+    inner = {t for t in range(len(model.names)) if t not in model.inputs}
+    return bool(pixel_runs(model, inner - set(model.roots), frozenset())[1])
+
+
+def _pixel_runs(
+    model: BandModel, candidates: set[int], recompute: frozenset[int]
+) -> tuple[tuple[tuple[int, ...], ...], frozenset[int]]:
     share = model.share or tuple(range(len(model.names)))
     rank4 = {
         t for t in range(len(model.names)) if model.graph.tensors[model.names[t]].rank == 4

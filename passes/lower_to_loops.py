@@ -674,16 +674,7 @@ class _Lowering:
             self.add(memref.CopyOp(res, self.slow[out]))
             return
         n_groups = len(u.acc_groups)
-        sym = self.symbol(f"{u.name.replace(' ', '')}_groups")
-        ttype = MemRefType(IndexType(), [n_groups, 2])
-        init = DenseIntOrFPElementsAttr.from_list(
-            TensorType(IndexType(), [n_groups, 2]), [v for g in u.acc_groups for v in g]
-        )
-        g = memref.GlobalOp.get(StringAttr(sym), ttype, init, constant=UnitAttr())
-        g.attributes[loop.COLUMNS_ATTR] = ArrayAttr([StringAttr("c.0"), StringAttr("c.1")])
-        self.root.globals.append(g)
-        get = memref.GetGlobalOp(sym, ttype)
-        get.memref.name_hint = sym
+        get = self.range_table(f"{u.name.replace(' ', '')}_groups", u.acc_groups, ("c.0", "c.1"))
         self.add(get)
         body = Block(arg_types=[IndexType()])
         grp = body.args[0]
@@ -1027,6 +1018,23 @@ class _Lowering:
             )
         return for_op
 
+    def range_table(
+        self, base: str, ranges: Sequence[tuple[int, int]], columns: tuple[str, str]
+    ) -> memref.GetGlobalOp:
+        """A constant table of index ranges, one row each (`loop.columns`
+        naming its two columns), and the op that reads it (not yet placed)."""
+        sym = self.symbol(base)
+        ttype = MemRefType(IndexType(), [len(ranges), 2])
+        init = DenseIntOrFPElementsAttr.from_list(
+            TensorType(IndexType(), [len(ranges), 2]), [v for r in ranges for v in r]
+        )
+        g = memref.GlobalOp.get(StringAttr(sym), ttype, init, constant=UnitAttr())
+        g.attributes[loop.COLUMNS_ATTR] = ArrayAttr([StringAttr(c) for c in columns])
+        self.root.globals.append(g)
+        get = memref.GetGlobalOp(sym, ttype)
+        get.memref.name_hint = sym
+        return get
+
     def pixel_loop(
         self,
         u: TiledUnit,
@@ -1043,16 +1051,8 @@ class _Lowering:
         width = graph.tensors[graph.nodes[run[0]].outputs[0]].shape[2]
         b = u.pixel_block
         blocks = [(a, min(a + b, width)) for a in range(0, width, b)]
-        sym = self.symbol(f"{u.name.replace(' ', '')}_blocks_{graph.nodes[run[0]].name}")
-        ttype = MemRefType(IndexType(), [len(blocks), 2])
-        init = DenseIntOrFPElementsAttr.from_list(
-            TensorType(IndexType(), [len(blocks), 2]), [v for blk in blocks for v in blk]
-        )
-        g = memref.GlobalOp.get(StringAttr(sym), ttype, init, constant=UnitAttr())
-        g.attributes[loop.COLUMNS_ATTR] = ArrayAttr([StringAttr("lo"), StringAttr("hi")])
-        self.root.globals.append(g)
-        get = memref.GetGlobalOp(sym, ttype)
-        get.memref.name_hint = sym
+        name = f"{u.name.replace(' ', '')}_blocks_{graph.nodes[run[0]].name}"
+        get = self.range_table(name, blocks, ("lo", "hi"))
         ops.append(get)
         body = Block(arg_types=[IndexType()])
         j = body.args[0]

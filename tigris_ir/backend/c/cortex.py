@@ -68,7 +68,7 @@ from tigris_ir.backend.c.build import (
     blob_digest,
     cache_dir,
 )
-from tigris_ir.backend.c.network import CSource
+from tigris_ir.backend.c.network import CPort, CSource
 from tigris_ir.interp.run_stats import RunStats
 from tigris_ir.reference.executor import to_boundary, to_internal
 from tigris_ir.rtile.targets import Board, Mcu, Target
@@ -520,6 +520,16 @@ int main(void)
 """
 
 
+def _port_tables(ports: Sequence[CPort], buffer: str) -> tuple[str, str, str]:
+    """C initialisers of the streamed ports' tables: each port's buffer
+    (`buffer` followed by its index; 0 for a port not streamed), its rows and
+    its bytes a row (0 when not streamed)."""
+    data = ", ".join(f"{buffer}{i}" if p.streamed else "0" for i, p in enumerate(ports))
+    heights = ", ".join(str(p.shape[1] if p.streamed else 0) for p in ports)
+    row_bytes = ", ".join(str(p.nbytes // p.shape[1] if p.streamed else 0) for p in ports)
+    return data, heights, row_bytes
+
+
 def _input_streams(source: CSource) -> str:
     """The row callback of the streamed inputs: rows of the input buffers
     (channels-last), counted per input and in all."""
@@ -527,11 +537,7 @@ def _input_streams(source: CSource) -> str:
     if not any(p.streamed for p in ports):
         return ""
     n, k = source.name, len(ports)
-    data = ", ".join(
-        f"(const unsigned char *)in{i}" if p.streamed else "0" for i, p in enumerate(ports)
-    )
-    heights = ", ".join(str(p.shape[1] if p.streamed else 0) for p in ports)
-    row_bytes = ", ".join(str(p.nbytes // p.shape[1] if p.streamed else 0) for p in ports)
+    data, heights, row_bytes = _port_tables(ports, "(const unsigned char *)in")
     return f"""
 /* The input streams: rows of the input buffers (channels-last), counted. */
 static const unsigned char *const stream_data[{k}] = {{{data}}};
@@ -561,11 +567,7 @@ def _output_streams(source: CSource) -> str:
     if not any(p.streamed for p in ports):
         return ""
     n, k = source.name, len(ports)
-    data = ", ".join(
-        f"(unsigned char *)out{i}" if p.streamed else "0" for i, p in enumerate(ports)
-    )
-    heights = ", ".join(str(p.shape[1] if p.streamed else 0) for p in ports)
-    row_bytes = ", ".join(str(p.nbytes // p.shape[1] if p.streamed else 0) for p in ports)
+    data, heights, row_bytes = _port_tables(ports, "(unsigned char *)out")
     starts, at = [], 0
     for p in ports:
         starts.append(str(at))

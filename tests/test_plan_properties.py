@@ -486,6 +486,7 @@ def test_random_plans_under_budget_pairs(spec: Spec, slow_kind: str, stream: boo
     if slow == 0:
         assert p.fits  # at or above the smallest single arena
     event(f"paced chains: {sum(1 for c in p.chains if c.pace)}")
+    event(f"chains with pixel runs: {sum(1 for c in p.chains if c.pixel_block)}")
     check_pair_run(module, weights, inputs, p, slow, stream)
 
 
@@ -521,3 +522,51 @@ def test_random_plans_stream_every_output_nothing_reads(
     assert p.streamed_outputs == unread
     event(f"outputs: {len(g.outputs)}, streamed: {len(unread)}")
     check_pair_run(module, weights, inputs, p, slow, True, stream_output=True)
+
+
+@st.composite
+def block_specs(draw: st.DrawFn) -> Spec:
+    """One or two inverted residual blocks (1x1 expansion, 3x3 depthwise of
+    stride 1 or 2, 1x1 projection, the residual Add where the shape allows)
+    on maps wider than a pixel block: the chains pixel runs are for."""
+    c = draw(st.integers(2, 6))
+    shape = (1, draw(st.integers(6, 18)), draw(st.integers(12, 40)), c)
+    base: dict[str, object] = {
+        "k": 1, "k2": 1, "s": 1, "d": 1, "dw": False, "cout": c, "pads": [0, 0, 0, 0],
+        "pk": 2, "ps": 1, "ceil": 0, "cip": 0, "nearest": False, "ctm": 0, "pick": 0,
+    }  # fmt: skip
+    out: list[dict[str, object]] = []
+    for _ in range(draw(st.integers(1, 2))):
+        stride = draw(st.sampled_from([1, 2]))
+        out.append({**base, "kind": "conv", "cout": draw(st.integers(8, 24))})
+        out.append(
+            {**base, "kind": "conv", "k": 3, "k2": 3, "s": stride, "dw": True, "pads": [1] * 4}
+        )
+        out.append({**base, "kind": "conv"})
+        if stride == 1 and draw(st.booleans()):
+            out.append({**base, "kind": "add"})  # the block's input: the first of its shape
+    layers = tuple(out)
+    seed = draw(st.integers(0, 2**31 - 1))
+    return Spec(draw(st.booleans()), shape, layers, False, False, seed, 0.0)  # type: ignore[arg-type]
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(block_specs(), st.booleans())
+def test_inverted_residual_blocks_in_the_smallest_sram_without_recomputing(
+    spec: Spec, stream: bool
+):
+    """At the smallest single SRAM whose plan recomputes no MAC (pixel runs
+    where a chain needs them): planned == measured, equal to the reference."""
+    module, weights, inputs = build(spec)
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    g = build_view(fn).graph
+    budget = min_single_budget(g, stream_input=stream, max_recompute=0.0)
+    p = plan(g, budget, slow_budget=0, stream_input=stream)
+    assert p.fits and p.recomputed_macs == 0
+    event(f"chains with pixel runs: {sum(1 for c in p.chains if c.pixel_block)}")
+    check_pair_run(module, weights, inputs, p, 0, stream)

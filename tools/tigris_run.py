@@ -509,6 +509,24 @@ def _boundary_shape(s: tuple[int, ...], layout: str) -> tuple[int, ...]:
     return () if layout == "scalar" else s
 
 
+def _random_inputs(seed: int, specs) -> list[np.ndarray]:
+    """--random-input SEED: per input (shape, dtype) in order, float32 from a
+    standard normal, bool 0 or 1, integers over their whole range; the same
+    seed gives the same inputs with a plan (-m) and without."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape, dt in specs:
+        dt = np.dtype(dt)
+        if dt == np.float32:
+            out.append(rng.standard_normal(shape).astype(np.float32))
+        elif dt == np.bool_:
+            out.append(rng.integers(0, 2, shape).astype(dt))
+        else:
+            info = np.iinfo(dt)
+            out.append(rng.integers(info.min, info.max + 1, shape).astype(dt))
+    return out
+
+
 def _inputs(args: argparse.Namespace, fn, names: list[str], layouts: list[str]) -> list[np.ndarray]:
     from tigris_ir.dialects import nn
 
@@ -516,15 +534,11 @@ def _inputs(args: argparse.Namespace, fn, names: list[str], layouts: list[str]) 
     if args.random_input is not None:
         if args.input:
             raise RunError("give either --input or --random-input, not both")
-        rng = np.random.default_rng(args.random_input)
-        out = []
-        for a, lay in zip(arg_vals, layouts):
-            s = _boundary_shape(nn.shape_of(a), lay)
-            dt = nn.dtype_of(a)
-            x = rng.standard_normal(s).astype(np.float32)
-            lo, hi = {np.dtype(np.bool_): (0, 2), np.dtype(np.uint8): (0, 256)}.get(dt, (-128, 128))
-            out.append(x if dt == np.float32 else rng.integers(lo, hi, s).astype(dt))
-        return out
+        specs = [
+            (_boundary_shape(nn.shape_of(a), lay), np.dtype(nn.dtype_of(a)))
+            for a, lay in zip(arg_vals, layouts)
+        ]
+        return _random_inputs(args.random_input, specs)
     if len(args.input) != len(arg_vals):
         raise RunError(
             f"the model takes {len(arg_vals)} input(s) ({', '.join(names)}); "
@@ -892,15 +906,7 @@ def _plan_inputs(
     if args.random_input is not None:
         if args.input:
             raise RunError("give either --input or --random-input, not both")
-        rng = np.random.default_rng(args.random_input)
-        return [
-            rng.standard_normal(s).astype(np.float32)
-            if dt == np.float32
-            else rng.integers(0, 2, s).astype(dt)
-            if dt == np.bool_
-            else rng.integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, s).astype(dt)
-            for s, dt in want
-        ]
+        return _random_inputs(args.random_input, want)
     if len(args.input) != len(want):
         raise RunError(
             f"the model takes {len(want)} input(s) ({', '.join(names)}); "

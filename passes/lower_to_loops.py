@@ -1111,17 +1111,22 @@ class _Lowering:
         ins: list[SSAValue] = []
         bounds: list[SSAValue] = []
         cuts: list[list[int]] = []
-        maps = {t: c for t, _, _, c in self.tables.node_bands[k].ins}
+        cols_read = {t: c for t, _, _, c in self.tables.node_bands[k].ins} if pix else {}
 
         def width_cut(
             name: str,
             band: dict[int, tuple[SSAValue, SSAValue]],
             ends: dict[int, tuple[SSAValue, SSAValue]],
+            read: bool = False,
         ) -> None:
-            """Cut the width to the block: a blocked buffer holds the block
-            from its column 0, a whole-width one (or a resident tensor) at
-            the block's columns."""
+            """Cut the width to the block (an output, or an input the op
+            reads at its own columns): a blocked buffer holds the block from
+            its column 0, a whole-width one (or a resident tensor) at the
+            block's columns."""
             if pix is None or graph.tensors[name].rank != 4:
+                return
+            cmap = cols_read.get(name)
+            if read and (cmap is None or not same_place(cmap)):
                 return
             lo, hi = pix
             buf = u.buffers.get(name)
@@ -1141,7 +1146,6 @@ class _Lowering:
                 ins.append(whole)
                 cuts.append([])
                 continue
-            cmap = maps.get(name)
             band: dict[int, tuple[SSAValue, SSAValue]] = {}
             ends: dict[int, tuple[SSAValue, SSAValue]] = {}
             for a in sorted(src):
@@ -1153,8 +1157,7 @@ class _Lowering:
                     lo, hi = col("out", k, ax, 0), col("out", k, ax, 1)
                     band[a] = (lo if resident else sub(lo, col("held", name, a, 0)), sub(hi, lo))
                 ends[a] = (lo, hi)
-            if cmap is not None and same_place(cmap):
-                width_cut(name, band, ends)
+            width_cut(name, band, ends, read=True)
             axes = sorted(band)
             for a in axes:
                 bounds += list(ends[a])

@@ -245,77 +245,101 @@ int main(int argc, char **argv)
 """
 
 
-def _harness_streams(source: CSource) -> tuple[str, str, str, str]:
-    """The harness's row callbacks of the streamed ports (rows of the input
-    files in, rows into the output buffers out, channels-last, counted per
-    port; in the first run a row sent twice fails it), the lines of `main`
-    that hand them the buffers, free them and print the counts."""
-    n = source.name
-    text = pass_input = free_stream = print_rows = ""
-    for kind, ports in (("input", source.inputs), ("output", source.outputs)):
-        at = [i for i, p in enumerate(ports) if p.streamed]
-        if not at:
-            continue
-        np_ = len(ports)
-        heights = ", ".join(str(p.shape[1] if p.streamed else 0) for p in ports)
-        row_bytes = ", ".join(str(p.nbytes // p.shape[1] if p.streamed else 0) for p in ports)
-        once = ""
-        if kind == "input":
-            data, rows, arr = "stream_data", "stream_rows", "ins"
-            sig = "void *dst"
-            copy = "memcpy(dst, stream_data[input] + (size_t)first_row * rb, (size_t)rows * rb);"
-            label = "stream rows"
-        else:
-            data, rows, arr = "sent_data", "sent_rows", "outs"
-            sig = "const void *src"
-            copy = "memcpy(sent_data[output] + (size_t)first_row * rb, src, (size_t)rows * rb);"
-            label = "output rows"
-            total_rows = sum(p.shape[1] for p in ports if p.streamed)
-            starts, at_row = [], 0
-            for p in ports:
-                starts.append(str(at_row))
-                at_row += p.shape[1] if p.streamed else 0
-            text += f"""
-/* Each output row once (checked in the first run). */
+STREAM_DATA = {"input": "stream_data", "output": "sent_data"}
+"""The harnesses' arrays of streamed port buffers, by port kind."""
+STREAM_ROWS = {"input": "stream_rows", "output": "sent_rows"}
+"""The harnesses' arrays of rows counted per port (`<array>_total`: in all)."""
+
+
+def row_callback(source: CSource, kind: str, buffers: Sequence[str] | None = None) -> str:
+    """The C of a harness's row callback for the streamed ports of `kind`
+    ("input" or "output"): `<name>_input_rows` copies rows of the port's
+    buffer (channels-last) to the network, `<name>_output_rows` places the
+    network's rows in it; the rows are counted per port and in all, and while
+    `sent_check` is set an output row sent twice fails the call. `buffers`:
+    each port's buffer as a C expression (a harness of static buffers), or
+    None: `main` assigns `STREAM_DATA[kind][i]` itself. Empty when no port
+    of the kind is streamed."""
+    ports = source.inputs if kind == "input" else source.outputs
+    if not any(p.streamed for p in ports):
+        return ""
+    n, k = source.name, len(ports)
+    data, rows = STREAM_DATA[kind], STREAM_ROWS[kind]
+    heights = ", ".join(str(p.shape[1] if p.streamed else 0) for p in ports)
+    row_bytes = ", ".join(str(p.nbytes // p.shape[1] if p.streamed else 0) for p in ports)
+    text = once = ""
+    if kind == "input":
+        sig = "void *dst"
+        copy = f"memcpy(dst, {data}[input] + (size_t)first_row * rb, (size_t)rows * rb);"
+    else:
+        sig = "const void *src"
+        copy = f"memcpy({data}[output] + (size_t)first_row * rb, src, (size_t)rows * rb);"
+        starts, at_row = [], 0
+        for p in ports:
+            starts.append(str(at_row))
+            at_row += p.shape[1] if p.streamed else 0
+        text += f"""
+/* Each output row once (checked while sent_check is set). */
 static int sent_check = 1;
-static unsigned char sent_seen[{total_rows}];
-static const int sent_first[{len(ports)}] = {{{", ".join(starts)}}};
+static unsigned char sent_seen[{at_row}];
+static const int sent_first[{k}] = {{{", ".join(starts)}}};
 """
-            once = """
+        once = """
     if (sent_check) {
         int r;
         for (r = first_row; r < first_row + rows; ++r) {
             if (sent_seen[sent_first[output] + r]++) return 1;
         }
     }"""
-        const = "const " if kind == "input" else ""
-        text += f"""
+    const = "const " if kind == "input" else ""
+    init = ""
+    if buffers is not None:
+        init = " = {" + ", ".join(
+            f"({const}unsigned char *){b}" if p.streamed else "0"
+            for b, p in zip(buffers, ports)
+        ) + "}"
+    return text + f"""
 /* The {kind} streams: rows of the {kind} buffers (channels-last), counted. */
-static {const}unsigned char *{data}[{np_}];
-static unsigned long long {rows}[{np_}];
-static const int {kind}_height[{np_}] = {{{heights}}}; /* 0: not streamed */
-static const size_t {kind}_row_bytes[{np_}] = {{{row_bytes}}};
+static {const}unsigned char *{data}[{k}]{init};
+static unsigned long long {rows}[{k}];
+static unsigned long long {rows}_total;
+static const int {kind}_height[{k}] = {{{heights}}}; /* 0: not streamed */
+static const size_t {kind}_row_bytes[{k}] = {{{row_bytes}}};
 
 int {n}_{kind}_rows(int {kind}, int first_row, int rows, {sig})
 {{
     size_t rb;
-    if ({kind} < 0 || {kind} >= {np_} || {kind}_height[{kind}] == 0) return 1;
+    if ({kind} < 0 || {kind} >= {k} || {kind}_height[{kind}] == 0) return 1;
     if (first_row < 0 || rows < 0 || first_row + rows > {kind}_height[{kind}]) return 1;
     rb = {kind}_row_bytes[{kind}];{once}
     {copy}
     {rows}[{kind}] += (unsigned long long)rows;
+    {rows}_total += (unsigned long long)rows;
     return 0;
 }}
 """
-        total = " + ".join(f"{rows}[{i}]" for i in at)
-        print_rows += f'    printf("{label}: %llu\\n", {total});\n'
+
+
+def _harness_streams(source: CSource) -> tuple[str, str, str, str]:
+    """The harness's row callbacks of the streamed ports (`row_callback`; in
+    the first run a row sent twice fails it), the lines of `main` that hand
+    them the buffers, free them and print the counts."""
+    text = pass_input = free_stream = print_rows = ""
+    for kind, ports in (("input", source.inputs), ("output", source.outputs)):
+        at = [i for i, p in enumerate(ports) if p.streamed]
+        if not at:
+            continue
+        text += row_callback(source, kind)
+        data, rows = STREAM_DATA[kind], STREAM_ROWS[kind]
+        label = "stream rows" if kind == "input" else "output rows"
+        print_rows += f'    printf("{label}: %llu\\n", {rows}_total);\n'
         for i in at:
             if kind == "input":
                 pass_input += f"    {data}[{i}] = (const unsigned char *)ins[{i}];\n"
                 pass_input += f"    ins[{i}] = NULL;\n"
                 free_stream += f"    free((void *){data}[{i}]);\n"
             else:
-                pass_input += f"    {data}[{i}] = (unsigned char *){arr}[{i}];\n"
+                pass_input += f"    {data}[{i}] = (unsigned char *)outs[{i}];\n"
             print_rows += f'    printf("{label} {i}: %llu\\n", {rows}[{i}]);\n'
     return text, pass_input, free_stream, print_rows
 

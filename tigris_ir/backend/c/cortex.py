@@ -62,13 +62,15 @@ import numpy as np
 
 from tigris_ir.backend.c.build import (
     REQUIRED_FLAGS,
+    STREAM_ROWS,
     WARNING_FLAGS,
     CBuildError,
     CRunError,
     blob_digest,
     cache_dir,
+    row_callback,
 )
-from tigris_ir.backend.c.network import CPort, CSource
+from tigris_ir.backend.c.network import CSource
 from tigris_ir.interp.run_stats import RunStats
 from tigris_ir.reference.executor import to_boundary, to_internal
 from tigris_ir.rtile.targets import Board, Mcu, Target
@@ -394,16 +396,18 @@ def harness(source: CSource) -> str:
     ins = ", ".join("0" if p.streamed else f"in{i}" for i, p in enumerate(source.inputs)) or "0"
     outs = ", ".join("0" if p.streamed else f"out{i}" for i, p in enumerate(source.outputs))
     outs = outs or "0"
-    streams = _input_streams(source) + _output_streams(source)
+    streams = row_callback(source, "input", [f"in{i}" for i in range(ni)])
+    streams += row_callback(source, "output", [f"out{i}" for i in range(no)])
     figures = []
     for kind, ports, label in (
-        ("stream", source.inputs, "stream rows"),
-        ("sent", source.outputs, "output rows"),
+        ("input", source.inputs, "stream rows"),
+        ("output", source.outputs, "output rows"),
     ):
         if any(p.streamed for p in ports):
-            figures.append(f'        figure("{label}", {kind}_total);')
+            rows = STREAM_ROWS[kind]
+            figures.append(f'        figure("{label}", {rows}_total);')
             figures += [
-                f'        figure("{label} {i}", {kind}_rows[{i}]);'
+                f'        figure("{label} {i}", {rows}[{i}]);'
                 for i, p in enumerate(ports)
                 if p.streamed
             ]
@@ -516,87 +520,6 @@ int main(void)
     }}
 #endif
     return write_file("figures.txt", figures, figures_len);
-}}
-"""
-
-
-def _port_tables(ports: Sequence[CPort], buffer: str) -> tuple[str, str, str]:
-    """C initialisers of the streamed ports' tables: each port's buffer
-    (`buffer` followed by its index; 0 for a port not streamed), its rows and
-    its bytes a row (0 when not streamed)."""
-    data = ", ".join(f"{buffer}{i}" if p.streamed else "0" for i, p in enumerate(ports))
-    heights = ", ".join(str(p.shape[1] if p.streamed else 0) for p in ports)
-    row_bytes = ", ".join(str(p.nbytes // p.shape[1] if p.streamed else 0) for p in ports)
-    return data, heights, row_bytes
-
-
-def _input_streams(source: CSource) -> str:
-    """The row callback of the streamed inputs: rows of the input buffers
-    (channels-last), counted per input and in all."""
-    ports = source.inputs
-    if not any(p.streamed for p in ports):
-        return ""
-    n, k = source.name, len(ports)
-    data, heights, row_bytes = _port_tables(ports, "(const unsigned char *)in")
-    return f"""
-/* The input streams: rows of the input buffers (channels-last), counted. */
-static const unsigned char *const stream_data[{k}] = {{{data}}};
-static const int stream_height[{k}] = {{{heights}}}; /* 0: not streamed */
-static const uint32_t stream_row_bytes[{k}] = {{{row_bytes}}};
-static unsigned long long stream_rows[{k}];
-static unsigned long long stream_total;
-
-int {n}_input_rows(int input, int first_row, int rows, void *dst)
-{{
-    uint32_t rb;
-    if (input < 0 || input >= {k} || stream_height[input] == 0) return 1;
-    if (first_row < 0 || rows < 0 || first_row + rows > stream_height[input]) return 1;
-    rb = stream_row_bytes[input];
-    memcpy(dst, stream_data[input] + (uint32_t)first_row * rb, (uint32_t)rows * rb);
-    stream_rows[input] += (unsigned long long)rows;
-    stream_total += (unsigned long long)rows;
-    return 0;
-}}
-"""
-
-
-def _output_streams(source: CSource) -> str:
-    """The row callback of the streamed outputs: rows into the output buffers
-    (channels-last), each row once, counted per output and in all."""
-    ports = source.outputs
-    if not any(p.streamed for p in ports):
-        return ""
-    n, k = source.name, len(ports)
-    data, heights, row_bytes = _port_tables(ports, "(unsigned char *)out")
-    starts, at = [], 0
-    for p in ports:
-        starts.append(str(at))
-        at += p.shape[1] if p.streamed else 0
-    return f"""
-/* The output streams: rows into the output buffers (channels-last), each row
- * once, counted. */
-static unsigned char *const sent_data[{k}] = {{{data}}};
-static const int sent_height[{k}] = {{{heights}}}; /* 0: not streamed */
-static const uint32_t sent_row_bytes[{k}] = {{{row_bytes}}};
-static const int sent_first[{k}] = {{{", ".join(starts)}}};
-static unsigned char sent_seen[{max(at, 1)}];
-static unsigned long long sent_rows[{k}];
-static unsigned long long sent_total;
-
-int {n}_output_rows(int output, int first_row, int rows, const void *src)
-{{
-    uint32_t rb;
-    int r;
-    if (output < 0 || output >= {k} || sent_height[output] == 0) return 1;
-    if (first_row < 0 || rows < 0 || first_row + rows > sent_height[output]) return 1;
-    for (r = first_row; r < first_row + rows; ++r) {{
-        if (sent_seen[sent_first[output] + r]++) return 1;
-    }}
-    rb = sent_row_bytes[output];
-    memcpy(sent_data[output] + (uint32_t)first_row * rb, src, (uint32_t)rows * rb);
-    sent_rows[output] += (unsigned long long)rows;
-    sent_total += (unsigned long long)rows;
-    return 0;
 }}
 """
 

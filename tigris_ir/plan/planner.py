@@ -113,11 +113,13 @@ from tigris_ir.plan.graph import PlanGraph
 from tigris_ir.plan.memory import align, format_bytes
 from tigris_ir.plan.scratch import (
     PIXEL_BLOCK,
+    REREAD_SHARE,
     chain_scratch,
     direct_outputs,
     estimated_history,
     in_place_inputs,
     may_run_in_pixels,
+    reread_bytes,
     scratch_bytes,
 )
 from tigris_ir.plan.tiling import (
@@ -1225,12 +1227,29 @@ class _Chain:
 
     def extra_cost(self, once: int, mac_weight: int) -> int:
         """What the chain costs beyond reading its inputs `once` (raw bytes)
-        and writing its outputs: its recomputed MACs and, in a plain chain,
-        the halo rows its tiles load again."""
+        and writing its outputs: its recomputed MACs, in a plain chain the
+        halo rows its tiles load again, with pixel runs the weights their
+        blocks read again (`plan.scratch.reread_bytes`, at 1/`REREAD_SHARE`
+        of a byte each)."""
         extra = mac_weight * self.recomputed
         if not self.line_buffered:
             extra += max(0, self.reads - once)
         return extra
+
+    def pixel_runs_pay(self) -> bool:
+        """With slow memory, whether the chain's pixel runs cost less than
+        cutting it where they hold tensors in blocks: the weights their
+        blocks read again (`plan.scratch.reread_bytes`, at 1/`REREAD_SHARE`
+        of a byte each) against writing and reading those tensors once."""
+        history = self.history or estimated_history(self.model, self.recompute_ops)
+        s = chain_scratch(
+            self.model, self.rows, history, self.recompute_ops, self.direct, self.block
+        )
+        if s is None or not s.block:
+            return True
+        graph = self.model.graph
+        spill = sum(2 * graph.tensors[name].nbytes for name in s.blocked)
+        return reread_bytes(self.model, s.runs, s.block) // REREAD_SHARE <= spill
 
 
 @dataclass
@@ -1406,16 +1425,18 @@ class _Ctx:
                 skip = in_place_inputs(model, frozenset(names))
                 outs = {model.names[t] for t in model.spilled} - self.streamed_out
                 direct = direct_outputs(model, frozenset(outs))
-            # pixel runs only in one arena (no slow memory to spill to) and only
-            # where whole rows do not fit: with slow memory a cut moving a few
-            # more bytes costs less than the kernels' calls on blocks of 8
-            # (ResNet int8 at 64K: 55 KB less traffic, 8% more time on a Zen 4)
-            pixels = self.residents is not None and may_run_in_pixels(model)
+            # pixel runs only where whole rows do not fit and, with slow
+            # memory, where they pay (`_Chain.pixel_runs_pay`: ResNet int8 at
+            # 64K took runs of 3x3 convolutions that read their weights once
+            # per block of 8 for 55 KB less traffic, and ran 8% slower)
+            pixels = may_run_in_pixels(model)
             for block in (0, PIXEL_BLOCK) if pixels else (0,):
                 found = _line_buffered(
                     model, members, frozenset(concat), budget, exact, skip, direct, block
                 )
-                if found is not None:
+                if found is not None and (
+                    not block or self.residents is not None or found.pixel_runs_pay()
+                ):
                     return found
         # no halo, or no line buffers fit: every tile computes its whole range
         plain = _strip_search(model, budget, exact)

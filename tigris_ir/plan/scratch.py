@@ -90,6 +90,31 @@ def pixel_runs(
     return memo[key]
 
 
+REREAD_SHARE = 8
+"""Stage formation counts a weight byte a pixel run reads again as
+1/`REREAD_SHARE` of a slow-memory byte: it comes from a cache (the host's
+L1/L2, a microcontroller's flash cache), not from the slow memory."""
+
+
+def reread_bytes(model: BandModel, runs: Sequence[tuple[int, ...]], block: int) -> int:
+    """The weight bytes the pixel runs `runs` (node indices) read again: each
+    op of a run reads its constants once per block of `block` columns
+    instead of once per row."""
+    graph = model.graph
+    total = 0
+    for run in runs:
+        for k in run:
+            node = graph.nodes[k]
+            consts = sum(
+                graph.tensors[n].nbytes
+                for n in node.inputs
+                if n in graph.tensors and graph.tensors[n].is_const
+            )
+            out = graph.tensors[node.outputs[0]]
+            total += consts * (-(-out.width // block) - 1) * out.height
+    return total
+
+
 def may_run_in_pixels(model: BandModel) -> bool:
     """Whether any scratch tensor of the band could be held in pixel blocks
     (`pixel_runs` over every tensor computed in the band but its outputs):

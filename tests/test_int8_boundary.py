@@ -234,3 +234,42 @@ def test_tigris_analyze_shows_the_smaller_input(tmp_path, capsys) -> None:
     assert figures["int8"]["boundary"] == "int8"
     assert main([str(path), "-m", "64K", "--boundary", "int8"]) == 0
     assert "inputs (int8 boundary)" in capsys.readouterr().out
+
+
+def test_the_bundled_example_checks_with_an_int8_boundary(capsys) -> None:
+    """Random int8 inputs: the output is 2 LSB from onnxruntime's unfused
+    session (float32 sums) on one class, 0 from its fused integer kernels;
+    each quantized op, fed onnxruntime's own inputs, is within 1 LSB."""
+    from pathlib import Path
+
+    from tigris_ir.tools.tigris_run import main
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "mobilenet_v2_035_int8.onnx"
+    rc = main([str(example), "--boundary", "int8", "--random-input", "0", "--check"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "from its fused kernels (whole model, rounding ties of the int32 sums" in out
+    assert "requant float: ok: each of 66 quantized ops fed onnxruntime's inputs within" in out
+
+
+def test_an_int8_output_off_the_fused_kernels_fails_the_check(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """An output 3 LSB off everywhere is a mismatch, though every op of the
+    model is within 1 LSB when fed onnxruntime's inputs."""
+    from tigris_ir.reference import executor
+    from tigris_ir.tools.tigris_run import main
+
+    path = tmp_path / "ds_cnn_int8.onnx"
+    zoo.write("ds_cnn", path, size="small", int8=True)
+    honest = executor.run_reference
+
+    def off_by_three(*args, **kwargs):
+        outs = honest(*args, **kwargs)
+        return [np.clip(y.astype(np.int32) + 3, -128, 127).astype(y.dtype) for y in outs]
+
+    monkeypatch.setattr(executor, "run_reference", off_by_three)
+    rc = main([str(path), "--boundary", "int8", "--random-input", "1", "--check"])
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert "MISMATCH: worst 3 LSB (limit 1)" in out

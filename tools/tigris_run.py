@@ -584,7 +584,7 @@ def _check(
 ) -> int:
     if path.suffix != ".onnx":
         raise RunError("--check compares with onnxruntime and needs the .onnx model")
-    from tigris_ir.reference.oracle import FLOAT_RTOL, compare_with_onnxruntime
+    from tigris_ir.reference.oracle import FLOAT_RTOL, INT8_LSB, compare_with_onnxruntime
 
     try:
         report = compare_with_onnxruntime(
@@ -599,39 +599,57 @@ def _check(
             f"--check: onnxruntime cannot run '{path}': {type(e).__name__}: "
             f"{first_reason(e)[:300]}"
         ) from None
-    if fixed:
-        return _check_fixed(path, shapes, in_names, inputs, report, quiet)
+    # an int8 output beyond 1 LSB of the unfused session but within 1 LSB of
+    # onnxruntime's fused integer kernels is held op by op (`_check_ops`)
+    by_op = fixed or (
+        not report.ok
+        and all(
+            d.ok or (d.quantized and not d.exact and d.worst_fused <= INT8_LSB)
+            for d in report.diffs
+        )
+    )
+    if by_op:
+        return _check_ops(path, shapes, in_names, inputs, report, quiet, fixed)
     if not quiet or not report.ok:
         print(report.text)
     return 0 if report.ok else 1
 
 
-def _check_fixed(path: Path, shapes, in_names, inputs, report, quiet: bool) -> int:
-    """Under requant fixed the two roundings of each requantization add up
-    over layers: the whole output is reported, and each quantized op, fed
-    onnxruntime's own inputs, must be within 1 LSB."""
+def _check_ops(
+    path: Path, shapes, in_names, inputs, report, quiet: bool, fixed: bool
+) -> int:
+    """An int8 model held op by op: each quantized op, fed onnxruntime's own
+    inputs, must be within 1 LSB of onnxruntime's output; the whole output's
+    distance is reported. Under requant fixed the two roundings of each
+    requantization add up over layers; under requant float an exact int32
+    sum against onnxruntime's float32 one (its unfused session) differs on
+    rounding ties, and later layers can widen such a step: the whole output
+    is then within 1 LSB of onnxruntime's fused integer kernels instead."""
     from tigris_ir.frontend.onnx_import import import_file
     from tigris_ir.passes.requant import set_requant
     from tigris_ir.reference.oracle import INT8_LSB, per_op_lsb
 
     imported = import_file(path, input_shapes=shapes)
-    set_requant(imported.module, "fixed")
+    mode = "fixed" if fixed else "float"
+    set_requant(imported.module, mode)
     diffs = per_op_lsb(path.read_bytes(), imported, dict(zip(in_names, inputs)))
     worst = max(diffs, key=lambda d: d.worst_lsb, default=None)
     ok = worst is None or worst.worst_lsb <= INT8_LSB
+    why = "fixed-point roundings" if fixed else "rounding ties of the int32 sums"
     if not quiet or not ok:
         for d in report.diffs:
+            limit = "no limit" if fixed else f"limit {INT8_LSB} from the fused kernels"
             print(
                 f"output '{d.name}': {d.worst:g} {'LSB' if d.quantized else 'relative'} from "
-                f"onnxruntime at index {list(d.where)} (whole model, fixed-point roundings "
-                "add up over layers; no limit)"
+                f"onnxruntime at index {list(d.where)}, {d.worst_fused:g} from its fused "
+                f"kernels (whole model, {why} add up over layers; {limit})"
             )
         if worst is None:
-            print("requant fixed: no quantized op to compare")
+            print(f"requant {mode}: no quantized op to compare")
         else:
             status = "ok" if ok else "MISMATCH"
             print(
-                f"requant fixed: {status}: each of {len(diffs)} quantized ops fed onnxruntime's "
+                f"requant {mode}: {status}: each of {len(diffs)} quantized ops fed onnxruntime's "
                 f"inputs within {worst.worst_lsb} LSB (limit {INT8_LSB}; worst: {worst.op} "
                 f"'{worst.value}')"
             )

@@ -31,7 +31,7 @@ from tigris_ir.passes.plan_arena import PlanArenaPass
 from tigris_ir.plan.ir import main_func
 from tigris_ir.plan.nn_graph import build_view
 from tigris_ir.plan.planner import min_single_budget, plan
-from tigris_ir.plan.scratch import PIXEL_BLOCK
+from tigris_ir.plan.scratch import PIXEL_BLOCK, reread_bytes
 from tigris_ir.reference.executor import run_function
 from tigris_ir.rtile import targets as tg
 
@@ -135,3 +135,53 @@ def test_pixel_runs_on_the_board_equal_the_untiled_reference(cpu: str):
     assert run.outputs[0].tobytes() == ref[0].tobytes()
     assert run.stats is not None and run.stats.fast_peak == p.peak
     assert run.stats.stream_rows == g.tensors[g.inputs[0]].shape[1]
+
+
+
+def test_pixel_runs_with_slow_memory_where_they_pay():
+    """With slow memory, MobileNetV2-224 float32 at 64K takes its first 1x1
+    convolution into the stem's chain, the depthwise output held 8 columns
+    wide: the weights of the run (3,392 bytes) read again for 13 more blocks
+    a row, 4.9 MB at 1/8 of a byte each, against 3.2 MB of the depthwise
+    output spilled and loaded. The interpreter and the C run it as planned
+    (fast peak, slow peak, traffic), equal to the untiled reference."""
+    from tigris_ir.backend.c.build import run_c
+    from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
+
+    imported = import_model(zoo.build("mobilenet_v2", size="full"))
+    g = build_view(main_func(imported.module)).graph
+    budget = 64 * 1024
+    p = plan(g, budget)
+    (c,) = [c for c in p.chains if c.pixel_block]
+    assert [[g.nodes[k].name for k in r] for r in c.pixel_runs] == [["conv_2", "clip_3", "conv_4"]]
+    assert c.blocked == ("conv_2",)
+    assert reread_bytes(g, c.pixel_runs, PIXEL_BLOCK) == 3392 * 13 * 112
+    m = imported.module.clone()
+    LowerToLoopsPass(budget=budget).apply(Context(), m)
+    tile_and_lower(m)
+    PlanArenaPass().apply(Context(), m)
+    fn = main_func(imported.module)
+    x = np.random.default_rng(5).standard_normal((1, 224, 224, 3)).astype(np.float32)
+    ref = run_function(fn, imported.weights, [x])[0]
+    res = run_loop_module(m, imported.weights, [x])
+    tol = 1e-5 * float(np.max(np.abs(ref)))
+    np.testing.assert_allclose(res.outputs[0], ref, rtol=1e-5, atol=tol)
+    s = res.stats
+    assert s.arena_bytes == s.fast_peak == p.peak <= budget
+    assert (s.slow_peak, s.slow_reads, s.slow_writes) == (p.slow_peak, p.slow_reads, p.slow_writes)
+    in_lay, out_lay = module_layouts(main_func(m))
+    got, stats = run_c(m, imported.weights, [to_boundary(x, in_lay[0])], variant="stats")
+    np.testing.assert_allclose(to_internal(got[0], out_lay[0]), ref, rtol=1e-5, atol=tol)
+    assert stats == s
+
+
+def test_pixel_runs_of_window_convolutions_do_not_pay_with_slow_memory():
+    """ResNet int8 at 64K: runs of 3x3 convolutions (each with its residual
+    Add) would read their weights once per block of 8 columns, 13 MB again
+    at 1/8 of a byte each, to hold 1 MB of tensors in blocks (55 KB less
+    traffic in the end); the chain is cut instead and none takes pixel
+    runs."""
+    imported = import_model(zoo.build("resnet", size="full", int8=True))
+    g = build_view(main_func(imported.module)).graph
+    p = plan(g, 64 * 1024)
+    assert p.fits and not any(c.pixel_block for c in p.chains)

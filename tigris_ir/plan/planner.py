@@ -1249,7 +1249,7 @@ class _Chain:
             return True
         graph = self.model.graph
         spill = sum(2 * graph.tensors[name].nbytes for name in s.blocked)
-        return reread_bytes(self.model, s.runs, s.block) // REREAD_SHARE <= spill
+        return reread_bytes(graph, s.runs, s.block) // REREAD_SHARE <= spill
 
 
 @dataclass

@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tigris_ir.plan.arena import Interval, live_peak, place
+from tigris_ir.plan.graph import PlanGraph
 from tigris_ir.plan.memory import ALIGN
 from tigris_ir.plan.tiling import IDENT, WINDOW, BandModel, RowMap
 
@@ -96,11 +97,10 @@ REREAD_SHARE = 8
 L1/L2, a microcontroller's flash cache), not from the slow memory."""
 
 
-def reread_bytes(model: BandModel, runs: Sequence[tuple[int, ...]], block: int) -> int:
+def reread_bytes(graph: PlanGraph, runs: Sequence[tuple[int, ...]], block: int) -> int:
     """The weight bytes the pixel runs `runs` (node indices) read again: each
     op of a run reads its constants once per block of `block` columns
     instead of once per row."""
-    graph = model.graph
     total = 0
     for run in runs:
         for k in run:

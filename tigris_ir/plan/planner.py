@@ -114,6 +114,8 @@ from tigris_ir.plan.memory import align, format_bytes
 from tigris_ir.plan.scratch import (
     PIXEL_BLOCK,
     REREAD_SHARE,
+    WHOLE_ROWS,
+    ChainForm,
     chain_scratch,
     direct_outputs,
     estimated_history,
@@ -1215,15 +1217,10 @@ class _Chain:
     pace: int = 0
     """0: tiles of `tile_h` output rows; else a paced run (`paced_steps`)
     loading `pace` input rows a step."""
-    in_place: frozenset[int] = frozenset()
-    """Inputs read where they are resident in the fast arena (a single-arena
-    line-buffered chain): no band buffer, no loads."""
-    direct: frozenset[int] = frozenset()
-    """Outputs written straight into their tensors resident in the fast
-    arena (a single-arena line-buffered chain, `direct_outputs`): no band
-    buffer, no spills."""
-    block: int = 0
-    """Pixel runs in blocks of this many columns (`plan.scratch`); 0: none."""
+    form: ChainForm = WHOLE_ROWS
+    """Inputs read in place, outputs written direct (a single-arena
+    line-buffered chain: no band buffer, no loads or spills) and pixel runs
+    (`plan.scratch.ChainForm`)."""
 
     def extra_cost(self, once: int, mac_weight: int) -> int:
         """What the chain costs beyond reading its inputs `once` (raw bytes)
@@ -1242,9 +1239,7 @@ class _Chain:
         blocks read again (`plan.scratch.reread_bytes`, at 1/`REREAD_SHARE`
         of a byte each) against writing and reading those tensors once."""
         history = self.history or estimated_history(self.model, self.recompute_ops)
-        s = chain_scratch(
-            self.model, self.rows, history, self.recompute_ops, self.direct, self.block
-        )
+        s = chain_scratch(self.model, self.rows, history, self.recompute_ops, self.form)
         if s is None or not s.block:
             return True
         graph = self.model.graph
@@ -1419,12 +1414,14 @@ class _Ctx:
             if any(graph.nodes[q].is_channel_concat for q in range(a, b)):
                 concat.update(range(a, b))
         if _has_halo(model):
-            skip = direct = frozenset[int]()
+            form = WHOLE_ROWS
             if self.residents is not None:  # the chain's inputs and outputs are resident
                 names = {model.names[t] for t in model.inputs} - self.streamed
-                skip = in_place_inputs(model, frozenset(names))
                 outs = {model.names[t] for t in model.spilled} - self.streamed_out
-                direct = direct_outputs(model, frozenset(outs))
+                form = ChainForm(
+                    in_place_inputs(model, frozenset(names)),
+                    direct_outputs(model, frozenset(outs)),
+                )
             # pixel runs only where whole rows do not fit and, with slow
             # memory, where they pay (`_Chain.pixel_runs_pay`: ResNet int8 at
             # 64K took runs of 3x3 convolutions that read their weights once
@@ -1432,7 +1429,7 @@ class _Ctx:
             pixels = may_run_in_pixels(model)
             for block in (0, PIXEL_BLOCK) if pixels else (0,):
                 found = _line_buffered(
-                    model, members, frozenset(concat), budget, exact, skip, direct, block
+                    model, members, frozenset(concat), budget, exact, replace(form, block=block)
                 )
                 if found is not None and (
                     not block or self.residents is not None or found.pixel_runs_pay()
@@ -1457,32 +1454,27 @@ def _line_buffered(
     recompute: frozenset[int],
     budget: int,
     exact: bool,
-    skip: frozenset[int] = frozenset(),
-    direct: frozenset[int] = frozenset(),
-    block: int = 0,
+    form: ChainForm = WHOLE_ROWS,
 ) -> _Chain | None:
     """A line-buffered chain: the largest tile height whose line buffers fit
     (binary search on the `lb_capacity` estimates, then the exact run of the
     monotone tile ranges, `BandModel.line_buffer`; a smaller tile if that
     breaks the budget). None if none fits or the run reads a row no tile
-    computed before. `skip`: inputs read in place; `direct`: outputs written
-    into their resident tensors (a single arena); `block`: pixel runs in
-    blocks of that many columns (`plan.scratch`)."""
+    computed before. `form`: inputs read in place, outputs written direct,
+    pixel runs (`plan.scratch.ChainForm`)."""
 
     hist_est = estimated_history(model, recompute)
 
     def cost(tile: int) -> int:
         rows = model.lb_rows(tile, recompute)
         assert rows is not None  # chain bands are affine
-        return scratch_bytes(model, rows, hist_est, recompute, skip, direct, block)
+        return scratch_bytes(model, rows, hist_est, recompute, form)
 
     limit = model.height
     while limit >= 1:
         best = largest_fitting(cost, limit, budget)
         if best == 0:
-            return None if recompute else _paced(
-                model, members, budget, exact, skip, direct, block
-            )
+            return None if recompute else _paced(model, members, budget, exact, form)
         tile_h = even_tile_h(model.height, best)
         if not exact:
             rows = model.lb_rows(tile_h, recompute)
@@ -1500,16 +1492,14 @@ def _line_buffered(
                 tile_h,
                 rows,
                 recomputed,
-                in_place=skip,
-                direct=direct,
-                block=block,
+                form=form,
             )
         ranges = model.lb_tile_ranges(tile_h)
         try:
             held, done, history = model.line_buffer(ranges, recompute)
         except LineBufferGapError:
             return None  # not line-buffered: the caller runs the chain plainly
-        if scratch_bytes(model, held, history, recompute, skip, direct, block) <= budget:
+        if scratch_bytes(model, held, history, recompute, form) <= budget:
             reads = sum(done[t] * model.row_bytes[t] for t in model.inputs)
             recomputed = _recomputed(model, _exact_stats(ranges), recompute, True)
             return _Chain(
@@ -1523,12 +1513,10 @@ def _line_buffered(
                 ranges,
                 reads,
                 history,
-                in_place=skip,
-                direct=direct,
-                block=block,
+                form=form,
             )
         limit = tile_h - 1
-    return None if recompute else _paced(model, members, budget, exact, skip, direct, block)
+    return None if recompute else _paced(model, members, budget, exact, form)
 
 
 def _paced(
@@ -1536,9 +1524,7 @@ def _paced(
     members: tuple[tuple[int, int], ...],
     budget: int,
     exact: bool,
-    skip: frozenset[int] = frozenset(),
-    direct: frozenset[int] = frozenset(),
-    block: int = 0,
+    form: ChainForm = WHOLE_ROWS,
 ) -> _Chain | None:
     """A paced line-buffered chain (`paced_steps`) where no band of output
     rows fits: the fastest pace whose buffers fit (binary search on the
@@ -1551,10 +1537,7 @@ def _paced(
         est = model.paced_rows()
         if (
             est is None
-            or scratch_bytes(
-                model, est, estimated_history(model), frozenset(), skip, direct, block
-            )
-            > budget
+            or scratch_bytes(model, est, estimated_history(model), frozenset(), form) > budget
         ):
             return None
         return _Chain(
@@ -1566,9 +1549,7 @@ def _paced(
             est,
             0,
             pace=1,
-            in_place=skip,
-            direct=direct,
-            block=block,
+            form=form,
         )
 
     def cost(pace: int) -> int:
@@ -1576,7 +1557,7 @@ def _paced(
             held, _, hist = model.paced_buffer(pace)
         except (LineBufferGapError, ValueError):
             return _INF
-        return scratch_bytes(model, held, hist, frozenset(), skip, direct, block)
+        return scratch_bytes(model, held, hist, frozenset(), form)
 
     pace = largest_fitting(cost, model.max_pace(), budget)
     if pace == 0:
@@ -1597,9 +1578,7 @@ def _paced(
         reads,
         history,
         pace,
-        skip,
-        direct,
-        block,
+        form,
     )
 
 
@@ -2129,18 +2108,8 @@ def _chain_plan(
     peak = whole.peak
     scratch = None
     if found.line_buffered:
-        scratch = chain_scratch(
-            model, rows, found.history, found.recompute_ops, found.direct, found.block
-        )
-        peak = scratch_bytes(
-            model,
-            rows,
-            found.history,
-            found.recompute_ops,
-            found.in_place,
-            found.direct,
-            found.block,
-        )
+        scratch = chain_scratch(model, rows, found.history, found.recompute_ops, found.form)
+        peak = scratch_bytes(model, rows, found.history, found.recompute_ops, found.form)
     return ChainPlan(
         index,
         tuple(members),
@@ -2168,8 +2137,8 @@ def _chain_plan(
         {} if scratch is None else dict(scratch.live),
         {} if scratch is None else dict(scratch.offsets),
         0 if scratch is None else scratch.size,
-        tuple(model.names[t] for t in sorted(found.in_place)),
-        tuple(model.names[t] for t in sorted(found.direct)),
+        tuple(model.names[t] for t in sorted(found.form.in_place)),
+        tuple(model.names[t] for t in sorted(found.form.direct)),
         0 if scratch is None else scratch.block,
         () if scratch is None else scratch.runs,
         () if scratch is None else scratch.blocked,

@@ -62,6 +62,24 @@ class Scratch:
     """Scratch buffers holding one block's columns (by owner tensor)."""
 
 
+@dataclass(frozen=True)
+class ChainForm:
+    """How a line-buffered chain holds its tensors beyond a band buffer of
+    whole rows each (all off by default): the inputs it reads `in_place`
+    where they are resident in the fast arena (`in_place_inputs`), the
+    outputs it writes `direct` into their resident tensors (`direct_outputs`;
+    both in a single arena only), and pixel runs in blocks of `block`
+    columns (`pixel_runs`; 0: none)."""
+
+    in_place: frozenset[int] = frozenset()
+    direct: frozenset[int] = frozenset()
+    block: int = 0
+
+
+WHOLE_ROWS = ChainForm()
+"""A chain with a band buffer of whole rows for every tensor."""
+
+
 def _aligned(rows: int, row_bytes: int) -> int:
     return -(-rows * row_bytes // ALIGN) * ALIGN
 
@@ -191,14 +209,14 @@ def chain_scratch(
     rows: Sequence[int],
     history: Sequence[int],
     recompute: frozenset[int] = frozenset(),
-    direct: frozenset[int] = frozenset(),
-    block: int = 0,
+    form: ChainForm = WHOLE_ROWS,
 ) -> Scratch | None:
     """The scratch of a line-buffered band (`BandModel`) whose buffers hold
     `rows` with `history` rows kept at most; None when none saves bytes.
-    The outputs written `direct` into their resident tensors (no buffer of
-    the band, `direct_outputs`) are no scratch buffer. With `block` > 0 the
+    The outputs the chain writes `form.direct` into their resident tensors
+    (no buffer of the band) are no scratch buffer; with `form.block` > 0 the
     band runs its pixel runs in blocks of that many columns."""
+    direct, block = form.direct, form.block
     n = len(model.names)
     share = model.share or tuple(range(n))
     ext = model.shared_extents(rows) if model.share else list(rows)
@@ -272,18 +290,15 @@ def scratch_bytes(
     rows: Sequence[int],
     history: Sequence[int],
     recompute: frozenset[int] = frozenset(),
-    in_place: frozenset[int] = frozenset(),
-    direct: frozenset[int] = frozenset(),
-    block: int = 0,
+    form: ChainForm = WHOLE_ROWS,
 ) -> int:
     """The chain's buffers with its scratch shared (`model.bytes_of_rows`
-    when it has none), less the inputs it reads `in_place` and the outputs
-    it writes `direct` (no buffer of their own); `block`: pixel runs in
-    blocks of that many columns (`chain_scratch`)."""
+    when it has none), less the inputs it reads in place and the outputs it
+    writes direct (`form`: no buffer of their own)."""
     total = model.bytes_of_rows(rows)
     ext = model.shared_extents(rows) if model.share else list(rows)
-    total -= sum(_aligned(ext[t], model.row_bytes[t]) for t in in_place | direct)
-    s = chain_scratch(model, rows, history, recompute, direct, block)
+    total -= sum(_aligned(ext[t], model.row_bytes[t]) for t in form.in_place | form.direct)
+    s = chain_scratch(model, rows, history, recompute, form)
     if s is None:
         return total
     ids = {name: t for t, name in enumerate(model.names)}

@@ -62,9 +62,9 @@ exactly this and measures the same numbers):
     fit, it is tried with pixel runs (`plan.scratch.pixel_runs`): runs of its
     ops computed in blocks of `PIXEL_BLOCK` columns, a scratch buffer read
     only inside its run holding one block, every scratch buffer the run
-    touches live over the whole run (in a single arena only: with slow
-    memory, spilling a few more bytes costs less than the smaller kernel
-    calls).
+    touches live over the whole run (with slow memory only where the
+    weights its blocks read again cost less than spilling the tensors held
+    in blocks, `_Chain.pixel_runs_pay`).
   * slow memory holds the model inputs and every tensor that crosses a unit
     (stage or chain) boundary, from its producer to its last reader (model
     outputs to the end); the slow peak sums `align`ed sizes.

@@ -637,11 +637,14 @@ class _Importer:
         for inp in real_inputs:
             shape, dtype = self.input_type(inp)
             layout = "cl" if len(shape) in (3, 4) else "plain"
+            if layout == "cl" and self.channels_last_input(inp.name, len(shape)):
+                layout = "plain"  # held as it arrives: its transposes are no ops
             if layout == "cl":
                 shape = tuple(shape[i] for i in _to_cl_perm(len(shape)))
             # a scalar crosses the boundary as one element of shape 1 ("scalar")
             arg_types.append(nn.tensor_type(shape or (1,), dtype))
             arg_layouts.append(
+                "plain" if layout == "plain" and shape else
                 "nchw" if len(shape) == 4 else "ncw" if len(shape) == 3 else
                 "scalar" if not shape else "plain"
             )
@@ -702,6 +705,20 @@ class _Importer:
             ) from None
         values = {k: (v.ssa, v.layout) for k, v in self.env.items()}
         return Imported(module, self.weights, values)
+
+    def channels_last_input(self, name: str, rank: int) -> bool:
+        """An input of rank 3 or 4 that every reader transposes to channels
+        first (NHWC -> NCHW, NWC -> NCW: a TensorFlow export's image or
+        sequence): it is imported as it arrives, the layout the kernels run
+        in, and those transposes are no ops (`_transpose`)."""
+        if any(o.name == name for o in self.graph.output):
+            return False
+        readers = self.consumers.get(name, [])
+        want = list(_to_plain_perm(rank))
+        return bool(readers) and all(
+            r.op_type == "Transpose" and [int(v) for v in self.attrs(r).get("perm", [])] == want
+            for r in readers
+        )
 
     def constant_value(self, node: onnx.NodeProto) -> np.ndarray:
         a = self.attrs(node)
@@ -835,6 +852,15 @@ class _Importer:
         if q is not None:
             self.done.add(id(q))
         self.env[out] = _Val(op.results[0], layout)
+
+    def finish_as(
+        self, node: onnx.NodeProto, value: SSAValue, layout: Layout, q: onnx.NodeProto | None
+    ) -> None:
+        """`node`'s output (or its fused Q's) is `value` as it is: no op."""
+        out = q.output[0] if q is not None else node.output[0]
+        if q is not None:
+            self.done.add(id(q))
+        self.env[out] = _Val(value, layout)
 
     def result_quant(self, q: onnx.NodeProto | None) -> tuple[nn.QuantAttr | None, np.dtype]:
         if q is None:
@@ -1587,10 +1613,18 @@ def _transpose(imp: _Importer, node: onnx.NodeProto) -> None:
     vals, q = _exact_or_real(imp, node, [node.input[0]])
     x = vals[0]
     rank = len(nn.shape_of(x.ssa))
-    perm = list(imp.attrs(node).get("perm", list(range(rank))[::-1]))
+    perm = [int(p) for p in imp.attrs(node).get("perm", list(range(rank))[::-1])]
+    layout = "plain"
     if x.layout == "cl":  # compose with the layout change instead of undoing it
         to_plain = _to_plain_perm(rank)
         perm = [to_plain[p] for p in perm]
+    elif rank in (3, 4) and perm == list(_to_plain_perm(rank)):
+        # channels last to channels first (NHWC -> NCHW): the result's
+        # channels-last form is the input as it is
+        perm, layout = list(range(rank)), "cl"
+    if perm == list(range(rank)):  # no data moves: the result is the input
+        imp.finish_as(node, x.ssa, layout, q)
+        return
     attr, dt = (nn.quant_of(x.ssa), nn.dtype_of(x.ssa))
     op = imp.emit(nn.TransposeOp, [x.ssa], {"perm": nn.ints_prop(perm)}, dtype=dt, quant=attr)
     imp.finish(node, op, "plain", q)
@@ -1771,9 +1805,24 @@ def _reduce(imp: _Importer, node: onnx.NodeProto) -> None:
         imp.env[node.output[0]] = x  # no axes: the input unchanged
         return
     axes = [ax % rank for ax in axes] or list(range(rank))
-    if x.layout == "cl" and keep:
+    if node.op_type == "ReduceMean" and x.layout == "cl" and sorted(axes) == list(range(2, rank)):
+        # a mean over every spatial position (PyTorch's x.mean((2, 3))) is the
+        # global average pool, which runs by bands of rows
+        attr, dt = imp.result_quant(q)
+        op = imp.emit(nn.GlobalAveragePoolOp, [x.ssa], dtype=dt, quant=attr)
+        if not keep:
+            n, c = nn.shape_of(x.ssa)[0], nn.shape_of(x.ssa)[-1]
+            op = imp.emit(
+                nn.ReshapeOp, [op.results[0]], dtype=dt, quant=attr, result_shapes=[(n, c)]
+            )
+        imp.finish(node, op, "cl" if keep else "plain", q)
+        return
+    # the kept axes in channels-last order; without keepdims the result is
+    # in the model's order where they come in it (N, H, W of a mean over C)
+    kept = [p for p in _to_cl_perm(rank) if p not in axes] if x.layout == "cl" else []
+    if x.layout == "cl" and (keep or (kept and kept == sorted(kept))):
         axes = [_cl_axis(ax, rank) for ax in axes]
-        layout = "cl"
+        layout = "cl" if keep else "plain"
     else:
         x = imp.to_plain(x)
         layout = "plain"

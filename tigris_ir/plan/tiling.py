@@ -859,6 +859,8 @@ class BandBuilder:
             st = self.t.get(name)
             if self.tables.is_root(name, self.stop):
                 st = self._root(name, st, nb.out_axis, node.name)
+                if self.error is not None:  # read in the band as the band cannot hold it
+                    return False
             elif st is None or st.whole or st.scale is None:
                 return self._fail(
                     f"'{name}' is produced in the band but read whole by "

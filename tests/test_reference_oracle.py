@@ -71,3 +71,44 @@ def test_every_quantized_op_within_one_step(name: str) -> None:
     assert worst.worst_lsb <= 1, worst
     # rounding ties only (linear resize makes exact .5 ties), not a systematic error
     assert sum(d.differing for d in diffs) <= 1e-3 * sum(d.size for d in diffs) + 2
+
+
+def test_a_scalar_output_is_checked(tmp_path, capsys) -> None:
+    """A model whose first output is a scalar (a mean over every axis, no
+    keepdims) beside a feature map: `tigris-run --check` compares both with
+    onnxruntime, and with a plan both with the untiled reference (a 0-d
+    output once made the comparison fail inside numpy)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from tigris_ir.tools.tigris_run import main
+
+    rng = np.random.default_rng(3)
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["y"], ["r"]),
+        helper.make_node("ReduceMean", ["r"], ["m"], axes=[0, 1, 2, 3], keepdims=0),
+    ]
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w"),
+        numpy_helper.from_array(np.zeros(4, np.float32), "b"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "scalar_out",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 12])],
+        [
+            helper.make_tensor_value_info("m", TensorProto.FLOAT, []),
+            helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 4, 12, 12]),
+        ],
+        inits,
+    )
+    path = tmp_path / "scalar_out.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    assert main([str(path), "--random-input", "0", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "output 'm': float32 scalar" in out
+    assert "output 'm': ok: worst" in out and "output 'r': ok: worst" in out
+    assert main([str(path), "-m", "4K", "--random-input", "0", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "output 'm': equals the untiled reference" in out

@@ -340,7 +340,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     int8 = is_int8_boundary(module)
     if not args.quiet:
         for name, y in zip(out_names, outputs):
-            print(f"output '{name}': {y.dtype} {'x'.join(map(str, y.shape))}")
+            print(f"output '{name}': {y.dtype} {_shape_text(y.shape)}")
         for line in boundary_lines(fn) if int8 else []:
             print(line)
         print(f"load: {t_load:.3f} s, run: {t_run:.3f} s")
@@ -558,6 +558,11 @@ def _inputs(args: argparse.Namespace, fn, names: list[str], layouts: list[str]) 
     return out
 
 
+def _shape_text(shape: tuple[int, ...]) -> str:
+    """`1x1000`, or `scalar` for a 0-d array."""
+    return "x".join(map(str, shape)) if shape else "scalar"
+
+
 def _rtol(text: str) -> float:
     """A --rtol value: a positive finite number."""
     try:
@@ -749,7 +754,7 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
     _save_outputs(args.output, outputs)
     if not args.quiet:
         for name, y in zip(out_names, outputs):
-            print(f"output '{name}': {y.dtype} {'x'.join(map(str, y.shape))}")
+            print(f"output '{name}': {y.dtype} {_shape_text(y.shape)}")
         build = f"build: {t_build:.3f} s, " if t_build is not None else ""
         print(
             f"load: {t_load:.3f} s, plan: {t_plan:.3f} s, {build}run: {t_run:.3f} s"

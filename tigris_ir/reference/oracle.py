@@ -114,7 +114,7 @@ def abs_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = np.asarray(a, np.float64)
     b = np.asarray(b, np.float64)
     with np.errstate(invalid="ignore"):
-        d = np.abs(a - b)
+        d = np.asarray(np.abs(a - b))  # an array also for 0-d operands (a scalar output)
     d[(a == b) | (np.isnan(a) & np.isnan(b))] = 0.0
     d[np.isnan(d)] = np.inf
     return d

@@ -157,3 +157,68 @@ def test_the_nhwc_input_plans_by_rows():
     graph = build_view(main_func(import_model(model).module)).graph
     p = plan(graph, 8192, slow_budget=0, stream_input=True)
     assert p.fits and 20 <= p.stream_rows < 40 and p.peak < 20 * 16 * 3 * 4 + 20 * 16 * 4 * 4
+
+
+def test_an_explicit_zero_pad_before_a_convolution_is_its_padding():
+    """TensorFlow's explicit padding before a VALID strided convolution (a
+    Pad of zeros on H and W) becomes the convolution's own pads: no nn.pad
+    (which would need its whole input and output at once), the plan tiles
+    in less than the padded input."""
+    nodes = [
+        helper.make_node("Transpose", ["image"], ["nchw"], perm=[0, 3, 1, 2]),
+        helper.make_node("Pad", ["nchw", "pads"], ["padded"], mode="constant"),
+        _conv("c1", "padded", "y", kernel_shape=[3, 3], strides=[2, 2]),
+        helper.make_node("Relu", ["y"], ["out"]),
+    ]
+    inits = {
+        "pads": np.array([0, 0, 0, 0, 0, 0, 1, 1], np.int64),
+        **_inits(c1=_weights(3, 8, 3, 13)),
+    }
+    model = make_model(nodes, {"image": (1, 32, 32, 3)}, ["out"], inits, opset=13)
+    checked = check_model(model, {"image": rand((1, 32, 32, 3), seed=14)}, budget=2048)
+    names = _op_names(checked.module)
+    assert "nn.pad" not in names and "nn.transpose" not in names
+
+
+@pytest.mark.parametrize("case", ["value", "channels", "other_reader"])
+def test_a_pad_the_convolution_cannot_take_stays(case: str):
+    """A Pad of ones, a Pad of the channels, or a Pad another op reads too is
+    no convolution's padding: it stays, and the model still equals
+    onnxruntime."""
+    pads = [0, 0, 1, 1, 0, 0, 1, 1] if case != "channels" else [0, 1, 1, 1, 0, 0, 1, 1]
+    pad_in = ["x", "pads"] + (["one"] if case == "value" else [])
+    nodes = [
+        helper.make_node("Pad", pad_in, ["padded"], mode="constant"),
+        _conv("c1", "padded", "y", kernel_shape=[3, 3]),
+    ]
+    outs = ["y"]
+    if case == "other_reader":
+        nodes.append(helper.make_node("Relu", ["padded"], ["r"]))
+        outs.append("r")
+    cin = 4 if case == "channels" else 3
+    inits = {
+        "pads": np.array(pads, np.int64),
+        "one": np.array(1.0, np.float32),
+        **_inits(c1=_weights(cin, 4, 3, 15)),
+    }
+    model = make_model(nodes, {"x": (1, 3, 10, 10)}, outs, inits, opset=13)
+    checked = check_model(model, {"x": rand((1, 3, 10, 10), seed=16)}, c=False, min_tiles=1)
+    assert "nn.pad" in _op_names(checked.module)
+
+
+def test_a_tensorflow_mean_over_nhwc_rows_and_columns_is_the_global_average_pool():
+    """tf2onnx's classifier head: the last convolution's output transposed
+    back to NHWC, then ReduceMean over axes 1 and 2 without keepdims: no
+    transpose, a global average pool and a reshape to (N, C)."""
+    nodes = [
+        helper.make_node("Transpose", ["image"], ["nchw"], perm=[0, 3, 1, 2]),
+        _conv("c1", "nchw", "y", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Transpose", ["y"], ["nhwc"], perm=[0, 2, 3, 1]),
+        helper.make_node("ReduceMean", ["nhwc"], ["m"], axes=[1, 2], keepdims=0),
+    ]
+    model = make_model(nodes, {"image": (1, 16, 16, 3)}, ["m"], _inits(c1=_weights(3, 8, 3, 17)),
+                       opset=13)
+    checked = check_model(model, {"image": rand((1, 16, 16, 3), seed=18)}, budget=2048)
+    names = _op_names(checked.module)
+    assert "nn.global_average_pool" in names
+    assert "nn.transpose" not in names and "nn.reduce_mean" not in names

@@ -1805,9 +1805,12 @@ def _reduce(imp: _Importer, node: onnx.NodeProto) -> None:
         imp.env[node.output[0]] = x  # no axes: the input unchanged
         return
     axes = [ax % rank for ax in axes] or list(range(rank))
-    if node.op_type == "ReduceMean" and x.layout == "cl" and sorted(axes) == list(range(2, rank)):
-        # a mean over every spatial position (PyTorch's x.mean((2, 3))) is the
-        # global average pool, which runs by bands of rows
+    held = sorted(_cl_axis(ax, rank) for ax in axes) if x.layout == "cl" else sorted(axes)
+    if node.op_type == "ReduceMean" and rank in (3, 4) and held == list(range(1, rank - 1)):
+        # a mean over every spatial position of the tensor as held, channels
+        # last (PyTorch's x.mean((2, 3)) of an NCHW map, TensorFlow's
+        # reduce_mean(x, [1, 2]) of an NHWC one) is the global average pool,
+        # which runs by bands of rows
         attr, dt = imp.result_quant(q)
         op = imp.emit(nn.GlobalAveragePoolOp, [x.ssa], dtype=dt, quant=attr)
         if not keep:
@@ -1815,7 +1818,7 @@ def _reduce(imp: _Importer, node: onnx.NodeProto) -> None:
             op = imp.emit(
                 nn.ReshapeOp, [op.results[0]], dtype=dt, quant=attr, result_shapes=[(n, c)]
             )
-        imp.finish(node, op, "cl" if keep else "plain", q)
+        imp.finish(node, op, x.layout if keep else "plain", q)
         return
     # the kept axes in channels-last order; without keepdims the result is
     # in the model's order where they come in it (N, H, W of a mean over C)

@@ -20,7 +20,12 @@ and Identity nodes. This module removes them from the graph the importer sees:
 5. a Reshape-Transpose-Reshape chain whose composite moves elements along one
    axis only (ShuffleNet's channel shuffle: C -> g x C/g, swap, -> C) becomes
    one Gather along that axis with constant indices, which tiles along the
-   other axes, where the chain's 5-D reshapes need the whole tensor at once.
+   other axes, where the chain's 5-D reshapes need the whole tensor at once;
+6. a Pad of zeros on the spatial axes only (a TensorFlow export's explicit
+   padding before a VALID convolution), read by nothing but the data input of
+   float convolutions that state their pads (no auto_pad), is folded into
+   those convolutions' pads: the Pad would need its whole input and output at
+   once, the convolution pads as it tiles.
 
 Before all this, onnxruntime's QOperator nodes (QLinearConv, ...) become the
 QDQ groups they stand for (`qoperator.py`), which the importer fuses.
@@ -524,6 +529,88 @@ def _gathers_of_shuffles(
     return [n for k, n in enumerate(out) if k not in drop]
 
 
+def _pad_of_zeros(
+    node: onnx.NodeProto, consts: dict[str, np.ndarray], rank: int | None
+) -> list[int] | None:
+    """A constant-mode Pad's pads (ONNX order: every begin, then every end)
+    where it adds zeros on axes 2 and on only (opset 11 and later: pads and
+    value as constant inputs); None otherwise."""
+    if rank is None or rank < 3 or len(node.input) < 2 or len(node.input) > 3:
+        return None
+    mode = next((a.s for a in node.attribute if a.name == "mode"), b"constant")
+    pads = consts.get(node.input[1])
+    value = consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+    if mode != b"constant" or pads is None or pads.size != 2 * rank:
+        return None
+    if len(node.input) > 2 and node.input[2] and (value is None or np.any(value != 0)):
+        return None
+    out = [int(v) for v in pads.reshape(-1)]
+    if any(v < 0 for v in out) or any(out[a] or out[rank + a] for a in (0, 1)):
+        return None
+    return out
+
+
+def _pads_into_convs(
+    nodes: list[tuple[int, onnx.NodeProto]],
+    shapes: dict[str, tuple[int | str | None, ...]],
+    consts: dict[str, np.ndarray],
+    outputs: set[str],
+    removed: collections.Counter[str],
+) -> list[tuple[int, onnx.NodeProto]]:
+    """Item 6 of the module docstring."""
+    readers: dict[str, list[int]] = {}
+    for k, (_, node) in enumerate(nodes):
+        for n in node.input:
+            if n:
+                readers.setdefault(n, []).append(k)
+        for sub in subgraphs(node):
+            for n in captures(sub):
+                readers.setdefault(n, []).append(-1)
+    drop: set[int] = set()
+    out = list(nodes)
+    for k, (_, pad) in enumerate(nodes):
+        if pad.op_type != "Pad" or not pad.output or pad.output[0] in outputs:
+            continue
+        shape = shapes.get(pad.input[0])
+        pads = _pad_of_zeros(pad, consts, len(shape) if shape is not None else None)
+        users = readers.get(pad.output[0], [])
+        if pads is None or not users or -1 in users:
+            continue
+        convs = [out[u][1] for u in users]
+        if not all(
+            c.op_type == "Conv"
+            and c.input[0] == pad.output[0]
+            and pad.output[0] not in c.input[1:]
+            and all(a.name != "auto_pad" or a.s in (b"", b"NOTSET") for a in c.attribute)
+            and consts.get(c.input[1]) is not None
+            and consts[c.input[1]].dtype == np.float32
+            for c in convs
+        ):
+            continue
+        rank = len(pads) // 2
+        extra = [*pads[2:rank], *pads[rank + 2 :]]
+        for u, conv in zip(users, convs, strict=True):
+            own = next((list(a.ints) for a in conv.attribute if a.name == "pads"), None)
+            own = own or [0] * len(extra)
+            attrs = {
+                a.name: onnx.helper.get_attribute_value(a)
+                for a in conv.attribute
+                if a.name != "pads"
+            }
+            new = onnx.helper.make_node(
+                "Conv",
+                [pad.input[0], *conv.input[1:]],
+                list(conv.output),
+                name=conv.name,
+                pads=[a + b for a, b in zip(own, extra, strict=True)],
+                **attrs,
+            )
+            out[u] = (out[u][0], new)
+        drop.add(k)
+        removed["Pad (into a Conv's pads)"] += 1
+    return [n for k, n in enumerate(out) if k not in drop]
+
+
 def simplify(
     model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None
 ) -> Simplified:
@@ -555,6 +642,7 @@ def simplify(
         if not progress or not any(n.op_type in _SHAPE_READERS for _, n in nodes):
             break
     nodes = _gathers_of_shuffles(nodes, shapes, consts, {o.name for o in g.output}, removed)
+    nodes = _pads_into_convs(nodes, shapes, consts, {o.name for o in g.output}, removed)
     del g.node[:]
     g.node.extend(n for _, n in nodes)
     return Simplified(

@@ -325,3 +325,52 @@ def test_int8_mul_by_a_channel_constant_builds_strict_at_small_budgets(budget: i
     for variant in ("default", "bounds"):
         (y,), _ = run_c(low, got.weights, [x], variant=variant, strict=True)
         np.testing.assert_array_equal(y, ref, err_msg=variant)
+
+
+def _conv_act_qdq(act: str) -> onnx.ModelProto:
+    """x -> Q -> DQ -> Conv (int8 per-channel weights, int32 bias) -> `act`
+    -> Q -> DQ -> y: an exporter's fused activation left between the
+    convolution and its QuantizeLinear (TFLite's, through tf2onnx)."""
+    w = RNG.integers(-90, 90, (8, 4, 3, 3)).astype(np.int8)
+    sw = RNG.uniform(0.004, 0.01, 8).astype(np.float32)
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xd"]),
+        helper.make_node("DequantizeLinear", ["w", "sw", "zw"], ["wd"], axis=0),
+        helper.make_node("DequantizeLinear", ["b", "sb", "zb"], ["bd"], axis=0),
+        helper.make_node("Conv", ["xd", "wd", "bd"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        *(
+            [helper.make_node("Relu", ["c"], ["a"])]
+            if act == "relu"
+            else [helper.make_node("Clip", ["c", "lo", "hi"], ["a"])]
+        ),
+        helper.make_node("QuantizeLinear", ["a", "sy", "zy"], ["aq"]),
+        helper.make_node("DequantizeLinear", ["aq", "sy", "zy"], ["y"]),
+    ]
+    inits = [
+        _t("sx", np.float32(0.03)), _t("zx", np.int8(2)),
+        _t("w", w), _t("sw", sw), _t("zw", np.zeros(8, np.int8)),
+        _t("b", RNG.integers(-500, 500, 8).astype(np.int32)),
+        _t("sb", (0.03 * sw).astype(np.float32)),
+        _t("zb", np.zeros(8, np.int32)),
+        _t("lo", np.float32(0.0)), _t("hi", np.float32(6.0)),
+        _t("sy", np.float32(0.04)), _t("zy", np.int8(-100)),
+    ]
+    return _model(nodes, inits, (1, 4, 10, 10), (1, 8, 10, 10))
+
+
+@pytest.mark.parametrize("act", ["relu", "clip"])
+def test_an_activation_between_a_convolution_and_its_quantize_is_fused(act: str) -> None:
+    """Conv -> Relu (or Clip 0..6) -> QuantizeLinear: the int8 convolution,
+    then the activation on its int8 result (exact: quantization is
+    monotone), within 1 LSB of onnxruntime; before, the convolution fell to
+    the float path and was refused ('the weight must be a constant')."""
+    model = _conv_act_qdq(act)
+    imported = import_model(model)
+    ops = [op for op in imported.module.walk() if op.name in ("nn.conv", "nn.relu", "nn.clip")]
+    assert [op.name for op in ops] == ["nn.conv", f"nn.{act}"]
+    assert all(str(op.results[0].type).endswith("#nn.q<0.04 : -100>>") for op in ops)
+    x = RNG.standard_normal((1, 4, 10, 10)).astype(np.float32)
+    ours = run_reference(imported.module, imported.weights, [x])
+    report = compare_with_onnxruntime(model.SerializeToString(), {"x": x}, ours, ["y"])
+    assert report.ok, report.text

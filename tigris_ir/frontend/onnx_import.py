@@ -227,6 +227,8 @@ class _Importer:
         )
         self.consumers: dict[str, list[onnx.NodeProto]] = {}
         self.done: set[int] = set()
+        self.fused_acts: dict[int, onnx.NodeProto] = {}
+        """Per node, the Relu or Clip between it and its fused QuantizeLinear."""
         self.node_index: dict[int, int] = {}
         self.current: onnx.NodeProto | None = None
         self.builder: Builder | None = None
@@ -818,10 +820,20 @@ class _Importer:
 
     # ---------------------------------------------------------- quantized fusion
     def fused_output(self, node: onnx.NodeProto) -> onnx.NodeProto | None:
-        """The single QuantizeLinear that is the only consumer of the node's output."""
+        """The single QuantizeLinear that is the only consumer of the node's
+        output, or of a Relu or Clip (constant bounds) that is the only
+        consumer of a convolution's, matrix product's or Add's output (an
+        exporter's fused activation: `finish` applies it to the quantized
+        result, which is exact, quantization being monotone)."""
         if len(node.output) != 1 or node.output[0] in self.graph_outputs:
             return None
         cons = self.consumers.get(node.output[0], [])
+        act = None
+        if node.op_type in _ACT_FUSERS and len(cons) == 1 and _fusable_act(self, cons[0]):
+            act = cons[0]
+            if act.output[0] in self.graph_outputs:
+                return None
+            cons = self.consumers.get(act.output[0], [])
         if len(cons) != 1 or cons[0].op_type != "QuantizeLinear":
             return None
         if self.per_axis(cons[0]):  # quantized as data
@@ -830,6 +842,8 @@ class _Importer:
         scale, zp, _ = self.quant_params(q)
         if scale.size != 1:
             return None
+        if act is not None:
+            self.fused_acts[id(node)] = act
         return q
 
     def quantized_inputs(self, node: onnx.NodeProto, names: Sequence[str]) -> list[_Val] | None:
@@ -851,6 +865,10 @@ class _Importer:
         out = q.output[0] if q is not None else node.output[0]
         if q is not None:
             self.done.add(id(q))
+            act = self.fused_acts.pop(id(node), None)
+            if act is not None:  # the activation between the op and its Q
+                self.done.add(id(act))
+                op = _emit_act(self, act, op.results[0])
         self.env[out] = _Val(op.results[0], layout)
 
     def finish_as(
@@ -973,8 +991,7 @@ def _unary_attr(imp: _Importer, node: onnx.NodeProto) -> None:
     _float_unary(imp, node, cls, props)
 
 
-@_handles("Clip")
-def _clip(imp: _Importer, node: onnx.NodeProto) -> None:
+def _clip_bounds(imp: _Importer, node: onnx.NodeProto) -> tuple[float, float]:
     a = imp.attrs(node)
     big = float(np.finfo(np.float32).max)
     lo, hi = float(a.get("min", -big)), float(a.get("max", big))
@@ -982,8 +999,38 @@ def _clip(imp: _Importer, node: onnx.NodeProto) -> None:
         lo = float(imp.require_const(node, node.input[1], "Clip's min").reshape(()))
     if len(node.input) > 2 and node.input[2]:
         hi = float(imp.require_const(node, node.input[2], "Clip's max").reshape(()))
-    lo, hi = max(lo, -big), min(hi, big)
+    return max(lo, -big), min(hi, big)
+
+
+@_handles("Clip")
+def _clip(imp: _Importer, node: onnx.NodeProto) -> None:
+    lo, hi = _clip_bounds(imp, node)
     _float_unary(imp, node, nn.ClipOp, {"min": nn.float_prop(lo), "max": nn.float_prop(hi)})
+
+
+_ACT_FUSERS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul", "Add"})
+"""Ops whose QDQ group may hold a Relu or Clip before its QuantizeLinear."""
+
+
+def _fusable_act(imp: _Importer, node: onnx.NodeProto) -> bool:
+    """A Relu, or a Clip whose bounds are constants, of one output."""
+    if len(node.output) != 1:
+        return False
+    if node.op_type == "Relu":
+        return True
+    return node.op_type == "Clip" and all(
+        imp.const(n) is not None for n in node.input[1:] if n
+    )
+
+
+def _emit_act(imp: _Importer, act: onnx.NodeProto, x: SSAValue) -> Operation:
+    """A fused Relu or Clip on the quantized result `x`, in its quantization."""
+    props: dict[str, Attribute] = {}
+    cls: type[nn.NNOp] = nn.ReluOp
+    if act.op_type == "Clip":
+        lo, hi = _clip_bounds(imp, act)
+        cls, props = nn.ClipOp, {"min": nn.float_prop(lo), "max": nn.float_prop(hi)}
+    return imp.emit(cls, [x], props, dtype=nn.dtype_of(x), quant=nn.quant_of(x))
 
 
 _BINARY: dict[str, type[nn.NNOp]] = {

@@ -374,3 +374,85 @@ def test_an_activation_between_a_convolution_and_its_quantize_is_fused(act: str)
     ours = run_reference(imported.module, imported.weights, [x])
     report = compare_with_onnxruntime(model.SerializeToString(), {"x": x}, ours, ["y"])
     assert report.ok, report.text
+
+
+def _tflite_style(transpose: bool) -> onnx.ModelProto:
+    """A fully quantized model as tf2onnx writes a TFLite one: an int8 NHWC
+    image, DequantizeLinear, (Transpose to NCHW, QuantizeLinear,
+    DequantizeLinear,) Conv -> Relu -> QuantizeLinear, DequantizeLinear."""
+    w = RNG.integers(-60, 60, (8, 3, 3, 3)).astype(np.int8)
+    sw = RNG.uniform(0.005, 0.01, 8).astype(np.float32)
+    src = "img_f"
+    nodes = [helper.make_node("DequantizeLinear", ["img", "s_in", "z_in"], ["img_f"])]
+    if transpose:
+        nodes += [
+            helper.make_node("Transpose", ["img_f"], ["t"], perm=[0, 3, 1, 2]),
+            helper.make_node("QuantizeLinear", ["t", "s_in", "z_in"], ["tq"]),
+            helper.make_node("DequantizeLinear", ["tq", "s_in", "z_in"], ["td"]),
+        ]
+        src = "td"
+    nodes += [
+        helper.make_node("DequantizeLinear", ["w", "s_w", "z_w"], ["wd"], axis=0),
+        helper.make_node("DequantizeLinear", ["b", "s_b"], ["bd"], axis=0),
+        helper.make_node("Conv", [src, "wd", "bd"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["y"], ["yr"]),
+        helper.make_node("QuantizeLinear", ["yr", "s_out", "z_out"], ["yq"]),
+        helper.make_node("DequantizeLinear", ["yq", "s_out", "z_out"], ["out"]),
+    ]
+    inits = [
+        _t("s_in", np.float32(0.02)), _t("z_in", np.int8(-3)),
+        _t("w", w), _t("s_w", sw), _t("z_w", np.zeros(8, np.int8)),
+        _t("b", RNG.integers(-100, 100, 8).astype(np.int32)),
+        _t("s_b", (0.02 * sw).astype(np.float32)),
+        _t("s_out", np.float32(0.05)), _t("z_out", np.int8(-128)),
+    ]
+    shape = [1, 16, 16, 3] if transpose else [1, 3, 16, 16]
+    g = helper.make_graph(
+        nodes,
+        "tflite_style",
+        [helper.make_tensor_value_info("img", TensorProto.INT8, shape)],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 8, 16, 16])],
+        inits,
+    )
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("transpose", [False, True], ids=["nchw", "nhwc"])
+def test_a_fully_quantized_input_is_the_quantized_tensor(transpose: bool) -> None:
+    """An int8 input every reader dequantizes with one scale and zero point
+    is that quantized tensor: the convolution reads it as int8 (no float
+    copy of it, no QuantizeLinear again); an NHWC one transposed inside its
+    QDQ group is taken as it arrives (no transpose). Within 1 LSB of
+    onnxruntime; the plan at 2K bit-exact in the interpreter and the C."""
+    from ops_oracle import check_model
+
+    model = _tflite_style(transpose)
+    shape = (1, 16, 16, 3) if transpose else (1, 3, 16, 16)
+    img = RNG.integers(-128, 128, shape).astype(np.int8)
+    checked = check_model(model, {"img": img}, budget=2048)
+    fn = next(iter(checked.module.ops))
+    arg = fn.body.block.args[0]  # type: ignore[attr-defined]
+    assert str(arg.type).endswith("#nn.q<0.02 : -3>>")
+    names = [op.name for op in fn.body.block.ops]  # type: ignore[attr-defined]
+    assert "nn.transpose" not in names and "nn.quantize" not in names
+    assert "nn.dequantize_linear" not in names
+
+
+def test_an_int8_input_read_otherwise_stays_raw_integers() -> None:
+    """An int8 input that one reader dequantizes and another casts is raw
+    integers: its type carries no quantization."""
+    nodes = [
+        helper.make_node("DequantizeLinear", ["img", "s", "z"], ["f"]),
+        helper.make_node("Cast", ["img"], ["c"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["f", "c"], ["out"]),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "raw",
+        [helper.make_tensor_value_info("img", TensorProto.INT8, [1, 4])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 4])],
+        [_t("s", np.float32(0.5)), _t("z", np.int8(1))],
+    )
+    imported = import_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]))
+    fn = next(iter(imported.module.ops))
+    assert "#nn.q" not in str(fn.body.block.args[0].type)  # type: ignore[attr-defined]

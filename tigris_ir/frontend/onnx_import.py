@@ -644,7 +644,8 @@ class _Importer:
             if layout == "cl":
                 shape = tuple(shape[i] for i in _to_cl_perm(len(shape)))
             # a scalar crosses the boundary as one element of shape 1 ("scalar")
-            arg_types.append(nn.tensor_type(shape or (1,), dtype))
+            quant = self.input_quant(inp.name, dtype)
+            arg_types.append(nn.tensor_type(shape or (1,), dtype, quant))
             arg_layouts.append(
                 "plain" if layout == "plain" and shape else
                 "nchw" if len(shape) == 4 else "ncw" if len(shape) == 3 else
@@ -711,16 +712,44 @@ class _Importer:
     def channels_last_input(self, name: str, rank: int) -> bool:
         """An input of rank 3 or 4 that every reader transposes to channels
         first (NHWC -> NCHW, NWC -> NCW: a TensorFlow export's image or
-        sequence): it is imported as it arrives, the layout the kernels run
-        in, and those transposes are no ops (`_transpose`)."""
+        sequence), directly or after the DequantizeLinear of an int8 input
+        (`input_quant`): it is imported as it arrives, the layout the kernels
+        run in, and those transposes are no ops (`_transpose`)."""
         if any(o.name == name for o in self.graph.output):
             return False
         readers = self.consumers.get(name, [])
+        if readers and all(r.op_type == "DequantizeLinear" for r in readers):
+            readers = [t for r in readers for t in self.consumers.get(r.output[0], [None])]
         want = list(_to_plain_perm(rank))
         return bool(readers) and all(
-            r.op_type == "Transpose" and [int(v) for v in self.attrs(r).get("perm", [])] == want
+            r is not None
+            and r.op_type == "Transpose"
+            and [int(v) for v in self.attrs(r).get("perm", [])] == want
             for r in readers
         )
+
+    def input_quant(self, name: str, dtype: np.dtype) -> nn.QuantAttr | None:
+        """The quantization of an int8 or uint8 input that every reader
+        dequantizes with the same per-tensor scale and zero point (a fully
+        quantized model's input): the input is that quantized tensor, so the
+        QDQ groups reading it run on int8. None otherwise (raw integers)."""
+        if np.dtype(dtype) not in (np.int8, np.uint8):
+            return None
+        readers = self.consumers.get(name, [])
+        if not readers or any(
+            r.op_type != "DequantizeLinear" or r.input[0] != name or self.per_axis(r)
+            for r in readers
+        ):
+            return None
+        found: list[nn.QuantAttr] = []
+        for r in readers:
+            if any(self.const(n) is None for n in r.input[1:] if n):
+                return None
+            scale, zp, _ = self.quant_params(r)
+            if zp.dtype != np.dtype(dtype) or scale.size != 1:
+                return None
+            found.append(nn.QuantAttr(float(scale.reshape(())), int(zp.reshape(()))))
+        return found[0] if all(f == found[0] for f in found) else None
 
     def constant_value(self, node: onnx.NodeProto) -> np.ndarray:
         a = self.attrs(node)

@@ -468,12 +468,20 @@ def single_axis_gather(
     return a, indices
 
 
+@dataclass
+class _Rewriting:
+    """What the graph rewrites after folding read and record: the inferred
+    shapes, the constants (a rewrite may add one), the graph's output names
+    and the count of nodes removed per kind."""
+
+    shapes: dict[str, tuple[int | str | None, ...]]
+    consts: dict[str, np.ndarray]
+    outputs: set[str]
+    removed: collections.Counter[str]
+
+
 def _gathers_of_shuffles(
-    nodes: list[tuple[int, onnx.NodeProto]],
-    shapes: dict[str, tuple[int | str | None, ...]],
-    consts: dict[str, np.ndarray],
-    outputs: set[str],
-    removed: collections.Counter[str],
+    nodes: list[tuple[int, onnx.NodeProto]], g: _Rewriting
 ) -> list[tuple[int, onnx.NodeProto]]:
     """Item 5 of the module docstring: each Reshape -> Transpose -> Reshape
     chain (inner values read by nothing else) that is a gather along one axis
@@ -489,7 +497,7 @@ def _gathers_of_shuffles(
     out = list(nodes)
 
     def static(n: str) -> tuple[int, ...] | None:
-        s = shapes.get(n)
+        s = g.shapes.get(n)
         if s is None or not all(isinstance(d, int) and d > 0 for d in s):
             return None
         return tuple(int(d) for d in s)  # type: ignore[arg-type]
@@ -501,7 +509,7 @@ def _gathers_of_shuffles(
         for want in ("Transpose", "Reshape"):
             v = nodes[chain[-1]][1].output[0]
             nxt = by_input.get(v)
-            if nxt is None or nodes[nxt][1].op_type != want or readers[v] != 1 or v in outputs:
+            if nxt is None or nodes[nxt][1].op_type != want or readers[v] != 1 or v in g.outputs:
                 break
             chain.append(nxt)
         if len(chain) != 3:
@@ -519,13 +527,13 @@ def _gathers_of_shuffles(
             continue
         axis, indices = found
         name = f"{r2.output[0]}__gather_indices"
-        consts[name] = np.asarray(indices, np.int64)
+        g.consts[name] = np.asarray(indices, np.int64)
         gather = onnx.helper.make_node(
             "Gather", [x, name], [r2.output[0]], name=r1.name, axis=axis
         )
         out[k] = (i, gather)
         drop.update(chain[1:])
-        removed["Reshape-Transpose-Reshape (a Gather)"] += 1
+        g.removed["Reshape-Transpose-Reshape (a Gather)"] += 1
     return [n for k, n in enumerate(out) if k not in drop]
 
 
@@ -551,11 +559,7 @@ def _pad_of_zeros(
 
 
 def _pads_into_convs(
-    nodes: list[tuple[int, onnx.NodeProto]],
-    shapes: dict[str, tuple[int | str | None, ...]],
-    consts: dict[str, np.ndarray],
-    outputs: set[str],
-    removed: collections.Counter[str],
+    nodes: list[tuple[int, onnx.NodeProto]], g: _Rewriting
 ) -> list[tuple[int, onnx.NodeProto]]:
     """Item 6 of the module docstring."""
     readers: dict[str, list[int]] = {}
@@ -569,10 +573,10 @@ def _pads_into_convs(
     drop: set[int] = set()
     out = list(nodes)
     for k, (_, pad) in enumerate(nodes):
-        if pad.op_type != "Pad" or not pad.output or pad.output[0] in outputs:
+        if pad.op_type != "Pad" or not pad.output or pad.output[0] in g.outputs:
             continue
-        shape = shapes.get(pad.input[0])
-        pads = _pad_of_zeros(pad, consts, len(shape) if shape is not None else None)
+        shape = g.shapes.get(pad.input[0])
+        pads = _pad_of_zeros(pad, g.consts, len(shape) if shape is not None else None)
         users = readers.get(pad.output[0], [])
         if pads is None or not users or -1 in users:
             continue
@@ -582,8 +586,8 @@ def _pads_into_convs(
             and c.input[0] == pad.output[0]
             and pad.output[0] not in c.input[1:]
             and all(a.name != "auto_pad" or a.s in (b"", b"NOTSET") for a in c.attribute)
-            and consts.get(c.input[1]) is not None
-            and consts[c.input[1]].dtype == np.float32
+            and g.consts.get(c.input[1]) is not None
+            and g.consts[c.input[1]].dtype == np.float32
             for c in convs
         ):
             continue
@@ -607,7 +611,7 @@ def _pads_into_convs(
             )
             out[u] = (out[u][0], new)
         drop.add(k)
-        removed["Pad (into a Conv's pads)"] += 1
+        g.removed["Pad (into a Conv's pads)"] += 1
     return [n for k, n in enumerate(out) if k not in drop]
 
 
@@ -641,8 +645,9 @@ def simplify(
         nodes = live
         if not progress or not any(n.op_type in _SHAPE_READERS for _, n in nodes):
             break
-    nodes = _gathers_of_shuffles(nodes, shapes, consts, {o.name for o in g.output}, removed)
-    nodes = _pads_into_convs(nodes, shapes, consts, {o.name for o in g.output}, removed)
+    rewriting = _Rewriting(shapes, consts, {o.name for o in g.output}, removed)
+    nodes = _gathers_of_shuffles(nodes, rewriting)
+    nodes = _pads_into_convs(nodes, rewriting)
     del g.node[:]
     g.node.extend(n for _, n in nodes)
     return Simplified(

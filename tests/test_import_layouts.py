@@ -222,3 +222,25 @@ def test_a_tensorflow_mean_over_nhwc_rows_and_columns_is_the_global_average_pool
     names = _op_names(checked.module)
     assert "nn.global_average_pool" in names
     assert "nn.transpose" not in names and "nn.reduce_mean" not in names
+
+
+@pytest.mark.parametrize("op", ["split", "reduce"])
+def test_a_channel_split_or_reduction_tiles_by_rows(op: str):
+    """ShuffleNetV2's channel split (Split on C, one half through a Relu,
+    Concat back) and a mean over the channels: bands cut the first axis of
+    more than one element they leave whole (H, not N = 1), so the plan fits
+    in less than the 8 KiB map (it needed all 16 KiB at once)."""
+    nodes = [_conv("c1", "x", "c", kernel_shape=[1, 1])]
+    inits = _inits(c1=_weights(3, 8, 1, 19))
+    if op == "split":
+        nodes += [
+            helper.make_node("Split", ["c", "halves"], ["s1", "s2"], axis=1),
+            helper.make_node("Relu", ["s2"], ["r2"]),
+            helper.make_node("Concat", ["s1", "r2"], ["y"], axis=1),
+        ]
+        inits["halves"] = np.array([4, 4], np.int64)
+    else:
+        nodes.append(helper.make_node("ReduceMean", ["c"], ["y"], axes=[1], keepdims=1))
+    model = make_model(nodes, {"x": (1, 3, 16, 16)}, ["y"], inits, opset=13)
+    checked = check_model(model, {"x": rand((1, 3, 16, 16), seed=20)}, budget=2048)
+    assert checked.tiles >= 8

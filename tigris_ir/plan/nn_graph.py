@@ -82,23 +82,34 @@ def _band_attrs(op: nn.NNOp) -> dict[str, object]:
         out_axis = perm.index(lead)
         return {BAND_AXIS: out_axis, INPUT_BAND_AXES: (lead,)}
     if isinstance(op, nn.ReduceOp):
-        reduced = set(op.ints("axes") or range(len(nn.shape_of(op.input))))
-        keep = [i for i in range(len(nn.shape_of(op.input))) if i not in reduced]
+        shape = nn.shape_of(op.input)
+        reduced = set(op.ints("axes") or range(len(shape)))
+        keep = [i for i in range(len(shape)) if i not in reduced]
         if not keep:
             return {BAND_AXIS: 0, INPUT_BAND_AXES: (-1,)}
-        in_axis = keep[0]
-        out_axis = in_axis if op.int_("keepdims") else 0
+        in_axis = _leading_cut(shape, keep)
+        out_axis = in_axis if op.int_("keepdims") else keep.index(in_axis)
         return {BAND_AXIS: out_axis, INPUT_BAND_AXES: (in_axis,)}
     if isinstance(op, nn.ConcatOp | nn.SplitOp):
+        shape = nn.shape_of(op.results[0])
         axis = op.int_("axis") % out_rank
-        band = 0 if axis != 0 else min(1, out_rank - 1)
+        free = [i for i in range(out_rank) if i != axis]
+        band = _leading_cut(shape, free) if free else 0
         return {BAND_AXIS: band}
     if isinstance(op, nn.PadOp):
         pads = op.ints("pads")
         r = out_rank
-        band = next((i for i in range(r) if pads[i] == 0 and pads[r + i] == 0), 0)
+        free = [i for i in range(r) if pads[i] == 0 and pads[r + i] == 0]
+        band = _leading_cut(nn.shape_of(op.results[0]), free) if free else 0
         return {BAND_AXIS: band}
     return {BAND_AXIS: 0}
+
+
+def _leading_cut(shape: tuple[int, ...], axes: list[int]) -> int:
+    """Of the axes an op leaves independent, the first of more than one
+    element (H of a channel split of an (N, H, W, C) map, not N = 1): bands
+    of it can be cut; the first of them if all are single."""
+    return next((a for a in axes if shape[a] > 1), axes[0])
 
 
 def _resize_attrs(op: nn.ResizeOp) -> dict[str, object]:

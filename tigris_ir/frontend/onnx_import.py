@@ -891,22 +891,24 @@ class _Importer:
         layout: Layout,
         q: onnx.NodeProto | None = None,
     ) -> None:
+        self.finish_as(node, op.results[0], layout, q)
+
+    def finish_as(
+        self,
+        node: onnx.NodeProto,
+        value: SSAValue,
+        layout: Layout,
+        q: onnx.NodeProto | None = None,
+    ) -> None:
+        """`node`'s output (or its fused Q's, through the activation fused
+        between them, `fused_output`) is `value`."""
         out = q.output[0] if q is not None else node.output[0]
         if q is not None:
             self.done.add(id(q))
             act = self.fused_acts.pop(id(node), None)
             if act is not None:  # the activation between the op and its Q
                 self.done.add(id(act))
-                op = _emit_act(self, act, op.results[0])
-        self.env[out] = _Val(op.results[0], layout)
-
-    def finish_as(
-        self, node: onnx.NodeProto, value: SSAValue, layout: Layout, q: onnx.NodeProto | None
-    ) -> None:
-        """`node`'s output (or its fused Q's) is `value` as it is: no op."""
-        out = q.output[0] if q is not None else node.output[0]
-        if q is not None:
-            self.done.add(id(q))
+                value = _emit_act(self, act, value).results[0]
         self.env[out] = _Val(value, layout)
 
     def result_quant(self, q: onnx.NodeProto | None) -> tuple[nn.QuantAttr | None, np.dtype]:

@@ -480,18 +480,27 @@ class _Rewriting:
     removed: collections.Counter[str]
 
 
+def _readers(nodes: list[tuple[int, onnx.NodeProto]]) -> dict[str, list[int]]:
+    """Per value, the positions of the nodes reading it, once per input
+    slot; -1 for an If or Loop whose bodies read it."""
+    readers: dict[str, list[int]] = {}
+    for k, (_, node) in enumerate(nodes):
+        for n in node.input:
+            if n:
+                readers.setdefault(n, []).append(k)
+        for sub in subgraphs(node):
+            for n in sorted(captures(sub)):
+                readers.setdefault(n, []).append(-1)
+    return readers
+
+
 def _gathers_of_shuffles(
     nodes: list[tuple[int, onnx.NodeProto]], g: _Rewriting
 ) -> list[tuple[int, onnx.NodeProto]]:
     """Item 5 of the module docstring: each Reshape -> Transpose -> Reshape
     chain (inner values read by nothing else) that is a gather along one axis
     becomes that Gather, numbered as the chain's first node."""
-    readers: collections.Counter[str] = collections.Counter(
-        n for _, node in nodes for n in node.input if n
-    )
-    for _, node in nodes:
-        for sub in subgraphs(node):
-            readers.update(captures(sub))
+    readers = _readers(nodes)
     by_input = {n: k for k, (_, node) in enumerate(nodes) for n in node.input[:1] if n}
     drop: set[int] = set()
     out = list(nodes)
@@ -509,7 +518,8 @@ def _gathers_of_shuffles(
         for want in ("Transpose", "Reshape"):
             v = nodes[chain[-1]][1].output[0]
             nxt = by_input.get(v)
-            if nxt is None or nodes[nxt][1].op_type != want or readers[v] != 1 or v in g.outputs:
+            once = len(readers.get(v, [])) == 1
+            if nxt is None or nodes[nxt][1].op_type != want or not once or v in g.outputs:
                 break
             chain.append(nxt)
         if len(chain) != 3:
@@ -562,14 +572,7 @@ def _pads_into_convs(
     nodes: list[tuple[int, onnx.NodeProto]], g: _Rewriting
 ) -> list[tuple[int, onnx.NodeProto]]:
     """Item 6 of the module docstring."""
-    readers: dict[str, list[int]] = {}
-    for k, (_, node) in enumerate(nodes):
-        for n in node.input:
-            if n:
-                readers.setdefault(n, []).append(k)
-        for sub in subgraphs(node):
-            for n in captures(sub):
-                readers.setdefault(n, []).append(-1)
+    readers = _readers(nodes)
     drop: set[int] = set()
     out = list(nodes)
     for k, (_, pad) in enumerate(nodes):

@@ -81,6 +81,9 @@ KIND_ATTR = "loop.kind"
 NODE_ATTR = "loop.node"
 LINE_BUFFERED = "line-buffered"
 """The suffix of a tile loop's kind whose line buffers compute each row once."""
+COLUMN_BANDS = "column bands"
+"""The suffix of a line-buffered chain's kind run in column bands: each band
+runs the line buffers over every row and recomputes its halo columns."""
 CHANNEL_GROUP_ATTR = "loop.channel_group"
 """On a tile loop whose band is cut into channel groups: the channels of a
 group (an integer); every buffer of the unit holds at most that many channels

@@ -915,8 +915,13 @@ class _Lowering:
             assert isinstance(t, str)
             ax = u.axes[t]
             nrows = col("keep", t, "n")
-            src = self.subview(fast[t], {ax: (col("keep", t, "src"), nrows)}, ops)
-            dst = self.subview(fast[t], {ax: (self.const(0), nrows)}, ops)
+            src_band = {ax: (col("keep", t, "src"), nrows)}
+            dst_band = {ax: (self.const(0), nrows)}
+            if 2 in held_axes[t] and ax == 1:  # a column band: the columns it holds
+                width = sub(col("held", t, 2, 1), col("held", t, 2, 0))
+                src_band[2] = dst_band[2] = (self.const(0), width)
+            src = self.subview(fast[t], src_band, ops)
+            dst = self.subview(fast[t], dst_band, ops)
             ops.append(memref.CopyOp(src, dst))
         for t in dict.fromkeys(key[1] for key in tab.keys if key[0] == "load"):
             assert isinstance(t, str)
@@ -1002,7 +1007,9 @@ class _Lowering:
         for_op = scf.ForOp(self.const(0), self.const(count), self.const(1), [], Region(body))
         for_op.attributes[loop.UNIT_ATTR] = StringAttr(u.name)
         for_op.attributes[loop.KIND_ATTR] = StringAttr(
-            u.kind + (", " + loop.LINE_BUFFERED if u.line_buffered else "")
+            u.kind
+            + (", " + loop.LINE_BUFFERED if u.line_buffered else "")
+            + (", " + loop.COLUMN_BANDS if u.line_buffered and _column_bands(u) else "")
         )
         if u.channel_group:
             for_op.attributes[loop.CHANNEL_GROUP_ATTR] = IntegerAttr(u.channel_group, i64)
@@ -1183,6 +1190,11 @@ class _Lowering:
         if stage is not None:
             op.attributes[loop.RECOMPUTE_ATTR] = StringAttr(stage)
         return op
+
+
+def _column_bands(u: TiledUnit) -> bool:
+    """A line-buffered chain in column bands: its tiles hold bands of columns."""
+    return bool(u.tiles) and any(2 in b for b in u.tiles[0].held.values())
 
 
 UNTILED_SUFFIX = "_untiled"

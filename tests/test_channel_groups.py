@@ -108,7 +108,12 @@ def _budget(name: str, int8: bool, budget: int) -> int:
     CASES,
     ids=[f"{n}-{'int8' if q else 'f32'}-{b or 'min'}" for n, q, b in CASES],
 )
-def test_channel_grouped_plans_run_as_planned(name: str, int8: bool, budget: int):
+def test_channel_grouped_plans_run_as_planned(
+    name: str, int8: bool, budget: int, monkeypatch: pytest.MonkeyPatch
+):
+    # column bands (a line-buffered chain run band by band) take MobileNetV2's
+    # depthwise stages at these budgets where they are offered: here they are not
+    monkeypatch.setattr(planner, "COLUMN_BANDS", ())
     module, weights, args, ref = _case(name, int8)
     budget = _budget(name, int8, budget)
     g = build_view(main_func(module)).graph

@@ -19,6 +19,7 @@ from tigris_ir.plan.planner import (
     ChainPlan,
     Plan,
     StagePlan,
+    TileRows,
     _Ctx,
     _form,
     chain_members,
@@ -147,6 +148,10 @@ def check_plan(graph: PlanGraph, p: Plan) -> None:
                 owner = u.shared.get(x, x)
                 held[owner] = max(held.get(owner, 0), r)
             size = {x: align(r * graph.tensors[x].row_bytes) for x, r in held.items()}
+            for x, cols in getattr(u, "band_cols", {}).items():  # column bands: their columns
+                if x in size:
+                    info = graph.tensors[x]
+                    size[x] = align(held[x] * info.row_bytes // info.width * cols)
             for x in u.blocked:  # a pixel run's scratch: one block's columns of a row
                 w = graph.tensors[x].width
                 size[x] = align(held[x] * graph.tensors[x].row_bytes // w * min(u.pixel_block, w))
@@ -750,7 +755,8 @@ def _partitions(ctx: _Ctx) -> list[tuple[int, int]]:
         members = chain_members(ctx, i, j)
         chain = None if members is None else ctx.chain(members, exact=False)
         if chain is not None:
-            best = min(best, ctx.traffic(i, j) + chain.recomputed)
+            once = sum(graph.tensors[x].nbytes for x in ctx.io(i, j)[0])
+            best = min(best, ctx.traffic(i, j) + chain.extra_cost(once, ctx.mac_weight))
         return min(best, ctx.tiled_cost(i, j))
 
     def cut(i: int, j: int) -> int:
@@ -847,7 +853,18 @@ def simulate_line_buffers(graph: PlanGraph, chain: ChainPlan) -> None:
     range; a row leaves its buffer once no later tile reads it (a paced run's
     stride-2 reader waits a step for its second new row). Check that every
     row an op reads is there and not yet evicted, that no buffer holds more
-    rows than allocated, and the loads and outputs."""
+    rows than allocated, and the loads and outputs. A chain in column bands
+    runs each band so, over every row, loading the band's columns."""
+    bands: dict[object, list[TileRows]] = {}
+    for tile in chain.tiles:
+        bands.setdefault(tile.cols, []).append(tile)
+    assert len(bands) == 1 or chain.tile_w
+    loaded = sum(_simulate_band(graph, chain, tiles) for tiles in bands.values())
+    assert loaded == chain.slow_reads
+
+
+def _simulate_band(graph: PlanGraph, chain: ChainPlan, tiles: list[TileRows]) -> int:
+    """`simulate_line_buffers` over one column band's tiles: the bytes loaded."""
     nodes = range(chain.start, chain.stop)
     produced = {o for k in nodes for o in graph.nodes[k].outputs}
     done: dict[str, int] = {}
@@ -856,7 +873,7 @@ def simulate_line_buffers(graph: PlanGraph, chain: ChainPlan) -> None:
     news: list[dict[str, range]] = []
     reads: list[dict[str, set[int]]] = []
     lows: list[dict[str, int]] = []
-    for tile in chain.tiles:
+    for tile in tiles:
         need_low: dict[str, int] = {}
         new: dict[str, range] = {}
         for name, (lo, hi) in tile.rows.items():
@@ -878,7 +895,9 @@ def simulate_line_buffers(graph: PlanGraph, chain: ChainPlan) -> None:
                     read.setdefault(x, set()).update(rows)
         for name, (_, hi) in tile.rows.items():
             if name not in produced:
-                loaded += len(new[name]) * graph.tensors[name].row_bytes
+                info = graph.tensors[name]
+                c = (tile.col_ranges or {}).get(name, (0, info.width))
+                loaded += len(new[name]) * info.row_bytes // info.width * (c[1] - c[0])
             done[name] = max(done.get(name, 0), hi)
         out_rows += len(new[chain.outputs[0]])
         news.append(new)
@@ -889,7 +908,7 @@ def simulate_line_buffers(graph: PlanGraph, chain: ChainPlan) -> None:
             lows[i][name] = min(lows[i][name], lows[i + 1][name])
     floor: dict[str, int] = {}
     top: dict[str, int] = {}
-    for tile, read, need_low in zip(chain.tiles, reads, lows, strict=True):
+    for tile, read, need_low in zip(tiles, reads, lows, strict=True):
         for name in tile.rows:
             top[name] = max(top.get(name, 0), tile.rows[name][1])
         for x, rows in read.items():
@@ -901,8 +920,8 @@ def simulate_line_buffers(graph: PlanGraph, chain: ChainPlan) -> None:
             assert held <= chain.band_rows[name], (name, held, chain.band_rows[name])
             assert need_low[name] >= floor.get(name, 0)  # never needs an evicted row
             floor[name] = need_low[name]
-    assert loaded == chain.slow_reads
     assert out_rows == graph.tensors[chain.outputs[0]].height  # each output row once
+    return loaded
 
 
 @settings(max_examples=40, deadline=None)

@@ -371,6 +371,8 @@ def _chains(sc: Any) -> list[dict[str, Any]]:
             "pixel_block": c.pixel_block,
             "pixel_runs": [[sc.view.graph.nodes[k].name for k in r] for r in c.pixel_runs],
             "blocked": list(c.blocked),
+            "column_bands": len({t.cols for t in c.tiles}) if c.tile_w else 0,
+            "band_width": c.tile_w,
             "inputs_in_place": list(c.in_place),
             "recompute_macs": c.recomputed_macs,
             "description": c.describe(),

@@ -519,6 +519,17 @@ def _lb_rows(
     return news, helds
 
 
+def _column_bands(tiles: Sequence[TileRows]) -> list[list[TileRows]]:
+    """The tiles of a line-buffered chain in column bands, band by band (each
+    band's tiles are consecutive and share its output columns)."""
+    out: list[list[TileRows]] = []
+    for t in tiles:
+        if not out or out[-1][0].cols != t.cols:
+            out.append([])
+        out[-1].append(t)
+    return out
+
+
 def _shared_hull(rows: Mapping[str, Range], shared: Mapping[str, str]) -> dict[str, Range]:
     """Per tensor the rows its buffer holds: tensors sharing one hold the hull."""
     if not shared:
@@ -592,12 +603,18 @@ def _tile_steps(
     shapes = {t: graph.tensors[t].shape for t in names}
     gap_in = graph.nodes[gap].inputs[0] if gap is not None else None
     shared = shared or {}
-    if line_buffered:
+    if line_buffered and tiles and tiles[0].cols is not None:
+        news, helds = [], []  # column bands: a line-buffered run over every row each
+        for band_tiles in _column_bands(tiles):
+            n, h = _lb_rows(graph, tables, nodes, axes, band_tiles, recompute, shared)
+            news += n
+            helds += h
+    elif line_buffered:
         news, helds = _lb_rows(graph, tables, nodes, axes, tiles, recompute, shared)
     else:
         news = [dict(tile.rows) for tile in tiles]
         helds = [_shared_hull(tile.rows, shared) for tile in tiles]
-    out_rows, out_cols = _tile_bounds(tiles, tile_hw)
+    out_rows, out_cols = ([], None) if line_buffered else _tile_bounds(tiles, tile_hw)
     out: list[Tile] = []
     for i, (tile, new, hold) in enumerate(zip(tiles, news, helds)):
         rng = tile.rows
@@ -649,6 +666,8 @@ def _tile_steps(
                 if c is not None and out_cols is not None:
                     ci = out_cols[tile.index]
                     c = (max(c[0], ci[0]), min(c[1], ci[1]))
+            elif c is not None and tile.cols is not None:  # a column band's own columns
+                c = (max(c[0], tile.cols[0]), min(c[1], tile.cols[1]))
             b = _band_of(axes[t], r, c, shapes[t], tile.chans)
             if _nonempty(b):
                 spills.append((t, b))
@@ -872,7 +891,7 @@ def _chain_unit(
         c.start,
         c.stop,
         c.band_rows,
-        {},
+        c.band_cols,
         c.tiles,
         c.line_buffered,
         recompute,

@@ -64,7 +64,14 @@ exactly this and measures the same numbers):
     only inside its run holding one block, every scratch buffer the run
     touches live over the whole run (with slow memory only where the
     weights its blocks read again cost less than spilling the tensors held
-    in blocks, `_Chain.pixel_runs_pay`).
+    in blocks, `_Chain.pixel_runs_pay`). With slow memory, a chain whose
+    line buffers of whole rows do not fit (where their floor of one-row
+    tiles does, the floor stage formation prunes by) is tried in column
+    bands (`_column_bands`): the fewest of `COLUMN_BANDS` bands of output
+    columns whose buffers fit, outermost, each a line-buffered run over
+    every row holding its own columns and their halo; a band loads its
+    columns of the chain's inputs with the halo columns and recomputes the
+    halo columns of its ops (the `extra_cost` of the chain).
   * slow memory holds the model inputs and every tensor that crosses a unit
     (stage or chain) boundary, from its producer to its last reader (model
     outputs to the end); the slow peak sums `align`ed sizes.
@@ -316,11 +323,20 @@ class ChainPlan:
     before the next block."""
     blocked: tuple[str, ...] = ()
     """The scratch buffers holding one block's columns (owner tensors)."""
+    tile_w: int = 0
+    """Column bands of this many output columns (outermost over the tiles,
+    each band a line-buffered run over every row, its halo columns
+    recomputed); 0: whole rows."""
+    band_cols: Mapping[str, int] = field(default_factory=dict[str, int])
+    """With column bands, the columns each buffer holds (the widest band's)."""
 
     def describe(self) -> str:
         lb = ", line-buffered" if self.line_buffered else ""
         if self.pixel_block:
             lb += f", pixel blocks of {self.pixel_block}"
+        if self.tile_w:
+            bands = len({t.cols for t in self.tiles})
+            lb += f", in {bands} column bands of {self.tile_w}"
         if self.pace:
             return (
                 f"chain of {len(self.stages)} stages: {self.num_tiles} steps of "
@@ -1221,15 +1237,23 @@ class _Chain:
     """Inputs read in place, outputs written direct (a single-arena
     line-buffered chain: no band buffer, no loads or spills) and pixel runs
     (`plan.scratch.ChainForm`)."""
+    col_w: int = 0
+    """Column bands of this many output columns (`_column_bands`): the line
+    buffers run over all rows once per band, the band's halo columns
+    recomputed; 0: whole rows. `model` is then the band's (`column_slice`)."""
+    col_ranges: _Ranges | None = None
+    """Per band, every tensor's exact column range (exact chains)."""
+    cols: tuple[int, ...] = ()
+    """Per tensor the columns its buffer holds (the widest band's)."""
 
     def extra_cost(self, once: int, mac_weight: int) -> int:
         """What the chain costs beyond reading its inputs `once` (raw bytes)
         and writing its outputs: its recomputed MACs, in a plain chain the
-        halo rows its tiles load again, with pixel runs the weights their
-        blocks read again (`plan.scratch.reread_bytes`, at 1/`REREAD_SHARE`
-        of a byte each)."""
+        halo rows its tiles load again (in column bands the halo columns),
+        with pixel runs the weights their blocks read again
+        (`plan.scratch.reread_bytes`, at 1/`REREAD_SHARE` of a byte each)."""
         extra = mac_weight * self.recomputed
-        if not self.line_buffered:
+        if not self.line_buffered or self.col_w:
             extra += max(0, self.reads - once)
         return extra
 
@@ -1266,6 +1290,10 @@ class _Ctx:
     _chains: dict[tuple[tuple[tuple[int, int], ...], bool], _Chain | None] = field(
         default_factory=dict[tuple[tuple[tuple[int, int], ...], bool], "_Chain | None"]
     )
+    _lb_floors: dict[tuple[int, int], int] = field(default_factory=dict[tuple[int, int], int])
+    """Per band the floor of its one-row line buffers (`floor_lb1_scratch`)
+    stage formation prunes chains by: column bands are offered only where it
+    fits, so that the chains stage formation weighs are all `chain` returns."""
     _io: dict[tuple[int, int], tuple[tuple[str, ...], tuple[str, ...]]] = field(
         default_factory=dict[tuple[int, int], tuple[tuple[str, ...], tuple[str, ...]]]
     )
@@ -1317,6 +1345,8 @@ class _Ctx:
             while b.start > start and b.prepend():
                 pass
             self._bands[key] = b.error if b.error is not None else b.model()
+            if b.error is None and b.lb_ok:
+                self._lb_floors[key] = b.floor_lb1_scratch(self.residents is not None)
         return self._bands[key]
 
     def tiling(self, start: int, stop: int, exact: bool = True) -> _Tiling | None:
@@ -1435,6 +1465,11 @@ class _Ctx:
                     not block or self.residents is not None or found.pixel_runs_pay()
                 ):
                     return found
+            floor = self._lb_floors.get((members[0][0], members[-1][1]), _INF)
+            if self.residents is None and not concat and floor <= budget:
+                found = _column_bands(model, members, budget, exact)
+                if found is not None:
+                    return found
         # no halo, or no line buffers fit: every tile computes its whole range
         plain = _strip_search(model, budget, exact)
         if plain is None:
@@ -1455,13 +1490,15 @@ def _line_buffered(
     budget: int,
     exact: bool,
     form: ChainForm = WHOLE_ROWS,
+    paced: bool = True,
 ) -> _Chain | None:
     """A line-buffered chain: the largest tile height whose line buffers fit
     (binary search on the `lb_capacity` estimates, then the exact run of the
     monotone tile ranges, `BandModel.line_buffer`; a smaller tile if that
     breaks the budget). None if none fits or the run reads a row no tile
     computed before. `form`: inputs read in place, outputs written direct,
-    pixel runs (`plan.scratch.ChainForm`)."""
+    pixel runs (`plan.scratch.ChainForm`); `paced`: a paced chain where no
+    tile fits."""
 
     hist_est = estimated_history(model, recompute)
 
@@ -1470,11 +1507,13 @@ def _line_buffered(
         assert rows is not None  # chain bands are affine
         return scratch_bytes(model, rows, hist_est, recompute, form)
 
-    limit = model.height
+    limit = model.height if cost(1) <= budget else 0  # one row first: most do not fit
     while limit >= 1:
         best = largest_fitting(cost, limit, budget)
         if best == 0:
-            return None if recompute else _paced(model, members, budget, exact, form)
+            if recompute or not paced:
+                return None
+            return _paced(model, members, budget, exact, form)
         tile_h = even_tile_h(model.height, best)
         if not exact:
             rows = model.lb_rows(tile_h, recompute)
@@ -1516,7 +1555,92 @@ def _line_buffered(
                 form=form,
             )
         limit = tile_h - 1
-    return None if recompute else _paced(model, members, budget, exact, form)
+    if recompute or not paced:
+        return None
+    return _paced(model, members, budget, exact, form)
+
+
+COLUMN_BANDS = (2, 3, 4, 5, 6, 8)
+"""The numbers of column bands `_column_bands` tries, fewest first."""
+
+
+def column_slice(model: BandModel, cols: Sequence[int]) -> BandModel:
+    """The band of one column band: every buffer holds `cols[t]` columns of
+    its rows (tensor t's columns in the widest band)."""
+    return replace(
+        model,
+        row_bytes=tuple(c * cell for c, cell in zip(cols, model.cells)),
+        grid_ok=False,
+        _memo={},
+    )
+
+
+def _column_bands(
+    model: BandModel, members: tuple[tuple[int, int], ...], budget: int, exact: bool
+) -> _Chain | None:
+    """A line-buffered chain in column bands, where its whole rows do not fit:
+    the widest bands (fewest: `COLUMN_BANDS`) whose line buffers fit
+    (`_line_buffered` on the band's `column_slice`). Bands run one after the
+    other, each over every row as a line-buffered chain of its columns; a
+    band loads its columns of the chain's inputs with their halo and
+    recomputes the halo columns of its ops (each row once per band)."""
+    if not model.grid_ok or model.width < 2:
+        return None
+    counts = [n for n in COLUMN_BANDS if n <= model.width // 2]
+
+    tried: dict[int, tuple[_Chain, list[int], _Stats, _Ranges | None] | None] = {}
+
+    def attempt(n: int) -> tuple[_Chain, list[int], _Stats, _Ranges | None] | None:
+        if n not in tried:
+            tried[n] = _attempt(n)
+        return tried[n]
+
+    def _attempt(n: int) -> tuple[_Chain, list[int], _Stats, _Ranges | None] | None:
+        tile_w = -(-model.width // n)
+        cstats, cr = _band_stats(model, tile_w, exact, cols=True)
+        cols = [max(c, st[1]) for c, st in zip(model.cols(tile_w), cstats)]
+        sub = column_slice(model, cols)
+        found = _line_buffered(sub, members, frozenset(), budget, exact, paced=False)
+        return None if found is None else (found, cols, cstats, cr)
+
+    # the fewest bands that fit: the most is tried first (none fit if it does
+    # not), then a bisection (fewer bands hold wider line buffers)
+    if not counts or attempt(counts[-1]) is None:
+        return None
+    lo, hi = 0, len(counts) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if attempt(counts[mid]) is not None:
+            hi = mid
+        else:
+            lo = mid + 1
+    for n in counts[lo:]:
+        got = attempt(n)
+        if got is None:
+            continue
+        found, cols, cstats, cr = got
+        tile_w = -(-model.width // n)
+        sub = found.model
+        if exact:
+            assert found.ranges is not None
+            if found.pace:
+                _, done, _ = sub.paced_buffer(found.pace)
+            else:
+                _, done, _ = sub.line_buffer(found.ranges)
+        else:
+            done = list(model.heights)
+        reads = sum(done[t] * cstats[t][0] * model.cells[t] for t in model.inputs)
+        once = [(h, h, h) for h in model.heights]  # every row once per band
+        recomputed = _recomputed(model, once, col_stats=cstats)
+        return replace(
+            found,
+            recomputed=recomputed,
+            reads=reads,
+            col_w=tile_w,
+            col_ranges=cr,
+            cols=tuple(cols),
+        )
+    return None
 
 
 def _paced(
@@ -2116,7 +2240,7 @@ def _chain_plan(
         first.start,
         last.stop,
         tile_h,
-        len(ranges),
+        len(ranges) * (len(found.col_ranges or ()) or 1),
         found.line_buffered,
         bool(found.recompute_ops),
         peak,
@@ -2127,7 +2251,7 @@ def _chain_plan(
         dict(zip(model.names, rows)),
         _op_rows(model, model.rows(tile_h)),
         dict(zip(model.names, found.history)),
-        _named_ranges(model, whole),
+        _banded_tiles(model, found) if found.col_w else _named_ranges(model, whole),
         found.reads,
         writes,
         found.recomputed,
@@ -2142,7 +2266,23 @@ def _chain_plan(
         0 if scratch is None else scratch.block,
         () if scratch is None else scratch.runs,
         () if scratch is None else scratch.blocked,
+        found.col_w,
+        dict(zip(model.names, found.cols)) if found.col_w else {},
     )
+
+
+def _banded_tiles(model: BandModel, found: _Chain) -> tuple[TileRows, ...]:
+    """The tiles of a chain in column bands: bands outermost, in each band
+    the line-buffered run's tiles (every row), with the band's columns."""
+    assert found.ranges is not None and found.col_ranges is not None
+    root = model.roots[0]
+    out: list[TileRows] = []
+    for cr in found.col_ranges:
+        cols = {name: cr[i] for i, name in enumerate(model.names)}
+        for rr in found.ranges:
+            rows = {name: rr[i] for i, name in enumerate(model.names)}
+            out.append(TileRows(len(out), rr[root], cr[root], rows, cols))
+    return tuple(out)
 
 
 def plan(

@@ -2,9 +2,12 @@
 // planner's figures (tigris-analyze --json) and the run's (--stats) are
 // matched by FileCheck variables. --check compares with the untiled reference.
 
-// RUN: tigris-analyze %S/../Inputs/conv_relu.onnx -m 384 --json > %t.grid
-// RUN: tigris-run %S/../Inputs/conv_relu.onnx -m 384 --random-input 1 --stats --check >> %t.grid
+// RUN: tigris-analyze %S/../Inputs/conv_relu.onnx -m 256 --json > %t.grid
+// RUN: tigris-run %S/../Inputs/conv_relu.onnx -m 256 --random-input 1 --stats --check >> %t.grid
 // RUN: filecheck %s --check-prefixes=EQ,GRID < %t.grid
+// RUN: tigris-analyze %S/../Inputs/conv_relu.onnx -m 288 --json > %t.bands
+// RUN: tigris-run %S/../Inputs/conv_relu.onnx -m 288 --random-input 1 --stats --check >> %t.bands
+// RUN: filecheck %s --check-prefixes=EQ,BANDS < %t.bands
 // RUN: tigris-analyze %S/../Inputs/conv_relu.onnx -m 1K --json > %t.chain
 // RUN: tigris-run %S/../Inputs/conv_relu.onnx -m 1K --random-input 1 --stats --check >> %t.chain
 // RUN: filecheck %s --check-prefixes=EQ,CHAIN < %t.chain
@@ -26,6 +29,9 @@
 // EQ-NEXT:   "slow_write_bytes": [[WRITES:[0-9]+]],
 // GRID:      "strategy": "grid"
 // CHAIN:     "line_buffered": true
+// BANDS:     "line_buffered": true
+// BANDS:     "column_bands": 2,
+// BANDS-NEXT: "band_width": 4,
 // RESIZE:    "strategy": "resize"
 // NORMAL:    "strategy": "strips"
 // NORMAL:    "strategy": "normal"

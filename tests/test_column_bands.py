@@ -1,0 +1,176 @@
+"""Column bands: a line-buffered chain whose line buffers of whole rows do not
+fit the fast budget (with slow memory) runs band by band of output columns,
+each band a line-buffered run over every row holding only its columns, its
+halo columns loaded and recomputed again by the neighbouring band.
+
+Plans that take them are lowered, placed and run by the interpreter and as C,
+checked against the untiled reference (int8 bit-exact) with the measured
+figures (fast peak, slow peak, slow reads and writes) equal to the planned
+ones.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import zoo
+from xdsl.context import Context
+
+from tigris_ir.backend.c.build import run_c
+from tigris_ir.dialects import loop, nn
+from tigris_ir.frontend.onnx_import import import_model
+from tigris_ir.interp.loop_ir import run_loop_module
+from tigris_ir.passes.lower_gebp import tile_and_lower
+from tigris_ir.passes.lower_to_loops import LowerToLoopsPass
+from tigris_ir.passes.plan_arena import PlanArenaPass
+from tigris_ir.plan import planner
+from tigris_ir.plan.graph import GraphBuilder
+from tigris_ir.plan.ir import main_func
+from tigris_ir.plan.nn_graph import build_view
+from tigris_ir.plan.planner import ChainPlan, Plan, plan
+from tigris_ir.reference.executor import module_layouts, run_function, to_boundary, to_internal
+
+
+def _banded(p: Plan) -> list[ChainPlan]:
+    return [c for c in p.chains if c.tile_w]
+
+
+def _check_bands(c: ChainPlan, width: int) -> None:
+    """The bands partition the output's columns, outermost; each runs the
+    same row tiles over every row."""
+    bands: dict[tuple[int, int] | None, list[int]] = {}
+    for t in c.tiles:
+        bands.setdefault(t.cols, []).append(t.out[0])
+    cols = sorted(b for b in bands if b is not None)
+    assert len(cols) == len(bands) >= 2
+    assert cols[0][0] == 0 and cols[-1][1] == width
+    assert all(a[1] == b[0] for a, b in zip(cols, cols[1:]))
+    assert max(b - a for a, b in cols) == c.tile_w
+    rows = list(bands.values())
+    assert all(r == rows[0] for r in rows)
+    assert c.num_tiles == len(c.tiles)
+    assert "column bands" in c.describe()
+
+
+def _rand(t, rng: np.random.Generator) -> np.ndarray:
+    shape, dt = nn.shape_of(t), nn.dtype_of(t)
+    if dt == np.float32:
+        return rng.standard_normal(shape).astype(np.float32)
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max + 1, shape).astype(dt)
+
+
+def _same(got, want) -> None:
+    for r, y in zip(want, got, strict=True):
+        if r.dtype == np.float32:
+            np.testing.assert_allclose(y, r, rtol=1e-5, atol=1e-5 * float(np.max(np.abs(r))))
+        else:
+            np.testing.assert_array_equal(y, r)
+
+
+def _run_as_planned(imported, budget: int, args: list[np.ndarray]) -> Plan:
+    """Plan, lower and run `imported` at `budget` in the interpreter and as
+    C: both equal the untiled reference and measure the planned figures."""
+    fn = main_func(imported.module)
+    ref = run_function(fn, imported.weights, args)
+    g = build_view(fn).graph
+    p = plan(g, budget)
+    assert p.fits
+    banded = _banded(p)
+    assert banded, "the budget was chosen for column bands"
+    for c in banded:
+        _check_bands(c, g.tensors[c.outputs[0]].width)
+    m = imported.module.clone()
+    LowerToLoopsPass(budget=budget).apply(Context(), m)
+    kinds = [
+        str(op.attributes[loop.KIND_ATTR]) for op in m.walk() if loop.KIND_ATTR in op.attributes
+    ]
+    assert sum(loop.COLUMN_BANDS in k for k in kinds) == len(banded)
+    tile_and_lower(m)
+    PlanArenaPass().apply(Context(), m)
+    res = run_loop_module(m, imported.weights, args)
+    _same(res.outputs, ref)
+    s = res.stats
+    assert s.arena_bytes == s.fast_peak == p.peak <= budget
+    assert (s.slow_peak, s.slow_reads, s.slow_writes) == (p.slow_peak, p.slow_reads, p.slow_writes)
+    in_lay, out_lay = module_layouts(main_func(m))
+    xs = [to_boundary(a, lay) for a, lay in zip(args, in_lay, strict=True)]
+    got, stats = run_c(m, imported.weights, xs, variant=("bounds", "stats"), strict=True)
+    _same([to_internal(y, lay) for y, lay in zip(got, out_lay, strict=True)], ref)
+    assert stats == s
+    return p
+
+
+# (model, int8, budget): small zoo models at budgets where stage formation
+# takes chains in column bands
+CASES = [
+    ("mobilenet_v2", False, 12 * 1024),
+    ("mobilenet_v2", True, 3 * 1024),
+    ("resnet", False, 2 * 1024),
+    ("resnet", False, 4 * 1024),
+    ("resnet", True, 3 * 1024),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "int8", "budget"),
+    CASES,
+    ids=[f"{n}-{'int8' if q else 'f32'}-{b // 1024}K" for n, q, b in CASES],
+)
+def test_column_band_plans_run_as_planned(name: str, int8: bool, budget: int):
+    imported = import_model(zoo.build(name, size="small", int8=int8))
+    rng = np.random.default_rng(1)
+    args = [_rand(a.type, rng) for a in main_func(imported.module).body.block.args]
+    _run_as_planned(imported, budget, args)
+
+
+def test_mobilenet_v2_224_at_64k_runs_its_first_blocks_in_column_bands():
+    """MobileNetV2-224 float32 at 64K with slow memory: the stem and the
+    first inverted residual blocks (112 and 56 columns, up to 144 channels)
+    hold three rows of their expansions only in bands of columns; as such a
+    chain they spill no expansion to slow memory, which a grid of patches
+    wrote and loaded with its halos (27.2 MB of slow traffic without column
+    bands, 18.2 MB with them)."""
+    imported = import_model(zoo.build("mobilenet_v2", size="full"))
+    x = np.random.default_rng(5).standard_normal((1, 224, 224, 3)).astype(np.float32)
+    p = _run_as_planned(imported, 64 * 1024, [x])
+    g = build_view(main_func(imported.module)).graph
+    first = p.chains[0]
+    assert first.tile_w and first.stages[0] == 0
+    assert g.tensors[first.outputs[0]].width == 56
+    assert p.slow_reads + p.slow_writes < 20_000_000
+
+
+def _conv_relu() -> GraphBuilder:
+    b = GraphBuilder(elem_bytes=4)
+    x = b.input("x", (1, 16, 16, 8))
+    y = b.relu(b.conv(b.relu(b.conv(x, 16, 3)), 16, 3))
+    b.graph_outputs.append(y)
+    return b
+
+
+def test_column_bands_only_where_whole_rows_do_not_fit():
+    """x (16 x 16 x 8 float32, rows of 512 bytes) -> 3x3 conv -> relu -> 3x3
+    conv -> relu: at 2.5K the first pair's line buffers of whole rows fit;
+    at 1.5K only in two bands of 8 columns, which load each column of x once
+    and the column on either side of their boundary a second time (16 rows
+    of 32 bytes each); without slow memory, none."""
+    g = _conv_relu().build()
+    p = plan(g, 2560)
+    assert p.chains[0].inputs == ("x",) and not _banded(p)
+    p = plan(g, 1536)
+    (c,) = _banded(p)
+    assert c.inputs == ("x",) and c.tile_w == 8
+    _check_bands(c, 16)
+    assert c.slow_reads == g.tensors["x"].nbytes + 2 * 16 * 32
+    assert c.peak <= 1536
+    for budget in range(1024, 8 * 1024, 512):
+        assert not _banded(plan(g, budget, slow_budget=0))
+
+
+def test_no_column_bands_when_switched_off(monkeypatch: pytest.MonkeyPatch):
+    g = _conv_relu().build()
+    budgets = [b for b in range(2048, 16 * 1024, 512) if _banded(plan(g, b))]
+    assert budgets
+    monkeypatch.setattr(planner, "COLUMN_BANDS", ())
+    assert not any(_banded(plan(g, b)) for b in budgets)

@@ -313,9 +313,11 @@ def test_plans_compute_and_count_as_the_interpreter(toy, budget: int):
 
 def test_the_kinds_of_units_are_all_printed(toy):
     text = "".join(
-        print_network(graph_plan(b), weights=_GRAPH_WEIGHTS).c for b in (512, 2048, 16384, 32768)
+        print_network(graph_plan(b), weights=_GRAPH_WEIGHTS).c
+        for b in (384, 512, 2048, 16384, 32768)
     )
-    for kind in ("grid", "chain, line-buffered", "accumulate"):
+    kinds = ("grid", "chain, line-buffered", "chain, line-buffered, column bands", "accumulate")
+    for kind in kinds:
         assert f": {kind}, tiles */" in text
     assert "loop.finish nn.global_average_pool" in text
     assert "#define tigris_slow_arena ((unsigned char *)NULL)" in text  # 32K: in place

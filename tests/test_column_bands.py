@@ -130,7 +130,7 @@ def test_mobilenet_v2_224_at_64k_runs_its_first_blocks_in_column_bands():
     hold three rows of their expansions only in bands of columns; as such a
     chain they spill no expansion to slow memory, which a grid of patches
     wrote and loaded with its halos (27.2 MB of slow traffic without column
-    bands, 18.2 MB with them)."""
+    bands, 11.9 MB with them)."""
     imported = import_model(zoo.build("mobilenet_v2", size="full"))
     x = np.random.default_rng(5).standard_normal((1, 224, 224, 3)).astype(np.float32)
     p = _run_as_planned(imported, 64 * 1024, [x])
@@ -138,7 +138,7 @@ def test_mobilenet_v2_224_at_64k_runs_its_first_blocks_in_column_bands():
     first = p.chains[0]
     assert first.tile_w and first.stages[0] == 0
     assert g.tensors[first.outputs[0]].width == 56
-    assert p.slow_reads + p.slow_writes < 20_000_000
+    assert p.slow_reads + p.slow_writes < 12_000_000
 
 
 def _conv_relu() -> GraphBuilder:
@@ -157,10 +157,10 @@ def test_column_bands_only_where_whole_rows_do_not_fit():
     of 32 bytes each); without slow memory, none."""
     g = _conv_relu().build()
     p = plan(g, 2560)
-    assert p.chains[0].inputs == ("x",) and not _banded(p)
+    assert p.chains[0].inputs == ("x",) and not p.chains[0].tile_w
     p = plan(g, 1536)
-    (c,) = _banded(p)
-    assert c.inputs == ("x",) and c.tile_w == 8
+    c = p.chains[0]
+    assert c.inputs == ("x",) and c.tile_w == 8 and c in _banded(p)
     _check_bands(c, 16)
     assert c.slow_reads == g.tensors["x"].nbytes + 2 * 16 * 32
     assert c.peak <= 1536

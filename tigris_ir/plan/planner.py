@@ -1290,10 +1290,16 @@ class _Ctx:
     _chains: dict[tuple[tuple[tuple[int, int], ...], bool], _Chain | None] = field(
         default_factory=dict[tuple[tuple[tuple[int, int], ...], bool], "_Chain | None"]
     )
-    _lb_floors: dict[tuple[int, int], int] = field(default_factory=dict[tuple[int, int], int])
-    """Per band the floor of its one-row line buffers (`floor_lb1_scratch`)
-    stage formation prunes chains by: column bands are offered only where it
-    fits, so that the chains stage formation weighs are all `chain` returns."""
+    _builders: dict[int, BandBuilder] = field(default_factory=dict[int, BandBuilder])
+    """Per band end the builder `band` grew furthest upstream last."""
+    _lb_floors: dict[tuple[int, int], tuple[int, int]] = field(
+        default_factory=dict[tuple[int, int], tuple[int, int]]
+    )
+    """Per band the floors of its line buffers of one-row tiles, of whole
+    rows (`floor_lb1_scratch`) and in column bands (`lb_floor`), which stage
+    formation prunes chains by: a chain is tried in whole rows and in column
+    bands only where their floor fits, so the chains stage formation weighs
+    are all `chain` returns."""
     _io: dict[tuple[int, int], tuple[tuple[str, ...], tuple[str, ...]]] = field(
         default_factory=dict[tuple[int, int], tuple[tuple[str, ...], tuple[str, ...]]]
     )
@@ -1341,12 +1347,15 @@ class _Ctx:
         """The band of ops [start, stop), or why they form none."""
         key = (start, stop)
         if key not in self._bands:
-            b = BandBuilder(self.tables, stop)
+            b = self._builders.get(stop)
+            if b is None or b.start < start:  # a builder only grows upstream
+                b = self._builders[stop] = BandBuilder(self.tables, stop)
             while b.start > start and b.prepend():
                 pass
             self._bands[key] = b.error if b.error is not None else b.model()
             if b.error is None and b.lb_ok:
-                self._lb_floors[key] = b.floor_lb1_scratch(self.residents is not None)
+                single = self.residents is not None
+                self._lb_floors[key] = (b.floor_lb1_scratch(single), lb_floor(b, single))
         return self._bands[key]
 
     def tiling(self, start: int, stop: int, exact: bool = True) -> _Tiling | None:
@@ -1443,7 +1452,8 @@ class _Ctx:
         for a, b in members:
             if any(graph.nodes[q].is_channel_concat for q in range(a, b)):
                 concat.update(range(a, b))
-        if _has_halo(model):
+        rows_floor, bands_floor = self._lb_floors.get((members[0][0], members[-1][1]), (0, 0))
+        if _has_halo(model) and rows_floor <= budget:
             form = WHOLE_ROWS
             if self.residents is not None:  # the chain's inputs and outputs are resident
                 names = {model.names[t] for t in model.inputs} - self.streamed
@@ -1465,11 +1475,10 @@ class _Ctx:
                     not block or self.residents is not None or found.pixel_runs_pay()
                 ):
                     return found
-            floor = self._lb_floors.get((members[0][0], members[-1][1]), _INF)
-            if self.residents is None and not concat and floor <= budget:
-                found = _column_bands(model, members, budget, exact)
-                if found is not None:
-                    return found
+        if _has_halo(model) and self.residents is None and not concat and bands_floor <= budget:
+            found = _column_bands(model, members, budget, exact)
+            if found is not None:
+                return found
         # no halo, or no line buffers fit: every tile computes its whole range
         plain = _strip_search(model, budget, exact)
         if plain is None:
@@ -1798,7 +1807,7 @@ def _feasible_band(
     if (
         b.floor1 <= budget
         or b.lb_ok
-        and b.floor_lb1_scratch(single) <= budget
+        and lb_floor(b, single) <= budget
         and b.kind in CHAIN_KINDS
     ):
         return True
@@ -1816,6 +1825,17 @@ def _feasible_band(
     if b.kind != "accumulate":
         return False
     return min_band_bytes(b.model()) <= budget
+
+
+def lb_floor(b: BandBuilder, single: bool) -> int:
+    """A lower bound of a line-buffered chain's buffers over the band's
+    starts upstream: of one-row tiles (`floor_lb1_scratch`), and with slow
+    memory where the band tiles in 2D, in column bands: that over the most
+    bands (`COLUMN_BANDS`), each holding its share of every row."""
+    floor = b.floor_lb1_scratch(single)
+    if single or not b.grid or b.root_width < 2 or not COLUMN_BANDS:
+        return floor
+    return min(floor, b.floor_lb_bands(min(max(COLUMN_BANDS), b.root_width // 2)))
 
 
 def form_stages(
@@ -1919,7 +1939,7 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], tuple[int, int, int]]
                 and (not single or _feasible_band(band, room, True, ctx.patch_windows))
             ):
                 chainable = band.error is None and (
-                    band.bytes1 <= room or band.lb_ok and band.floor_lb1_scratch(single) <= room
+                    band.bytes1 <= room or band.lb_ok and lb_floor(band, single) <= room
                 )
                 tiled.append((best[i][0] + lb, i, chainable, normal.reads, cut))
         for bound, i, chainable, once, cut in sorted(tiled):
@@ -2024,11 +2044,11 @@ def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tup
             room = ctx.budget_at(run[a][0], run[b - 1][1])
             if builder.error is not None or (
                 builder.floor1 > ctx.budget
-                and not (builder.lb_ok and builder.floor_lb1_scratch(single) <= ctx.budget)
+                and not (builder.lb_ok and lb_floor(builder, single) <= ctx.budget)
             ):
                 break
             if builder.floor1 > room and not (
-                builder.lb_ok and builder.floor_lb1_scratch(single) <= room
+                builder.lb_ok and lb_floor(builder, single) <= room
             ):
                 continue
             cost = ctx.traffic(run[a][0], run[b - 1][1])

@@ -738,6 +738,28 @@ class BandBuilder:
             most = max(most, b)
         return max(0, self.floor_lb1 - total + most)
 
+    def floor_lb_bands(self, bands: int) -> int:
+        """`floor_lb1_scratch` (slow memory) in `bands` bands of the root's
+        columns: each buffer holds the columns the widest band reads of it
+        (`cols1` of a one-column band, plus its column rate per more
+        column), the bytes buffers in-place activations share taken off in
+        full (a lower bound: they shrink with the band too)."""
+        wn = -(-self.root_width // bands)
+        total = most = 0
+        lb = 0
+        for name, st in self.t.items():
+            if st.off is None or not st.cap1:
+                continue
+            w, cell = self._cell(name, st)
+            rate = st.scale if st.scale is not None else Fraction(w)
+            cols = w if st.whole else min(w, st.cols1 + math.ceil((wn - 1) * rate))
+            b = align(st.cap1 * cell * cols)
+            lb += b
+            if st.produced and not st.whole and st.off[1] <= st.off[2]:
+                total += b
+                most = max(most, b)
+        return max(0, lb - self.saved[2] - self.pending_sum[2] - total + most)
+
     def __post_init__(self) -> None:
         self.start = self.stop
 

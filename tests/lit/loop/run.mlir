@@ -2,8 +2,8 @@
 // planner's figures (tigris-analyze --json) and the run's (--stats) are
 // matched by FileCheck variables. --check compares with the untiled reference.
 
-// RUN: tigris-analyze %S/../Inputs/conv_relu.onnx -m 256 --json > %t.grid
-// RUN: tigris-run %S/../Inputs/conv_relu.onnx -m 256 --random-input 1 --stats --check >> %t.grid
+// RUN: tigris-analyze %S/../Inputs/conv_relu.onnx -m 160 --json > %t.grid
+// RUN: tigris-run %S/../Inputs/conv_relu.onnx -m 160 --random-input 1 --stats --check >> %t.grid
 // RUN: filecheck %s --check-prefixes=EQ,GRID < %t.grid
 // RUN: tigris-analyze %S/../Inputs/conv_relu.onnx -m 288 --json > %t.bands
 // RUN: tigris-run %S/../Inputs/conv_relu.onnx -m 288 --random-input 1 --stats --check >> %t.bands

@@ -1,9 +1,9 @@
 // RUN: tigris-opt %s --lower-to-loops=budget=4K --plan-arena | filecheck %s
-// RUN: tigris-opt %s --lower-to-loops=budget=512 --plan-arena | filecheck %s --check-prefix=SUBROW
+// RUN: tigris-opt %s --lower-to-loops=budget=384 --plan-arena | filecheck %s --check-prefix=SUBROW
 
 // conv -> relu -> GlobalAveragePool -> flatten -> gemm. At 4K: a
 // line-buffered chain (the conv's input keeps its two history rows), the
-// pool accumulates bands of rows, the gemm stage runs normally. At 512 B: a
+// pool accumulates bands of rows, the gemm stage runs normally. At 384 B: a
 // 2D grid (the Relu with its conv), then the pool accumulates runs of 8
 // positions of one row.
 func.func @main(%x: tensor<1x16x16x8xf32>) -> tensor<1x4xf32> {
@@ -67,7 +67,7 @@ func.func @main(%x: tensor<1x16x16x8xf32>) -> tensor<1x4xf32> {
 // CHECK-NEXT:   memref.dealloc %y
 // CHECK:        func.return %s_y : memref<1x4xf32, "slow">
 
-// SUBROW:       loop.plan = {peak = 448 : i64, {{.*}}, budget = 512 : i64}
+// SUBROW:       loop.plan = {peak = 352 : i64, {{.*}}, budget = 384 : i64}
 // SUBROW:       } {loop.unit = "stage 0", loop.kind = "grid"}
 // SUBROW:       %{{r(_[0-9]+)?}} = memref.alloc() {loop.tensor = "r", {{.*}}} : memref<1x1x8x8xf32, "fast">
 // SUBROW:       scf.for %tile_1 = %c0 to %c32 step %c1 {

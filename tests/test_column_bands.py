@@ -14,10 +14,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import zoo
+from test_channel_groups import _same
+from test_planner_slow_budget import rand
 from xdsl.context import Context
 
 from tigris_ir.backend.c.build import run_c
-from tigris_ir.dialects import loop, nn
+from tigris_ir.dialects import loop
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.interp.loop_ir import run_loop_module
 from tigris_ir.passes.lower_gebp import tile_and_lower
@@ -50,22 +52,6 @@ def _check_bands(c: ChainPlan, width: int) -> None:
     assert all(r == rows[0] for r in rows)
     assert c.num_tiles == len(c.tiles)
     assert "column bands" in c.describe()
-
-
-def _rand(t, rng: np.random.Generator) -> np.ndarray:
-    shape, dt = nn.shape_of(t), nn.dtype_of(t)
-    if dt == np.float32:
-        return rng.standard_normal(shape).astype(np.float32)
-    info = np.iinfo(dt)
-    return rng.integers(info.min, info.max + 1, shape).astype(dt)
-
-
-def _same(got, want) -> None:
-    for r, y in zip(want, got, strict=True):
-        if r.dtype == np.float32:
-            np.testing.assert_allclose(y, r, rtol=1e-5, atol=1e-5 * float(np.max(np.abs(r))))
-        else:
-            np.testing.assert_array_equal(y, r)
 
 
 def _run_as_planned(imported, budget: int, args: list[np.ndarray]) -> Plan:
@@ -120,7 +106,7 @@ CASES = [
 def test_column_band_plans_run_as_planned(name: str, int8: bool, budget: int):
     imported = import_model(zoo.build(name, size="small", int8=int8))
     rng = np.random.default_rng(1)
-    args = [_rand(a.type, rng) for a in main_func(imported.module).body.block.args]
+    args = [rand(a.type, rng) for a in main_func(imported.module).body.block.args]
     _run_as_planned(imported, budget, args)
 
 

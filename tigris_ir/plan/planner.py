@@ -1807,7 +1807,7 @@ def _feasible_band(
     if (
         b.floor1 <= budget
         or b.lb_ok
-        and lb_floor(b, single) <= budget
+        and lb_floor(b, single, budget) <= budget
         and b.kind in CHAIN_KINDS
     ):
         return True
@@ -1827,12 +1827,15 @@ def _feasible_band(
     return min_band_bytes(b.model()) <= budget
 
 
-def lb_floor(b: BandBuilder, single: bool) -> int:
+def lb_floor(b: BandBuilder, single: bool, room: int | None = None) -> int:
     """A lower bound of a line-buffered chain's buffers over the band's
     starts upstream: of one-row tiles (`floor_lb1_scratch`), and with slow
     memory where the band tiles in 2D, in column bands: that over the most
-    bands (`COLUMN_BANDS`), each holding its share of every row."""
+    bands (`COLUMN_BANDS`), each holding its share of every row. Where the
+    first is within `room`, the second is not worked out."""
     floor = b.floor_lb1_scratch(single)
+    if room is not None and floor <= room:
+        return floor
     if single or not b.grid or b.root_width < 2 or not COLUMN_BANDS:
         return floor
     return min(floor, b.floor_lb_bands(min(max(COLUMN_BANDS), b.root_width // 2)))
@@ -1939,7 +1942,7 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], tuple[int, int, int]]
                 and (not single or _feasible_band(band, room, True, ctx.patch_windows))
             ):
                 chainable = band.error is None and (
-                    band.bytes1 <= room or band.lb_ok and lb_floor(band, single) <= room
+                    band.bytes1 <= room or band.lb_ok and lb_floor(band, single, room) <= room
                 )
                 tiled.append((best[i][0] + lb, i, chainable, normal.reads, cut))
         for bound, i, chainable, once, cut in sorted(tiled):
@@ -2044,11 +2047,11 @@ def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tup
             room = ctx.budget_at(run[a][0], run[b - 1][1])
             if builder.error is not None or (
                 builder.floor1 > ctx.budget
-                and not (builder.lb_ok and lb_floor(builder, single) <= ctx.budget)
+                and not (builder.lb_ok and lb_floor(builder, single, ctx.budget) <= ctx.budget)
             ):
                 break
             if builder.floor1 > room and not (
-                builder.lb_ok and lb_floor(builder, single) <= room
+                builder.lb_ok and lb_floor(builder, single, room) <= room
             ):
                 continue
             cost = ctx.traffic(run[a][0], run[b - 1][1])

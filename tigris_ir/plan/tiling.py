@@ -751,8 +751,11 @@ class BandBuilder:
             if st.off is None or not st.cap1:
                 continue
             w, cell = self._cell(name, st)
-            rate = st.scale if st.scale is not None else Fraction(w)
-            cols = w if st.whole else min(w, st.cols1 + math.ceil((wn - 1) * rate))
+            r = st.scale
+            if st.whole or r is None:
+                cols = w
+            else:  # cols1 and the rate's columns for each further column
+                cols = min(w, st.cols1 - (-(wn - 1) * r.numerator // r.denominator))
             b = align(st.cap1 * cell * cols)
             lb += b
             if st.produced and not st.whole and st.off[1] <= st.off[2]:

@@ -287,6 +287,22 @@ def test_depthwise_blocks_fit_the_row() -> None:
     b.run()
 
 
+def test_depthwise_column_tiles_end_in_half_blocks() -> None:
+    """float32 column tiles of a 24-wide map, as column bands cut it: 19
+    columns (8 + 8 + 3) end in the half block ending with the tile (a pixel
+    computed twice, to the same sums), 12 (8 + 4) in an exact half block, 4
+    in one alone, 19 from column 5 at the right edge in the padding (the
+    taps' pointers there); the C equals the reference on each."""
+    b = Batch()
+    op = conv((1, 6, 24, 32), 32, (3, 3), pads=(1, 1, 1, 1), group=32)
+    bands = []
+    for lo, hi in ((3, 22), (0, 12), (10, 14), (5, 24)):
+        out = {1: (1, 4), 2: (lo, hi)}
+        bands.append((held_for(op, out), out))
+    b.add(op, bands)
+    b.run()
+
+
 @pytest.mark.parametrize("quant", [U8, I8], ids=["u8", "i8"])
 def test_depthwise_int8_without_avx512(quant: Quant) -> None:
     """The int8 depthwise kernel where the host has AVX2 but not AVX-512

@@ -2702,21 +2702,21 @@ def _emit_depthwise(
             body += [f"            TG_ST(yp + {c} + {o}, a{j});" for j, o in enumerate(v)]
             return [*body, "          }", "        }"]
 
-        def row_block(n: int, c: str, edge: bool = False) -> list[str]:
-            """A whole block of pixels: per channel vector and kernel row, each
-            input vector loaded once and multiplied into every pixel whose
-            window holds it, in the taps' order per pixel (the same sums as
-            the tap pointers give). `edge`: some taps fall in the padding,
+        def row_block(n: int, c: str, edge: bool = False, npix: int = pix) -> list[str]:
+            """A whole block of `npix` pixels: per channel vector and kernel
+            row, each input vector loaded once and multiplied into every pixel
+            whose window holds it, in the taps' order per pixel (the same sums
+            as the tap pointers give). `edge`: some taps fall in the padding,
             their columns are skipped (they add zeros)."""
             cs = xv.strides[2]
-            span = (pix - 1) * g.sw + (g.kw - 1) * g.dw + 1
+            span = (npix - 1) * g.sw + (g.kw - 1) * g.dw + 1
             body = ["        {"]
             for k in range(t):
                 loads = [f"w{k}_{j} = TG_LD(w + {k * cp} + {c} + {j * lanes})" for j in range(n)]
                 body.append(f"          const tg_vf {', '.join(loads)};")
             for j in range(n):
                 o = j * lanes
-                accs = [f"a{p}" for p in range(pix)]
+                accs = [f"a{p}" for p in range(npix)]
                 body += [
                     "          {",
                     f"            const tg_vf b_ = TG_LD(bias + {c} + {o});",
@@ -2733,7 +2733,7 @@ def _emit_depthwise(
                     for i in range(span):
                         uses = [
                             (p, kx)
-                            for p in range(pix)
+                            for p in range(npix)
                             for kx in range(g.kw)
                             if p * g.sw + kx * g.dw == i
                         ]
@@ -2752,7 +2752,7 @@ def _emit_depthwise(
                 body += [
                     f"            TG_ST(yr + (long)(ox0 + {p} - yl2) * {yv.strides[2]} + {c} + {o},"
                     f" a{p});"
-                    for p in range(pix)
+                    for p in range(npix)
                 ]
                 body.append("          }")
             return [*body, "        }"]
@@ -2770,12 +2770,24 @@ def _emit_depthwise(
 
         if nc == cv * lanes:  # whole vectors: the row kernel on whole blocks
             last = f"ix_a + {(pix - 1) * g.sw + (g.kw - 1) * g.dw}"
+            half = pix // 2
+            last_half = f"ix_a + {(half - 1) * g.sw + (g.kw - 1) * g.dw}"
+            # a row's last partial block, where the row holds a whole one, is
+            # the whole block ending with the row: it recomputes some pixels of
+            # the block before, to the same sums; of at most half a block, the
+            # half block ending with the row (a narrow column band's rest)
+            halves = half >= 2 and pix % 2 == 0
             out[2:2] = [
-                # a row's last partial block, where the row holds a whole one,
-                # is the whole block ending with the row: it recomputes some
-                # pixels of the block before, to the same sums
-                f"        if (pn < {pix} && yn2 >= {pix}) "
+                f"        if (pn < {pix} && {f'pn > {half} && ' if halves else ''}yn2 >= {pix}) "
                 f"{{ ox0 = yl2 + yn2 - {pix}; pn = {pix}; }}",
+                *(
+                    [
+                        f"        if (pn < {half} && yn2 >= {half}) "
+                        f"{{ ox0 = yl2 + yn2 - {half}; pn = {half}; }}"
+                    ]
+                    if halves
+                    else []
+                ),
                 f"        const int ix_a = ox0 * {g.sw} - {g.pl};",
                 f"        if (pn == {pix} && ix_a >= 0 && {last} < {g.w}) {{",
                 f"          TIGRIS_BOUND(ix_a >= xl2 && {last} < xl2 + xn2);",
@@ -2789,6 +2801,16 @@ def _emit_depthwise(
                 "          continue;",
                 "        }",
             ]
+            if halves:
+                at = out.index("          continue;", 2) + 1  # after the interior whole block
+                at = out.index("        }", at) + 1
+                out[at:at] = [
+                    f"        if (pn == {half} && ix_a >= 0 && {last_half} < {g.w}) {{",
+                    f"          TIGRIS_BOUND(ix_a >= xl2 && {last_half} < xl2 + xn2);",
+                    *chunks(lambda n, c: row_block(n, c, npix=half)),
+                    "          continue;",
+                    "        }",
+                ]
         out += chunks(chunk_block)
         if nc > cv * lanes:
             out += [

@@ -757,7 +757,7 @@ def _partitions(ctx: _Ctx) -> list[tuple[int, int]]:
         chain = None if members is None else ctx.chain(members, exact=False)
         if chain is not None:
             once = sum(graph.tensors[x].nbytes for x in ctx.io(i, j)[0])
-            best = min(best, ctx.traffic(i, j) + chain.extra_cost(once, ctx.mac_weight))
+            best = min(best, ctx.traffic(i, j) + ctx.chain_cost(chain, once))
         return min(best, ctx.tiled_cost(i, j))
 
     def cut(i: int, j: int) -> int:
@@ -1011,7 +1011,9 @@ def test_paced_floor_is_history_plus_one_row():
     assert paced_floor(5, -3, 4) == 4  # never more than the tensor
 
 
-def test_a_paced_chain_is_chosen_where_no_output_band_fits():
+def test_a_paced_chain_is_chosen_where_no_output_band_fits(monkeypatch: pytest.MonkeyPatch):
+    # weighing the weights tiles read again, a chain of two-row tiles wins here
+    monkeypatch.setattr(planner, "WEIGH_REREADS", False)
     g = _two_strides()
     m = build_band(g, 0, 4)
     held, _, hist = m.paced_buffer(1)

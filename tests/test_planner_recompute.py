@@ -26,6 +26,7 @@ from tigris_ir.plan.planner import (
     min_single_budget,
     plan,
 )
+from tigris_ir.plan.scratch import REREAD_SHARE
 from tigris_ir.plan.tiling import GraphTables, build_band
 
 
@@ -59,10 +60,13 @@ def test_the_cost_of_recomputing_halos_on_a_hand_computed_case():
     assert p.recomputed == 36864 * (24 - 16) // 16 == 18432
     assert p.reads == 2 * 16 * 16 == 512
     # the cost stage formation weighs a tiled stage at: bytes loaded, the
-    # 256 output bytes written once, mac_weight bytes per recomputed MAC
+    # 256 output bytes written once, mac_weight bytes per recomputed MAC, and
+    # the weights of both convolutions (2 x 2304 bytes) the 3 tiles after the
+    # first read again, at 1/REREAD_SHARE (1/8) of a byte each
+    assert REREAD_SHARE == 8
     for w in (1, 2):
         ctx = _Ctx(g, GraphTables(g), 600, mac_weight=w)
-        assert ctx.tiled_cost(0, 2) == 896 + 256 + w * 55296
+        assert ctx.tiled_cost(0, 2) == 896 + 256 + w * 55296 + 3 * 2 * 2304 // 8
 
 
 def _patch_windows(g, p) -> int:

@@ -3,9 +3,11 @@
 Three steps. `form_stages` cuts the topological order into stages by dynamic
 programming: each stage fits the budget, tiles under it, or is a member of a
 chain, and the cuts minimise slow-memory traffic (plus `mac_weight` bytes per
-recomputed MAC). Each stage then gets its strategy (normal, strips, a 2D grid
-or another band kind of the spec's table), and `find_chains` fuses runs of
-consecutive stages into chains by the spec's rules.
+recomputed MAC and, with slow memory, 1/`REREAD_SHARE` of a byte per weight
+byte a tile or chain reads again, `_Ctx.rereads`). Each stage then gets its
+strategy (normal, strips, a 2D grid or another band kind of the spec's
+table), and `find_chains` fuses runs of consecutive stages into chains by
+the spec's rules.
 
 The runtime's cost model, as planned here (the loop-level interpreter runs
 exactly this and measures the same numbers):
@@ -1246,6 +1248,15 @@ class _Chain:
     cols: tuple[int, ...] = ()
     """Per tensor the columns its buffer holds (the widest band's)."""
 
+    def tiles(self) -> int:
+        """The tiles (or paced steps) the chain runs, in every column band."""
+        model = self.model
+        if self.pace:
+            steps = -(-model.heights[model.inputs[0]] // self.pace) if model.inputs else 1
+        else:
+            steps = -(-model.height // max(self.tile_h, 1))
+        return steps * (-(-model.width // self.col_w) if self.col_w else 1)
+
     def extra_cost(self, once: int, mac_weight: int) -> int:
         """What the chain costs beyond reading its inputs `once` (raw bytes)
         and writing its outputs: its recomputed MACs, in a plain chain the
@@ -1404,7 +1415,27 @@ class _Ctx:
         ins, outs = self.io(start, stop)
         tensors = self.graph.tensors
         reads = max(t.reads, sum(tensors[x].nbytes for x in ins))
-        return reads + sum(tensors[x].nbytes for x in outs) + self.mac_weight * t.recomputed
+        cost = reads + sum(tensors[x].nbytes for x in outs) + self.mac_weight * t.recomputed
+        return cost + self.rereads(start, stop, t.tiles)
+
+    def chain_cost(self, chain: _Chain, once: int) -> int:
+        """What stage formation weighs a chain at beyond its traffic: its
+        `extra_cost` and the weights its tiles read again (`rereads`)."""
+        start, stop = chain.members[0][0], chain.members[-1][1]
+        return chain.extra_cost(once, self.mac_weight) + self.rereads(start, stop, chain.tiles())
+
+    def rereads(self, start: int, stop: int, tiles: int) -> int:
+        """With slow memory, the constants ops [start, stop) read once per
+        tile, every tile but the first counted at 1/`REREAD_SHARE` of a byte
+        (they come from a cache, as a pixel run's): the 1x1 convolutions of
+        MobileNetV2's 7 x 7 blocks in tiles of 3 pixels read 2.8 MB of
+        weights in each of 21 tiles."""
+        if self.residents is not None or tiles <= 1 or not WEIGH_REREADS:
+            return 0
+        graph = self.graph
+        names = {x for k in range(start, stop) for x in graph.nodes[k].inputs}
+        consts = sum(graph.tensors[x].nbytes for x in names if graph.tensors[x].is_const)
+        return (tiles - 1) * consts // REREAD_SHARE
 
     def traffic(self, start: int, stop: int) -> int:
         """Inputs read once plus outputs written once (raw bytes)."""
@@ -1568,6 +1599,10 @@ def _line_buffered(
         return None
     return _paced(model, members, budget, exact, form)
 
+
+WEIGH_REREADS = True
+"""Whether stage formation weighs the weights tiles read again (`_Ctx.rereads`;
+False: the plans of slow traffic and recomputed MACs alone)."""
 
 COLUMN_BANDS = (2, 3, 4, 5, 6, 8)
 """The numbers of column bands `_column_bands` tries, fewest first."""
@@ -1953,7 +1988,7 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], tuple[int, int, int]]
             members = chain_members(ctx, i, j) if chainable else None
             chain = None if members is None else ctx.chain(members, exact=False)
             if members is not None and chain is not None:
-                cost = bound + chain.extra_cost(once, ctx.mac_weight)
+                cost = bound + ctx.chain_cost(chain, once)
                 cand = (cost, best[i][1] + cut, best[i][2] + len(members))
                 if cand < best[j]:
                     best[j], back[j] = cand, members
@@ -2061,7 +2096,7 @@ def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tup
             if chain is not None:
                 ins, _ = ctx.io(run[a][0], run[b - 1][1])
                 once = sum(graph.tensors[x].nbytes for x in ins)
-                cost += chain.extra_cost(once, ctx.mac_weight)
+                cost += ctx.chain_cost(chain, once)
                 if best[a] + cost < best[b]:
                     best[b], back[b] = best[a] + cost, a
     pieces: list[tuple[int, ...]] = []

@@ -626,6 +626,11 @@ class GraphTables:
         self.in_place = tuple(in_place_source(graph, k) for k in range(len(graph.nodes)))
         self.in_place_reader = {t: k for k, t in enumerate(self.in_place) if t is not None}
         self._geometry: dict[tuple[str, int], tuple[int, int, int, int]] = {}
+        self.lb_floors: dict[tuple[int, int, bool], int] = {}
+        """`BandBuilder.floor_lb1_scratch` per band and in-place flag."""
+        self.band_models: dict[tuple[int, int], BandModel] = {}
+        """The band of ops [start, stop) once built (`BandBuilder.model`): it
+        depends on the graph alone, so plans at several budgets share it."""
 
     def geometry(self, name: str, axis: int) -> tuple[int, int, int, int]:
         """(rows, bytes per row, columns, bytes per cell) of a tensor cut
@@ -719,6 +724,15 @@ class BandBuilder:
         return self.lb1 - self.pending_sum[2]
 
     def floor_lb1_scratch(self, in_place: bool = False) -> int:
+        """`_floor_lb1_scratch`, once per band and `in_place` for the graph
+        (it depends on the ops [start, stop) alone)."""
+        key = (self.start, self.stop, in_place)
+        got = self.tables.lb_floors.get(key)
+        if got is None:
+            got = self.tables.lb_floors[key] = self._floor_lb1_scratch(in_place)
+        return got
+
+    def _floor_lb1_scratch(self, in_place: bool) -> int:
         """`floor_lb1` with the chain's scratch shared (`plan.scratch`): the
         buffers of tensors computed in the band whose offsets keep no
         history row count as the largest of them, not their sum; with
@@ -1025,7 +1039,11 @@ class BandBuilder:
         """A frozen snapshot of the band of ops [start, stop)."""
         if self.error is not None:
             raise ValueError(f"no band: {self.error}")
-        return BandModel.build(self, self.kind or "strips")
+        key = (self.start, self.stop)
+        got = self.tables.band_models.get(key)
+        if got is None:
+            got = self.tables.band_models[key] = BandModel.build(self, self.kind or "strips")
+        return got
 
 
 @dataclass(frozen=True)

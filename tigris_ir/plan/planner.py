@@ -126,6 +126,7 @@ from tigris_ir.plan.scratch import (
     WHOLE_ROWS,
     ChainForm,
     chain_scratch,
+    const_bytes,
     direct_outputs,
     estimated_history,
     in_place_inputs,
@@ -1432,10 +1433,7 @@ class _Ctx:
         weights in each of 21 tiles."""
         if self.residents is not None or tiles <= 1 or not WEIGH_REREADS:
             return 0
-        graph = self.graph
-        names = {x for k in range(start, stop) for x in graph.nodes[k].inputs}
-        consts = sum(graph.tensors[x].nbytes for x in names if graph.tensors[x].is_const)
-        return (tiles - 1) * consts // REREAD_SHARE
+        return (tiles - 1) * const_bytes(self.graph, range(start, stop)) // REREAD_SHARE
 
     def traffic(self, start: int, stop: int) -> int:
         """Inputs read once plus outputs written once (raw bytes)."""

@@ -34,7 +34,7 @@ whole run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tigris_ir.plan.arena import Interval, live_peak, place
@@ -115,6 +115,13 @@ REREAD_SHARE = 8
 L1/L2, a microcontroller's flash cache), not from the slow memory."""
 
 
+def const_bytes(graph: PlanGraph, nodes: Iterable[int]) -> int:
+    """The bytes of the constants (weights) the nodes read, each once."""
+    names = {n for k in nodes for n in graph.nodes[k].inputs}
+    consts = (graph.tensors[n] for n in names if n in graph.tensors)
+    return sum(t.nbytes for t in consts if t.is_const)
+
+
 def reread_bytes(graph: PlanGraph, runs: Sequence[tuple[int, ...]], block: int) -> int:
     """The weight bytes the pixel runs `runs` (node indices) read again: each
     op of a run reads its constants once per block of `block` columns
@@ -122,14 +129,8 @@ def reread_bytes(graph: PlanGraph, runs: Sequence[tuple[int, ...]], block: int) 
     total = 0
     for run in runs:
         for k in run:
-            node = graph.nodes[k]
-            consts = sum(
-                graph.tensors[n].nbytes
-                for n in node.inputs
-                if n in graph.tensors and graph.tensors[n].is_const
-            )
-            out = graph.tensors[node.outputs[0]]
-            total += consts * (-(-out.width // block) - 1) * out.height
+            out = graph.tensors[graph.nodes[k].outputs[0]]
+            total += const_bytes(graph, (k,)) * (-(-out.width // block) - 1) * out.height
     return total
 
 

@@ -733,24 +733,15 @@ class BandBuilder:
         return got
 
     def _floor_lb1_scratch(self, in_place: bool) -> int:
-        """`floor_lb1` with the chain's scratch shared (`plan.scratch`): the
-        buffers of tensors computed in the band whose offsets keep no
-        history row count as the largest of them, not their sum; with
-        `in_place` (a single arena) the band's inputs count nothing, nor do
-        its outputs, which a chain may write where they are resident
+        """`floor_lb1` with the chain's scratch shared (`_scratch_floor`) and,
+        with `in_place` (a single arena), the band's inputs counting nothing,
+        nor its outputs, which a chain may write where they are resident
         (`plan.scratch.direct_outputs`)."""
-        total = 0
-        most = 0
-        for name, st in self.t.items():
-            if in_place and (not st.produced or st.root) and st.off is not None:
-                total += align(st.cap1 * self._rb(name, st.axis)[1])
-                continue
-            if not st.produced or st.whole or st.off is None or st.off[1] > st.off[2]:
-                continue
-            b = align(st.cap1 * self._rb(name, st.axis)[1])
-            total += b
-            most = max(most, b)
-        return max(0, self.floor_lb1 - total + most)
+
+        def size(name: str, st: _TState) -> int:
+            return align(st.cap1 * self._rb(name, st.axis)[1])
+
+        return self._scratch_floor(self.floor_lb1, size, in_place)
 
     def floor_lb_bands(self, bands: int) -> int:
         """`floor_lb1_scratch` (slow memory) in `bands` bands of the root's
@@ -759,23 +750,38 @@ class BandBuilder:
         column), the bytes buffers in-place activations share taken off in
         full (a lower bound: they shrink with the band too)."""
         wn = -(-self.root_width // bands)
-        total = most = 0
-        lb = 0
-        for name, st in self.t.items():
-            if st.off is None or not st.cap1:
-                continue
+
+        def size(name: str, st: _TState) -> int:
             w, cell = self._cell(name, st)
             r = st.scale
             if st.whole or r is None:
                 cols = w
             else:  # cols1 and the rate's columns for each further column
                 cols = min(w, st.cols1 - (-(wn - 1) * r.numerator // r.denominator))
-            b = align(st.cap1 * cell * cols)
-            lb += b
-            if st.produced and not st.whole and st.off[1] <= st.off[2]:
-                total += b
-                most = max(most, b)
-        return max(0, lb - self.saved[2] - self.pending_sum[2] - total + most)
+            return align(st.cap1 * cell * cols)
+
+        lb = sum(size(name, st) for name, st in self.t.items() if st.off is not None)
+        return self._scratch_floor(lb - self.saved[2] - self.pending_sum[2], size, False)
+
+    def _scratch_floor(self, lb: int, size: Callable[[str, _TState], int], in_place: bool) -> int:
+        """`lb`, a floor of the line buffers, with the chain's scratch shared
+        (`plan.scratch`): the buffers (of `size` bytes) of tensors computed
+        in the band whose offsets keep no history row count as the largest
+        of them, not their sum; with `in_place` the inputs and outputs count
+        nothing."""
+        total = most = 0
+        for name, st in self.t.items():
+            if st.off is None:
+                continue
+            if in_place and (not st.produced or st.root):
+                total += size(name, st)
+                continue
+            if not st.produced or st.whole or st.off[1] > st.off[2]:
+                continue
+            b = size(name, st)
+            total += b
+            most = max(most, b)
+        return max(0, lb - total + most)
 
     def __post_init__(self) -> None:
         self.start = self.stop

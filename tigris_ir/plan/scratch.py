@@ -157,6 +157,13 @@ def _pixel_runs(
         ):
             owner_ok[o] = False
     cand = {o for o, ok in owner_ok.items() if ok}
+    members_of: dict[int, list[int]] = {}
+    for t, o in enumerate(share):
+        members_of.setdefault(o, []).append(t)
+    read_at: dict[int, set[int]] = {}  # tensor id -> positions of the ops reading it
+    for i, (_, _, ins) in enumerate(model.ops):
+        for t, _, _ in ins:
+            read_at.setdefault(t, set()).add(i)
     while True:
         runs: list[list[int]] = []
         run_of: dict[int, int] = {}  # tensor id -> run index (computed in it)
@@ -184,7 +191,7 @@ def _pixel_runs(
                     run_of[o] = len(runs) - 1
         bad: set[int] = set()
         for o in cand:
-            members = [t for t, s in enumerate(share) if s == o]
+            members = members_of.get(o, [])
             homes = {run_of.get(t) for t in members}
             if len(homes) != 1 or None in homes:
                 bad.add(o)
@@ -194,15 +201,68 @@ def _pixel_runs(
             if len(runs[home]) < 2:
                 bad.add(o)
                 continue
-            for i, (_, _, ins) in enumerate(model.ops):
-                if any(t in members for t, _, _ in ins) and i not in runs[home]:
-                    bad.add(o)
+            run = set(runs[home])
+            if any(not read_at.get(t, run) <= run for t in members):
+                bad.add(o)
         if not bad:
             break
         cand -= bad
     used = {run_of[t] for t in range(len(model.names)) if share[t] in cand and t in run_of}
     kept = tuple(tuple(r) for j, r in enumerate(runs) if j in used)
     return kept, frozenset(cand)
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """What of a band's scratch depends on its ops alone (`_scratch_frame`):
+    per buffer owner whether its tensors may be scratch whatever the rows
+    (`ok`), the tensors that decide it with the rows (`candidates`), and
+    the first and last op using the owner's buffer."""
+
+    ok: dict[int, bool]
+    candidates: tuple[int, ...]
+    first: dict[int, int]
+    last: dict[int, int]
+
+
+def _scratch_frame(model: BandModel, recompute: frozenset[int]) -> _Frame:
+    memo = model._memo.setdefault(("scratch frame", 0), {})  # noqa: SLF001
+    if recompute in memo:
+        return memo[recompute]
+    n = len(model.names)
+    share = model.share or tuple(range(n))
+    produced_by: dict[int, int] = {}
+    readers: dict[int, int] = {}
+    rec_out: set[int] = set()
+    for k, outs, ins in model.ops:
+        for o in outs:
+            produced_by[o] = k
+            if k in recompute:
+                rec_out.add(o)
+        for t, _, _ in ins:
+            readers[t] = max(readers.get(t, k), k)
+    inputs, roots = set(model.inputs), set(model.roots)
+    ok: dict[int, bool] = {}
+    candidates: list[int] = []
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for t in range(n):
+        o = share[t]
+        good = (
+            t not in inputs
+            and t in produced_by
+            and t not in rec_out
+            and not model.whole[t]
+        )
+        ok[o] = ok.get(o, True) and good
+        if good:
+            candidates.append(t)
+        if t in produced_by:
+            first[o] = min(first.get(o, produced_by[t]), produced_by[t])
+        end = model.stop if t in roots else readers.get(t, produced_by.get(t, 0))
+        last[o] = max(last.get(o, end), end)
+    memo[recompute] = frame = _Frame(ok, tuple(candidates), first, last)
+    return frame
 
 
 def chain_scratch(
@@ -221,36 +281,12 @@ def chain_scratch(
     n = len(model.names)
     share = model.share or tuple(range(n))
     ext = model.shared_extents(rows) if model.share else list(rows)
-    produced_by: dict[int, int] = {}
-    readers: dict[int, int] = {}
-    rec_out: set[int] = set()
-    for k, outs, ins in model.ops:
-        for o in outs:
-            produced_by[o] = k
-            if k in recompute:
-                rec_out.add(o)
-        for t, _, _ in ins:
-            readers[t] = max(readers.get(t, k), k)
-    inputs, roots = set(model.inputs), set(model.roots)
-    ok: dict[int, bool] = {}
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
-    for t in range(n):
-        o = share[t]
-        good = (
-            t not in inputs
-            and t not in direct
-            and t in produced_by
-            and t not in rec_out
-            and history[t] == 0
-            and not model.whole[t]
-            and rows[t] > 0
-        )
-        ok[o] = ok.get(o, True) and good
-        if t in produced_by:
-            first[o] = min(first.get(o, produced_by[t]), produced_by[t])
-        end = model.stop if t in roots else readers.get(t, produced_by.get(t, 0))
-        last[o] = max(last.get(o, end), end)
+    frame = _scratch_frame(model, recompute)
+    ok = dict(frame.ok)
+    for t in frame.candidates:
+        if t in direct or history[t] != 0 or rows[t] <= 0:
+            ok[share[t]] = False
+    first, last = frame.first, frame.last
     owners = [o for o in sorted(ok) if ok[o] and o in first]
     runs: tuple[tuple[int, ...], ...] = ()
     blocked: frozenset[int] = frozenset()

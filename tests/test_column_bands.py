@@ -160,3 +160,43 @@ def test_no_column_bands_when_switched_off(monkeypatch: pytest.MonkeyPatch):
     assert budgets
     monkeypatch.setattr(planner, "COLUMN_BANDS", ())
     assert not any(_banded(plan(g, b)) for b in budgets)
+
+
+def test_a_streamed_input_is_never_read_in_column_bands():
+    """Column bands run every row once per band, and a streamed input's rows
+    arrive once each: a chain reading it runs in whole rows. ResNet (small,
+    float32) with its input streamed, at budgets where the chains after the
+    stem take column bands: none reads the input, and the run asks for each
+    input row once, as planned."""
+    imported = import_model(zoo.build("resnet", size="small"))
+    g = build_view(main_func(imported.module)).graph
+    height = g.tensors[g.inputs[0]].shape[1]
+    banded = 0
+    for budget in range(2304, 6 * 1024, 512):
+        p = plan(g, budget, stream_input=True)
+        assert p.fits and p.stream_rows == height
+        assert not any(g.inputs[0] in c.inputs for c in _banded(p))
+        banded += len(_banded(p))
+    assert banded
+    budget = 3072  # the stem's chain took two bands here, asking for every row twice
+    m = imported.module.clone()
+    LowerToLoopsPass(budget=budget, stream_input=True).apply(Context(), m)
+    tile_and_lower(m)
+    PlanArenaPass().apply(Context(), m)
+    x = rand(main_func(imported.module).body.block.args[0].type, np.random.default_rng(3))
+    res = run_loop_module(m, imported.weights, [x])
+    _same(res.outputs, run_function(main_func(imported.module), imported.weights, [x]))
+    assert res.stats.stream_rows == plan(g, budget, stream_input=True).stream_rows == height
+
+
+def test_a_streamed_input_that_fits_no_whole_row_is_named_with_its_smallest_budget():
+    """Below the smallest budget of a stem reading whole streamed rows, the
+    diagnostic names that budget (not that of a 1 x 1 tile, which a streamed
+    input cannot take)."""
+    imported = import_model(zoo.build("resnet", size="small"))
+    g = build_view(main_func(imported.module)).graph
+    p = plan(g, 2048, stream_input=True)
+    assert not p.fits and p.failed_node == "conv_0"
+    assert p.failure == planner.STREAMED_WHY
+    assert p.failed_min_budget is not None and p.failed_min_budget > 2048
+    assert plan(g, p.failed_min_budget, stream_input=True).fits

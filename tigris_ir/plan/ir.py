@@ -481,9 +481,20 @@ def require_fit(view: GraphView, p: Plan) -> None:
         )
     raise PassFailedException(
         f"{where} does not fit the budget of {p.budget} bytes ({format_bytes(p.budget)}) "
-        f"even with one-row bands or 2D tiles; the smallest budget that fits it is "
+        f"{_even_with(p, body=False)}; the smallest budget that fits it is "
         f"{p.failed_min_budget} bytes ({format_bytes(p.failed_min_budget or 0)})"
     )
+
+
+def _even_with(p: Plan, body: bool) -> str:
+    """What the failed node was tried in: bands of whole rows where it reads
+    or writes a stream (a body's operands and results are one), else also
+    2D tiles."""
+    if not p.failed_whole_rows:
+        return "even with one-row bands or 2D tiles"
+    if body:
+        return "even with one-row bands (a body reads its operands in whole rows)"
+    return "even with one-row bands (whole rows of a streamed input or output)"
 
 
 def require_tree_fit(tree: ScopePlan) -> None:
@@ -508,8 +519,8 @@ def require_tree_fit(tree: ScopePlan) -> None:
     where = node_words(sc.view, p.failed_node or "")
     raise PassFailedException(
         f"{where} in {sc.path} does not fit the {p.budget} bytes the budget of {tree.budget} "
-        f"leaves to the body ({above} bytes are held by the enclosing control flow) even "
-        f"with one-row bands or 2D tiles; the smallest budget that fits it is {need} bytes "
+        f"leaves to the body ({above} bytes are held by the enclosing control flow) "
+        f"{_even_with(p, body=True)}; the smallest budget that fits it is {need} bytes "
         f"({format_bytes(need)})"
     )
 

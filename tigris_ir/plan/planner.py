@@ -73,7 +73,9 @@ exactly this and measures the same numbers):
     columns whose buffers fit, outermost, each a line-buffered run over
     every row holding its own columns and their halo; a band loads its
     columns of the chain's inputs with the halo columns and recomputes the
-    halo columns of its ops (the `extra_cost` of the chain).
+    halo columns of its ops (the `extra_cost` of the chain); not a chain
+    reading a streamed input or writing a streamed output, whose rows pass
+    once each (`_Ctx.streams`).
   * slow memory holds the model inputs and every tensor that crosses a unit
     (stage or chain) boundary, from its producer to its last reader (model
     outputs to the end); the slow peak sums `align`ed sizes.
@@ -393,6 +395,9 @@ class Plan:
     """The rows sent of each streamed output (its height), in the model's order."""
     failed_tensor: str | None = None
     """With `failed_node`: the tensor that does not fit (single arena)."""
+    failed_whole_rows: bool = False
+    """With `failed_node`: it reads a streamed input or writes a streamed
+    output, so it was tried in bands of whole rows only."""
     min_single: int | None = None
     """A failed plan under a slow budget: the smallest single-arena fast budget."""
     slow_needed: int | None = None
@@ -1441,6 +1446,13 @@ class _Ctx:
         t = self.graph.tensors
         return sum(t[x].nbytes for x in ins) + sum(t[x].nbytes for x in outs)
 
+    def streams(self, model: BandModel) -> bool:
+        """The band reads a streamed model input or writes a streamed model
+        output: its rows arrive (leave) once each, in order, so it runs in
+        no column bands (each band would ask for every row again)."""
+        names = {model.names[t] for t in (*model.inputs, *model.spilled)}
+        return bool(names & (self.streamed | self.streamed_out))
+
     def chainable(self, start: int, stop: int) -> bool:
         """Chain rules 1 and 2 for one stage: it tiles along the height and
         reads its band (no resize), and its inputs and outputs are feature
@@ -1504,7 +1516,13 @@ class _Ctx:
                     not block or self.residents is not None or found.pixel_runs_pay()
                 ):
                     return found
-        if _has_halo(model) and self.residents is None and not concat and bands_floor <= budget:
+        if (
+            _has_halo(model)
+            and self.residents is None
+            and not concat
+            and bands_floor <= budget
+            and not self.streams(model)
+        ):
             found = _column_bands(model, members, budget, exact)
             if found is not None:
                 return found
@@ -2159,11 +2177,17 @@ def _op_rows(model: BandModel, rows: Sequence[int]) -> dict[str, int]:
     return {graph.nodes[k].name: rows[outs[0]] for k, outs, _ in model.ops if outs}
 
 
+STREAMED_WHY = "not even a one-row band fits (a streamed input or output: whole rows only)"
+"""Why a node reading a streamed input or writing a streamed output fits in no way."""
+
+
 def _why(ctx: _Ctx, k: int) -> str:
     """Why node k fits in no way: it has no band, or its smallest band is too big."""
     model = ctx.band(k, k + 1)
     if isinstance(model, str):
         return f"it runs whole: {model}"
+    if ctx.reads_stream(k, k + 1) or ctx.writes_stream(k, k + 1):
+        return STREAMED_WHY
     if model.grid_ok and model.width >= 2:
         return "not even a one-row band or a 1 x 1 tile fits"
     return "not even a one-row band fits"
@@ -2173,9 +2197,14 @@ def _node_min(ctx: _Ctx, k: int) -> int:
     """The smallest budget node k fits alone: run whole, or its smallest band."""
     best = normal_peak(ctx.graph, k, k + 1, ctx.tables)
     model = ctx.band(k, k + 1)
-    if not isinstance(model, str):
-        best = min(best, min_band_bytes(model))
-    return best
+    if isinstance(model, str):
+        return best
+    if ctx.reads_stream(k, k + 1) or ctx.writes_stream(k, k + 1):
+        # rows arrive or leave whole and once: strips only (`_Ctx.tiling`)
+        if model.kind in STREAM_KINDS:
+            best = min(best, model.band_bytes(min(model.granule, model.height)))
+        return best
+    return min(best, min_band_bytes(model))
 
 
 def _stage_plan(ctx: _Ctx, index: int, start: int, stop: int, single: bool) -> StagePlan:
@@ -2620,10 +2649,12 @@ def _figures(
     fits = all(s.fits for s in stages)
     failed = next((s for s in stages if not s.fits), None)
     failed_node = failed_min = failure = failed_tensor = None
+    whole_rows = False
     if failed is not None:
         need, k = max((_node_min(ctx, k), k) for k in range(failed.start, failed.stop))
         failed_node, failed_min = graph.nodes[k].name, need
         failure = _why(ctx, k)
+        whole_rows = ctx.reads_stream(k, k + 1) or ctx.writes_stream(k, k + 1)
         if single and ctx.residents is not None:
             own = min(_node_min(ctx, k), single_peak(graph, k, k + 1, ctx.tables))
             held = ctx.resident(failed.start, failed.stop)
@@ -2688,6 +2719,7 @@ def _figures(
         stream_rows_by=tuple((x, rows_by[x]) for x in graph.inputs if x in rows_by),
         out_rows_by=tuple((x, out_rows_by[x]) for x in graph.outputs if x in out_rows_by),
         failed_tensor=failed_tensor,
+        failed_whole_rows=whole_rows,
     )
 
 

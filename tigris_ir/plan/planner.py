@@ -66,16 +66,17 @@ exactly this and measures the same numbers):
     only inside its run holding one block, every scratch buffer the run
     touches live over the whole run (with slow memory only where the
     weights its blocks read again cost less than spilling the tensors held
-    in blocks, `_Chain.pixel_runs_pay`). With slow memory, a chain whose
-    line buffers of whole rows do not fit (where their floor of one-row
-    tiles does, the floor stage formation prunes by) is tried in column
-    bands (`_column_bands`): the fewest of `COLUMN_BANDS` bands of output
-    columns whose buffers fit, outermost, each a line-buffered run over
-    every row holding its own columns and their halo; a band loads its
-    columns of the chain's inputs with the halo columns and recomputes the
-    halo columns of its ops (the `extra_cost` of the chain); not a chain
-    reading a streamed input or writing a streamed output, whose rows pass
-    once each (`_Ctx.streams`).
+    in blocks, `_Chain.pixel_runs_pay`). A chain whose line buffers of
+    whole rows do not fit (where their floor of one-row tiles does, the
+    floor stage formation prunes by) is tried in column bands
+    (`_column_bands`): the fewest of `COLUMN_BANDS` bands of output columns
+    whose buffers fit, outermost, each a line-buffered run over every row
+    holding its own columns and their halo; a band loads its columns of the
+    chain's inputs with the halo columns (in a single arena: copies them
+    from where they are resident, into buffers of the band's width) and
+    recomputes the halo columns of its ops (the `extra_cost` of the chain);
+    not a chain reading a streamed input or writing a streamed output, whose
+    rows pass once each (`_Ctx.streams`).
   * slow memory holds the model inputs and every tensor that crosses a unit
     (stage or chain) boundary, from its producer to its last reader (model
     outputs to the end); the slow peak sums `align`ed sizes.
@@ -1516,13 +1517,7 @@ class _Ctx:
                     not block or self.residents is not None or found.pixel_runs_pay()
                 ):
                     return found
-        if (
-            _has_halo(model)
-            and self.residents is None
-            and not concat
-            and bands_floor <= budget
-            and not self.streams(model)
-        ):
+        if _has_halo(model) and not concat and bands_floor <= budget and not self.streams(model):
             found = _column_bands(model, members, budget, exact)
             if found is not None:
                 return found
@@ -1858,8 +1853,8 @@ def _feasible_band(
     if (
         b.floor1 <= budget
         or b.lb_ok
-        and lb_floor(b, single, budget) <= budget
         and b.kind in CHAIN_KINDS
+        and lb_floor(b, single, budget) <= budget
     ):
         return True
     if (
@@ -1871,6 +1866,9 @@ def _feasible_band(
     ):
         return True
     if b.kind == "strips":  # a channel-local band may cut its channels too
+        nodes = b.tables.graph.nodes
+        if not all(nodes[k].is_channel_local for k in range(b.start, b.stop)):
+            return False
         model = b.model()
         return bool(channel_count(model)) and min_band_bytes(model) <= budget
     if b.kind != "accumulate":
@@ -1880,14 +1878,15 @@ def _feasible_band(
 
 def lb_floor(b: BandBuilder, single: bool, room: int | None = None) -> int:
     """A lower bound of a line-buffered chain's buffers over the band's
-    starts upstream: of one-row tiles (`floor_lb1_scratch`), and with slow
-    memory where the band tiles in 2D, in column bands: that over the most
-    bands (`COLUMN_BANDS`), each holding its share of every row. Where the
-    first is within `room`, the second is not worked out."""
+    starts upstream: of one-row tiles (`floor_lb1_scratch`), and where the
+    band tiles in 2D, in column bands: that over the most bands
+    (`COLUMN_BANDS`), each holding its share of every row (its inputs and
+    outputs in band buffers, in a single arena too). Where the first is
+    within `room`, the second is not worked out."""
     floor = b.floor_lb1_scratch(single)
     if room is not None and floor <= room:
         return floor
-    if single or not b.grid or b.root_width < 2 or not COLUMN_BANDS:
+    if not b.grid or b.root_width < 2 or not COLUMN_BANDS:
         return floor
     return min(floor, b.floor_lb_bands(min(max(COLUMN_BANDS), b.root_width // 2)))
 

@@ -628,6 +628,8 @@ class GraphTables:
         self._geometry: dict[tuple[str, int], tuple[int, int, int, int]] = {}
         self.lb_floors: dict[tuple[int, int, bool], int] = {}
         """`BandBuilder.floor_lb1_scratch` per band and in-place flag."""
+        self.lb_band_floors: dict[tuple[int, int, int], int] = {}
+        """`BandBuilder.floor_lb_bands` per band and number of column bands."""
         self.band_models: dict[tuple[int, int], BandModel] = {}
         """The band of ops [start, stop) once built (`BandBuilder.model`): it
         depends on the graph alone, so plans at several budgets share it."""
@@ -744,11 +746,21 @@ class BandBuilder:
         return self._scratch_floor(self.floor_lb1, size, in_place)
 
     def floor_lb_bands(self, bands: int) -> int:
-        """`floor_lb1_scratch` (slow memory) in `bands` bands of the root's
-        columns: each buffer holds the columns the widest band reads of it
-        (`cols1` of a one-column band, plus its column rate per more
-        column), the bytes buffers in-place activations share taken off in
-        full (a lower bound: they shrink with the band too)."""
+        """`_floor_lb_bands`, once per band and number of column bands for
+        the graph (it depends on the ops [start, stop) alone)."""
+        key = (self.start, self.stop, bands)
+        got = self.tables.lb_band_floors.get(key)
+        if got is None:
+            got = self.tables.lb_band_floors[key] = self._floor_lb_bands(bands)
+        return got
+
+    def _floor_lb_bands(self, bands: int) -> int:
+        """`floor_lb1_scratch` (inputs and outputs in band buffers of their
+        own) in `bands` bands of the root's columns: each buffer holds the
+        columns the widest band reads of it (`cols1` of a one-column band,
+        plus its column rate per more column), the bytes buffers in-place
+        activations share taken off in full (a lower bound: they shrink
+        with the band too)."""
         wn = -(-self.root_width // bands)
 
         def size(name: str, st: _TState) -> int:

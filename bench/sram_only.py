@@ -7,7 +7,8 @@ with the model input resident and with it streamed in by rows
 (`--stream-input`), each with its recomputed MACs (percent of the model's) and
 the planning time of one plan at that budget. Each single-SRAM figure twice:
 with the plans of line buffers (`patch_windows=1`: a 2D grid spans at most
-one window op) and with patches (`planner.PATCH_WINDOWS`, the default:
+one window op; a chain's line buffers may run in column bands, which
+recompute their halo columns) and with patches (`planner.PATCH_WINDOWS`, the default:
 stages of patches spanning several window ops recompute their overlaps,
 chosen by the planner's cost where they lower the peak). The streamed figure
 once more for a plan that recomputes no MAC (`max_recompute=0`), naming the

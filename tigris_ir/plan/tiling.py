@@ -626,10 +626,9 @@ class GraphTables:
         self.in_place = tuple(in_place_source(graph, k) for k in range(len(graph.nodes)))
         self.in_place_reader = {t: k for k, t in enumerate(self.in_place) if t is not None}
         self._geometry: dict[tuple[str, int], tuple[int, int, int, int]] = {}
-        self.lb_floors: dict[tuple[int, int, bool], int] = {}
-        """`BandBuilder.floor_lb1_scratch` per band and in-place flag."""
-        self.lb_band_floors: dict[tuple[int, int, int], int] = {}
-        """`BandBuilder.floor_lb_bands` per band and number of column bands."""
+        self.lb_floors: dict[tuple[int, int, str, int], int] = {}
+        """Line-buffer floors per band (`BandBuilder.floor_lb1_scratch` per
+        in-place flag, `floor_lb_bands` per number of column bands)."""
         self.band_models: dict[tuple[int, int], BandModel] = {}
         """The band of ops [start, stop) once built (`BandBuilder.model`): it
         depends on the graph alone, so plans at several budgets share it."""
@@ -725,14 +724,18 @@ class BandBuilder:
         """`floor1` for `lb1`."""
         return self.lb1 - self.pending_sum[2]
 
-    def floor_lb1_scratch(self, in_place: bool = False) -> int:
-        """`_floor_lb1_scratch`, once per band and `in_place` for the graph
-        (it depends on the ops [start, stop) alone)."""
-        key = (self.start, self.stop, in_place)
+    def _graph_floor(self, what: str, arg: int, compute: Callable[[], int]) -> int:
+        """A floor of the band, worked out once for the graph (`GraphTables.
+        lb_floors`): it depends on the ops [start, stop) alone."""
+        key = (self.start, self.stop, what, arg)
         got = self.tables.lb_floors.get(key)
         if got is None:
-            got = self.tables.lb_floors[key] = self._floor_lb1_scratch(in_place)
+            got = self.tables.lb_floors[key] = compute()
         return got
+
+    def floor_lb1_scratch(self, in_place: bool = False) -> int:
+        """`_floor_lb1_scratch`, once per band and `in_place` for the graph."""
+        return self._graph_floor("rows", in_place, lambda: self._floor_lb1_scratch(in_place))
 
     def _floor_lb1_scratch(self, in_place: bool) -> int:
         """`floor_lb1` with the chain's scratch shared (`_scratch_floor`) and,
@@ -747,12 +750,8 @@ class BandBuilder:
 
     def floor_lb_bands(self, bands: int) -> int:
         """`_floor_lb_bands`, once per band and number of column bands for
-        the graph (it depends on the ops [start, stop) alone)."""
-        key = (self.start, self.stop, bands)
-        got = self.tables.lb_band_floors.get(key)
-        if got is None:
-            got = self.tables.lb_band_floors[key] = self._floor_lb_bands(bands)
-        return got
+        the graph."""
+        return self._graph_floor("bands", bands, lambda: self._floor_lb_bands(bands))
 
     def _floor_lb_bands(self, bands: int) -> int:
         """`floor_lb1_scratch` (inputs and outputs in band buffers of their

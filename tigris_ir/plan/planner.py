@@ -1389,7 +1389,7 @@ class _Ctx:
                 if (
                     t is not None
                     and (t.strategy not in STREAM_KINDS or t.channel_group)
-                    and (self.reads_stream(start, stop) or self.writes_stream(start, stop))
+                    and self.streams(start, stop)
                 ):
                     # a streamed input arrives, a streamed output leaves, in
                     # whole rows, each once: strips only (no patches, no
@@ -1405,6 +1405,13 @@ class _Ctx:
     def writes_stream(self, start: int, stop: int) -> bool:
         _, outs = self.io(start, stop)
         return any(x in self.streamed_out for x in outs)
+
+    def streams(self, start: int, stop: int) -> bool:
+        """Ops [start, stop) read a streamed model input or write a streamed
+        model output: its rows arrive (leave) once each, in order, so they
+        run in bands of whole rows (no 2D tiles, no column bands: each band
+        would ask for every row again)."""
+        return self.reads_stream(start, stop) or self.writes_stream(start, stop)
 
     def io(self, start: int, stop: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         key = (start, stop)
@@ -1446,13 +1453,6 @@ class _Ctx:
         ins, outs = self.io(start, stop)
         t = self.graph.tensors
         return sum(t[x].nbytes for x in ins) + sum(t[x].nbytes for x in outs)
-
-    def streams(self, model: BandModel) -> bool:
-        """The band reads a streamed model input or writes a streamed model
-        output: its rows arrive (leave) once each, in order, so it runs in
-        no column bands (each band would ask for every row again)."""
-        names = {model.names[t] for t in (*model.inputs, *model.spilled)}
-        return bool(names & (self.streamed | self.streamed_out))
 
     def chainable(self, start: int, stop: int) -> bool:
         """Chain rules 1 and 2 for one stage: it tiles along the height and
@@ -1517,7 +1517,8 @@ class _Ctx:
                     not block or self.residents is not None or found.pixel_runs_pay()
                 ):
                     return found
-        if _has_halo(model) and not concat and bands_floor <= budget and not self.streams(model):
+        streams = self.streams(members[0][0], members[-1][1])
+        if _has_halo(model) and not concat and bands_floor <= budget and not streams:
             found = _column_bands(model, members, budget, exact)
             if found is not None:
                 return found
@@ -2185,7 +2186,7 @@ def _why(ctx: _Ctx, k: int) -> str:
     model = ctx.band(k, k + 1)
     if isinstance(model, str):
         return f"it runs whole: {model}"
-    if ctx.reads_stream(k, k + 1) or ctx.writes_stream(k, k + 1):
+    if ctx.streams(k, k + 1):
         return STREAMED_WHY
     if model.grid_ok and model.width >= 2:
         return "not even a one-row band or a 1 x 1 tile fits"
@@ -2198,7 +2199,7 @@ def _node_min(ctx: _Ctx, k: int) -> int:
     model = ctx.band(k, k + 1)
     if isinstance(model, str):
         return best
-    if ctx.reads_stream(k, k + 1) or ctx.writes_stream(k, k + 1):
+    if ctx.streams(k, k + 1):
         # rows arrive or leave whole and once: strips only (`_Ctx.tiling`)
         if model.kind in STREAM_KINDS:
             best = min(best, model.band_bytes(min(model.granule, model.height)))
@@ -2653,7 +2654,7 @@ def _figures(
         need, k = max((_node_min(ctx, k), k) for k in range(failed.start, failed.stop))
         failed_node, failed_min = graph.nodes[k].name, need
         failure = _why(ctx, k)
-        whole_rows = ctx.reads_stream(k, k + 1) or ctx.writes_stream(k, k + 1)
+        whole_rows = ctx.streams(k, k + 1)
         if single and ctx.residents is not None:
             own = min(_node_min(ctx, k), single_peak(graph, k, k + 1, ctx.tables))
             held = ctx.resident(failed.start, failed.stop)

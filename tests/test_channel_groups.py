@@ -21,9 +21,10 @@ from tigris_ir.passes.plan_arena import PlanArenaPass
 from tigris_ir.plan import planner
 from tigris_ir.plan.graph import GraphBuilder
 from tigris_ir.plan.ir import main_func
+from tigris_ir.plan.memory import align
 from tigris_ir.plan.nn_graph import build_view
 from tigris_ir.plan.planner import Plan, StagePlan, min_budget, plan
-from tigris_ir.plan.tiling import GraphTables
+from tigris_ir.plan.tiling import ACC_DTYPE, GraphTables
 from tigris_ir.reference.executor import run_function
 
 
@@ -235,3 +236,97 @@ def test_channel_groups_prefer_whole_vectors(monkeypatch):
     sizes = [s.channel_group for s in _grouped(aligned)]
     assert sizes and all(n % align == 0 for n in sizes)
     assert any(s.channel_group % align for s in _grouped(even))
+
+
+def _conv_head(int8: bool):
+    """A 3 x 3 convolution of stride 2, a 1 x 1 convolution to 160 channels,
+    ReLUs, GlobalAveragePool, Flatten, Gemm: the classifier tail of a
+    MobileNetV2 (its 1 x 1 convolution to 1,280 channels before the pool)."""
+    g = zoo._Graph(7)  # noqa: SLF001
+    x = g.relu(g.conv("input", 3, 16, (3, 3), stride=2))
+    x = g.relu(g.conv(x, 16, 160, (1, 1)))
+    model = g.model("conv_head", (1, 3, 12, 12), g.head(x, 160, 10))
+    return import_model(zoo.quantize(model, seed=0) if int8 else model)
+
+
+def _run_c(m, weights, args):
+    from tigris_ir.backend.c.build import run_c
+    from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
+
+    in_lay, out_lay = module_layouts(main_func(m))
+    xs = [to_boundary(a, lay) for a, lay in zip(args, in_lay, strict=True)]
+    got, stats = run_c(m, weights, xs, variant=("bounds", "stats"), strict=True)
+    return [to_internal(y, lay) for y, lay in zip(got, out_lay, strict=True)], stats
+
+
+@pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
+@pytest.mark.parametrize("single", [True, False], ids=["one-arena", "slow-memory"])
+def test_accumulation_groups_the_channels_of_a_1x1_convolution(
+    int8: bool, single: bool, monkeypatch: pytest.MonkeyPatch
+):
+    """An accumulated band that opens with a 1 x 1 convolution of one group
+    cuts that convolution's result channels: each group holds every channel
+    of the convolution's input over its positions (loaded again per group)
+    and only its own channels of the rest. In one arena, at the smallest
+    budget, the pool's stage starts with the convolution and takes groups,
+    and without such groups the smallest budget is larger; with slow memory,
+    at the first budget from the smallest where the stage does. Either plan
+    runs as planned in the interpreter and as C (fast peak, and with slow
+    memory the traffic the groups load again), equal to the untiled
+    reference."""
+    from tigris_ir.plan.planner import min_single_budget
+
+    imported = _conv_head(int8)
+    fn = main_func(imported.module)
+    g = build_view(fn).graph
+    slow = 0 if single else None
+
+    def grouped_conv(p: Plan) -> StagePlan | None:
+        acc = next(s for s in p.stages if s.strategy == "accumulate")
+        return acc if acc.channel_group and g.nodes[acc.start].is_channel_dense else None
+
+    if single:
+        budget = min_single_budget(g)
+        monkeypatch.setattr(planner, "group_whole_channels", lambda graph, start, stop: None)
+        assert min_single_budget(g) > budget
+        monkeypatch.undo()
+    else:
+        low = min_budget(g)
+        budget = next(
+            b for b in range(low, 4 * low, 16) if grouped_conv(plan(g, b, slow_budget=slow))
+        )
+    p = plan(g, budget, slow_budget=slow)
+    acc = grouped_conv(p)
+    assert p.fits and acc is not None
+    x = g.tensors[g.nodes[acc.start].inputs[0]]
+    chans = g.tensors[g.nodes[acc.start].outputs[0]].shape[-1]
+    if not single:  # every group loads the convolution's input again
+        assert acc.slow_reads == -(-chans // acc.channel_group) * x.nbytes
+    gap = g.tensors[g.nodes[acc.stop - 1].outputs[0]]
+    area, grp = acc.tile_h * acc.tile_w, acc.channel_group
+    cut = [
+        align(area * grp * g.tensors[t].elem_bytes)
+        for k in range(acc.start, acc.stop - 1)
+        for t in g.nodes[k].outputs
+    ]
+    assert acc.peak == (
+        sum(cut)
+        + align(area * x.shape[-1] * x.elem_bytes)
+        + align(grp * gap.elem_bytes)
+        + align(grp * ACC_DTYPE.itemsize)
+    )
+    rng = np.random.default_rng(2)
+    args = [_rand(a.type, rng) for a in fn.body.block.args]  # type: ignore[arg-type]
+    ref = run_function(fn, imported.weights, args)
+    m = imported.module.clone()
+    LowerToLoopsPass(budget=budget, slow_budget="" if slow is None else slow).apply(Context(), m)
+    tile_and_lower(m)
+    PlanArenaPass().apply(Context(), m)
+    res = run_loop_module(m, imported.weights, args)
+    _same(res.outputs, ref)
+    s = res.stats
+    assert s.arena_bytes == s.fast_peak == p.peak <= budget
+    assert (s.slow_peak, s.slow_reads, s.slow_writes) == (p.slow_peak, p.slow_reads, p.slow_writes)
+    got, stats = _run_c(m, imported.weights, args)
+    _same(got, ref)
+    assert stats == s

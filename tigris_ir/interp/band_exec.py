@@ -275,16 +275,22 @@ def _conv_core(
 
 
 def _channel_group_consts(
-    op: nn.ConvOp, args: list[np.ndarray], out: Band, out_shape: Sequence[int]
+    op: nn.ConvOp, args: list[np.ndarray], held: Band, out: Band, out_shape: Sequence[int]
 ) -> list[np.ndarray]:
     """A band of a channel group (the output's channel axis cut): a depthwise
-    convolution runs the group's filters, biases and weight scales."""
+    convolution runs the group's filters, biases and weight scales on the
+    group's input channels; a convolution of one group the same rows of its
+    constants on every input channel."""
     last = len(out_shape) - 1
     if last not in out:
         return args
     c = out_shape[-1]
-    if op.groups() != c or nn.shape_of(op.input)[-1] != c:
-        raise BandError(f"{op.name}: only a depthwise convolution cuts its channels")
+    depthwise = op.groups() == c == nn.shape_of(op.input)[-1]
+    if not depthwise and (op.groups() != 1 or last in held):
+        raise BandError(
+            f"{op.name}: only a depthwise convolution, or one of one group reading "
+            "every input channel, cuts its result channels"
+        )
     c0, c1 = out[last]
     return [
         a if i == 0 or a.ndim == 0 or a.shape[0] != c else a[c0:c1] for i, a in enumerate(args)
@@ -299,7 +305,7 @@ def _conv(op: nn.ConvOp, args: list[np.ndarray], held: Band, out: Band) -> list[
     sl, pads, _ = _window_geometry(op, held, out, out_shape)
     n = len(out_shape) - 2
     sizes = tuple(b - a for a, b in (out.get(1 + i, (0, out_shape[1 + i])) for i in range(n)))
-    args = _channel_group_consts(op, list(args), out, out_shape)
+    args = _channel_group_consts(op, list(args), held, out, out_shape)
 
     clamp = clamp_of(op)
 

@@ -30,6 +30,7 @@ from tigris_ir.plan.tiling import (
     LbOp,
     LineBufferGapError,
     RowMap,
+    group_whole_channels,
     line_buffer_run,
 )
 from tigris_ir.plan.tiling_class import TilingClass
@@ -682,7 +683,9 @@ def _subrow_tiles(
     """The sub-row bands of an accumulation (the planner records no ranges):
     with no channel group, runs of `tile_w` positions of one row, rows
     outermost; with groups of `channel_group` channels, the groups outermost,
-    each over bands of `tile_h` rows x `tile_w` positions. Whole reads are
+    each over bands of `tile_h` rows x `tile_w` positions, the inputs of its
+    1 x 1 convolutions held with all channels (`group_whole_channels`,
+    loaded again by every group). Whole reads are
     loaded once. Returns the buffer shapes, the tiles, the inputs loaded
     once and the channel groups."""
     nodes = tuple(range(st.start, st.stop))
@@ -708,6 +711,7 @@ def _subrow_tiles(
     out_t = graph.nodes[gap].outputs[0]
     banded = [n for n in dict.fromkeys(touched) if n not in whole and n != out_t]
     g = st.channel_group
+    full = (group_whole_channels(graph, st.start, st.stop) or frozenset()) if g else frozenset()
     th, tw = (st.tile_h, st.tile_w) if g else (1, st.tile_w)
     tw = min(max(tw, 1), positions)
     groups = [(c0, min(c0 + g, chans)) for c0 in range(0, chans, g)] if g else [(0, chans)]
@@ -717,7 +721,7 @@ def _subrow_tiles(
         shape[1] = th
         if rank == 4:
             shape[2] = tw
-        if g:
+        if g and t not in full:
             shape[-1] = g
         shapes[t] = tuple(shape)
     for t in whole:
@@ -735,11 +739,17 @@ def _subrow_tiles(
     loaded = [t for t in banded if t not in produced]
     spilled = [t for t in banded if t in produced and t in st.outputs]
     tiles = []
+    last = rank - 1
+
+    def of(t: str, b: dict[int, Range]) -> Band:
+        """The band of tensor t: a tensor held with all channels is not cut."""
+        return {a: r for a, r in b.items() if a != last} if t in full else dict(b)
+
     for i, b in enumerate(bands):
-        held: dict[str, Band] = {t: dict(b) for t in banded}
+        held: dict[str, Band] = {t: of(t, b) for t in banded}
         held.update({t: {} for t in whole})
         ops = tuple(OpStep(k, dict(b)) for k in nodes[:-1])
-        loads = tuple((t, dict(b)) for t in loaded)
+        loads = tuple((t, of(t, b)) for t in loaded)
         spills = tuple((t, dict(b)) for t in spilled)
         tiles.append(Tile(i, held, {}, loads, ops, spills, dict(b)))
     once = [t for t in whole if t not in produced]

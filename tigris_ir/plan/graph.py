@@ -29,6 +29,11 @@ CHANNEL_LOCAL = "channel_local"
 its non-constant operands (a depthwise convolution, a pool, an elementwise op
 other than a channel Concat): a band of such ops may also cut the channels
 (`planner.channel_count`)."""
+CHANNEL_DENSE = "channel_dense"
+"""attrs key of a convolution of one group: every result channel c reads every
+channel of its non-constant operand and row c of its constants (axis 0 of the
+weights, the bias, per-channel scales), so a group of result channels reads
+the operand whole along the channels and its rows of the constants."""
 BAND_AXIS = "band_axis"
 """attrs key of an INDEPENDENT_AXIS op: the output axis the bands cut."""
 INPUT_BAND_AXES = "input_band_axes"
@@ -151,6 +156,10 @@ class NodeInfo:
     @property
     def is_channel_local(self) -> bool:
         return bool(self.attrs.get(CHANNEL_LOCAL, False))
+
+    @property
+    def is_channel_dense(self) -> bool:
+        return bool(self.attrs.get(CHANNEL_DENSE, False))
 
 
 @dataclass(frozen=True)
@@ -333,6 +342,9 @@ class GraphBuilder:
         inputs = [x]
         node_name = name or self._new(op.split(".")[-1])
         local = out_ch == cin and (groups == cin or not weights)
+        attrs: dict[str, object] = {CHANNEL_LOCAL: True} if local else {}
+        if not local and groups == 1 and weights:
+            attrs[CHANNEL_DENSE] = True
         if weights:
             w = self.const(f"{node_name}.w", (out_ch, *ks, cin // groups))
             inputs.append(w)
@@ -347,7 +359,7 @@ class GraphBuilder:
             dilations=ds,
             pads=pads,
             macs=macs,
-            attrs={CHANNEL_LOCAL: True} if local else {},
+            attrs=attrs,
         )
         return out
 

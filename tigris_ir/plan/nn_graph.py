@@ -23,6 +23,7 @@ from tigris_ir.dialects import nn
 from tigris_ir.plan.graph import (
     BAND_AXIS,
     CHANNEL_CONCAT,
+    CHANNEL_DENSE,
     CHANNEL_LOCAL,
     INPUT_BAND_AXES,
     NodeInfo,
@@ -350,6 +351,8 @@ def _node(op: nn.NNOp, name: str, ins: Sequence[str], outs: Sequence[str]) -> No
         attrs[CHANNEL_CONCAT] = True
     elif _channel_local(op, tiling):
         attrs[CHANNEL_LOCAL] = True
+    elif isinstance(op, nn.ConvOp) and op.groups() == 1:
+        attrs[CHANNEL_DENSE] = True
     if tiling is TilingClass.INDEPENDENT_AXIS:
         attrs.update(_band_attrs(op))
     if isinstance(op, nn.ResizeOp):

@@ -144,6 +144,7 @@ from tigris_ir.plan.tiling import (
     GraphTables,
     LineBufferGapError,
     even_tile_h,
+    group_whole_channels,
     largest_fitting,
     num_tiles,
     union_length,
@@ -948,6 +949,7 @@ def _subrow(model: BandModel, budget: int) -> _Tiling | None:
     tiles, g, th, tw = best
     rows, cols = u.shape_of(model, th, tw)
     peak = u.by_group(g, th, tw)
+    reads += (num_tiles(u.chans, g) - 1) * u.full_reads  # every group loads them again
     return _Tiling("accumulate", th, tw, tiles, peak, rows, reads, 0, channel_group=g, cols=cols)
 
 
@@ -1098,8 +1100,11 @@ class _SubRow:
     output and its partial sums (`ACC_DTYPE`) per channel. `per_pos`: per banded
     buffer, the bytes of one position (every channel); `per_cell`: of one
     position and one channel, or None when the ops mix channels (a channel
-    Concat) or the buffers differ in channels. `height` rows of `positions`
-    positions of `chans` channels.
+    Concat; `tiling.group_whole_channels`) or the buffers differ in channels.
+    `per_full`: under channel groups, per banded buffer held with all its
+    channels (the input of a 1 x 1 convolution, which every group loads
+    again: `full_reads` bytes), the bytes of one position. `height` rows of
+    `positions` positions of `chans` channels.
     """
 
     whole: int
@@ -1110,6 +1115,8 @@ class _SubRow:
     height: int
     positions: int
     chans: int
+    per_full: tuple[int, ...] = ()
+    full_reads: int = 0
 
     def by_pos(self, p: int) -> int:
         """A run of `p` positions of one row, every channel: the output and
@@ -1120,10 +1127,12 @@ class _SubRow:
 
     def by_group(self, g: int, th: int, tw: int) -> int:
         """`g` channels of `th` rows x `tw` positions: the group's output and
-        partial sums, and its slice of every banded buffer."""
+        partial sums, its slice of every banded buffer and the same positions
+        of every buffer held with all channels."""
         assert self.per_cell is not None
         fixed = self.whole + align(g * self.out_ch) + align(g * self.acc_ch)
-        return fixed + sum(align(th * tw * g * b) for b in self.per_cell)
+        full = sum(align(th * tw * b) for b in self.per_full)
+        return fixed + full + sum(align(th * tw * g * b) for b in self.per_cell)
 
     def best_group(self, budget: int) -> tuple[int, int, int, int] | None:
         """(tiles, channels, rows, positions) of the channel-group band with
@@ -1190,16 +1199,20 @@ def _subrow_units(model: BandModel) -> _SubRow | None:
     if model.extra != align(out.nbytes) + align(math.prod(out.shape) * ACC_DTYPE.itemsize):
         raise ValueError(f"'{gap.name}': an accumulation holds one output and its partial sums")
     per_pos = tuple(model.row_bytes[t] // p_all for t in banded)
-    # a channel Concat or a 1 x 1 convolution mixes the channels: no groups
-    concat = any(
-        graph.nodes[k].is_channel_concat or graph.nodes[k].tiling is TilingClass.HALO
-        for k, _, _ in model.ops
-    )
-    same = all(graph.tensors[model.names[t]].shape[-1] == chans for t in banded)
+    full = group_whole_channels(graph, model.start, model.stop)
     per_cell = None
-    if not concat and same:
-        per_cell = tuple(b // chans for b in per_pos)
-    return _SubRow(whole, out_ch, acc_ch, per_pos, per_cell, model.height, p_all, chans)
+    per_full: tuple[int, ...] = ()
+    full_reads = 0
+    if full is not None:
+        cut = [t for t in banded if model.names[t] not in full]
+        if all(graph.tensors[model.names[t]].shape[-1] == chans for t in cut):
+            per_cell = tuple(model.row_bytes[t] // p_all // chans for t in cut)
+            held = [t for t in banded if model.names[t] in full]
+            per_full = tuple(model.row_bytes[t] // p_all for t in held)
+            full_reads = sum(graph.tensors[model.names[t]].nbytes for t in held)
+    return _SubRow(
+        whole, out_ch, acc_ch, per_pos, per_cell, model.height, p_all, chans, per_full, full_reads
+    )
 
 
 def min_band_bytes(model: BandModel) -> int:

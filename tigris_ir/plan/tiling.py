@@ -545,10 +545,39 @@ def unit_window(node: NodeInfo) -> bool:
     axis (a 1 x 1 convolution): each output position reads its own input
     position, as a pointwise op does, though it mixes the channels. An
     accumulated band (a GlobalAveragePool ending it) takes it among its
-    pointwise ops, by rows or runs of positions (never by channel groups)."""
+    pointwise ops, by rows or runs of positions, and by groups of its result
+    channels where it reads the band's inputs (`group_whole_channels`)."""
     if node.tiling is not TilingClass.HALO:
         return False
     return all(node.window(a) == (1, 1, 1, 0, 0) for a in range(max(len(node.kernel), 1)))
+
+
+def group_whole_channels(graph: PlanGraph, start: int, stop: int) -> frozenset[str] | None:
+    """Under groups of result channels of an accumulated band (ops [start,
+    stop), a GlobalAveragePool last), the tensors every group holds with all
+    their channels: the inputs of its 1 x 1 convolutions of one group
+    (`NodeInfo.is_channel_dense`), which each group reads whole along the
+    channels with its rows of the weights. None where the channels cannot be
+    grouped: a channel Concat, another op mixing channels, such a
+    convolution reading a tensor the band computes (every group would
+    compute all of it again) or one a channel-local op reads too."""
+    produced = {o for k in range(start, stop) for o in graph.nodes[k].outputs}
+    full: set[str] = set()
+    local: set[str] = set()
+    for k in range(start, stop - 1):
+        node = graph.nodes[k]
+        acts = [x for x in node.inputs if not graph.tensors[x].is_const]
+        if node.is_channel_concat or (node.tiling is TilingClass.HALO and not unit_window(node)):
+            return None
+        if node.is_channel_local or node.tiling is not TilingClass.HALO:
+            local.update(acts)
+            continue
+        if not node.is_channel_dense or acts != [node.inputs[0]]:
+            return None
+        if any(x in produced for x in acts):
+            return None
+        full.update(acts)
+    return None if full & local else frozenset(full)
 
 
 def band_kind(classes: Iterable[TilingClass]) -> str | None:

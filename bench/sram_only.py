@@ -26,6 +26,15 @@ the machine is shared).
     python bench/sram_only.py [--models mobilenet_v2,mobilenet_v2_035] [--dtypes int8,f32]
                               [--boundary int8|float]
 
+A second table takes MobileNetV2-0.35-144 (`--parts`) apart at its block
+boundaries (`PlanGraph.cuts`: one activation alone crosses), at the first
+boundary of each resolution (the smallest crossing tensor there): the
+smallest single SRAM of the network up to it (input streamed, the crossing
+tensor its output) and from it on (that tensor resident): a plan that runs
+the two parts one after the other needs the larger of the two (a plan of the
+whole may also fuse ops across the cut). It shows where the memory of the
+8 KiB target of issue 15 goes.
+
 `--boundary int8` (the default) plans the int8 models as the boundary pass
 leaves them: the input is the quantized NHWC tensor (one byte an element, as a
 camera's DMA delivers it) and the output the int8 logits; `--boundary float`
@@ -100,6 +109,7 @@ def main() -> int:
     ap.add_argument("--models", default="mobilenet_v2,mobilenet_v2_035,vgg,resnet,ds_cnn")
     ap.add_argument("--dtypes", default="int8,f32")
     ap.add_argument("--boundary", choices=("int8", "float"), default="int8")
+    ap.add_argument("--parts", default="mobilenet_v2_035", help="models taken apart (int8)")
     args = ap.parse_args()
     console = Console(width=240)
     t = Table(title="smallest SRAM budgets of the zoo models (full size)")
@@ -184,7 +194,40 @@ def main() -> int:
         "first, which a resident plan holds whole)."
     )
     console.print(f"planning times on: {host_cpu_name()}")
+    for name in filter(None, args.parts.split(",")):
+        console.print(_parts(name, args.boundary))
     return 0
+
+
+def _parts(name: str, boundary: str) -> Table:
+    """The network up to and from the first block boundary of each
+    resolution (its smallest crossing tensor): the smallest single SRAM of
+    each part and its recomputed MACs (percent of the part's)."""
+    module = import_model(zoo.build(name, size="full", int8=True)).module
+    if boundary == "int8":
+        set_int8_boundary(module)
+    g = build_view(main_func(module)).graph
+    best: dict[int, tuple[int, int]] = {}  # height -> (crossing bytes, cut)
+    for k in g.cuts():
+        (x,) = g.part(k, len(g.nodes)).inputs
+        t = g.tensors[x]
+        if t.rank == 4 and (t.height not in best or t.nbytes < best[t.height][0]):
+            best[t.height] = (t.nbytes, k)
+    t = Table(title=f"{name} int8 taken apart: the smallest single SRAM of each part")
+    for col in ("cut before", "crossing tensor", "bytes", "up to it (input streamed)",
+                "MACs +", "from it on (it resident)", "MACs +"):
+        t.add_column(col, justify="left" if col.startswith("c") else "right")
+    for _, k in sorted(best.values(), key=lambda v: v[1]):
+        cells = []
+        for part, stream in ((g.part(0, k), True), (g.part(k, len(g.nodes)), False)):
+            b = min_single_budget(part, stream_input=stream)
+            p = plan(part, b, slow_budget=0, stream_input=stream)
+            assert p.fits and p.slow_peak == 0 and p.peak <= b
+            cells += [_exact(b), _pct(p)]
+        (x,) = g.part(k, len(g.nodes)).inputs
+        shape = "x".join(str(d) for d in g.tensors[x].shape[1:])
+        t.add_row(g.nodes[k].name, f"{x} ({shape})", f"{g.tensors[x].nbytes:,}", *cells)
+    return t
 
 
 if __name__ == "__main__":

@@ -694,3 +694,37 @@ def test_analyze_says_what_each_unit_of_one_arena_holds(name, stream, capsys, tm
     assert "held beside" in text and "sets the peak" in text
     assert tigris_analyze.run([str(f), "-m", str(budget), "-v"]) == 0
     assert "held beside" not in capsys.readouterr().out
+
+
+def test_a_model_taken_apart_at_its_block_boundaries():
+    """`PlanGraph.cuts` are the block boundaries (one activation alone
+    crosses); `part(0, k)` gives that activation and `part(k, n)` reads it,
+    every other tensor in one part only; the whole range is the model. Each
+    part plans in one SRAM."""
+    g = build_view(main_func(import_model(zoo.build("mobilenet_v2", int8=True)).module)).graph
+    n = len(g.nodes)
+    whole = g.part(0, n)
+    assert (whole.nodes, whole.inputs, whole.outputs) == (g.nodes, g.inputs, g.outputs)
+    cuts = g.cuts()
+    adds = [k for k, node in enumerate(g.nodes) if node.op == "nn.add"]
+    assert cuts and adds
+    for k in range(1, n):
+        before, after = g.part(0, k), g.part(k, n)
+        crossing = set(before.outputs)
+        assert set(after.inputs) - set(g.inputs) == crossing
+        assert (k in cuts) == (len(crossing | (set(after.inputs) & set(g.inputs))) == 1)
+        acts = {x for x, t in g.tensors.items() if not t.is_const}
+        only = (set(before.tensors) & acts) ^ (set(after.tensors) & acts)
+        assert only | crossing | (set(after.inputs) & set(g.inputs)) == acts
+    # inside a residual block the skip crosses beside the block's tensor: no cut
+    for a in adds:
+        skip = g.nodes[a].inputs
+        start = min(g.producer(x) or 0 for x in skip) + 1
+        assert not any(start < k <= a for k in cuts)
+    k = cuts[len(cuts) // 2]
+    for part, stream in ((g.part(0, k), True), (g.part(k, n), False)):
+        b = min_single_budget(part, stream_input=stream)
+        p = plan(part, b, slow_budget=0, stream_input=stream)
+        assert p.fits and p.slow_peak == 0 and p.peak <= b
+    with pytest.raises(ValueError, match="nodes"):
+        g.part(3, 3)

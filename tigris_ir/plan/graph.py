@@ -241,6 +241,48 @@ class PlanGraph:
     def total_macs(self) -> int:
         return sum(n.macs for n in self.nodes)
 
+    def part(self, start: int, stop: int) -> PlanGraph:
+        """Nodes [start, stop) as a graph of their own: its inputs are the
+        activations they read that an earlier node (or the caller) made, its
+        outputs the tensors they make that a later node reads or the model
+        gives. Planned alone, a part shows what its ops need of a plan that
+        runs the model part after part (each part's outputs whole between
+        them)."""
+        if not 0 <= start < stop <= len(self.nodes):
+            raise ValueError(f"nodes [{start}, {stop}) of a graph of {len(self.nodes)}")
+        nodes = self.nodes[start:stop]
+        made = {o for n in nodes for o in n.outputs}
+        ins = dict.fromkeys(
+            x for n in nodes for x in n.inputs if not self.tensors[x].is_const and x not in made
+        )
+        outs = dict.fromkeys(
+            o for n in nodes for o in n.outputs if self.last_use(o) >= stop
+        )
+        tensors: dict[str, TensorInfo] = {}
+        for n in nodes:
+            for x in (*n.inputs, *n.outputs):
+                t = self.tensors[x]
+                kind = "input" if x in ins else "output" if x in outs else t.kind
+                tensors[x] = t if t.kind == kind else replace(t, kind=kind)
+        return PlanGraph(tensors, nodes, tuple(ins), tuple(outs))
+
+    def cuts(self) -> tuple[int, ...]:
+        """The node indices k where one activation alone crosses from nodes
+        [0, k) to nodes [k, n) (a block boundary: `part(0, k)` gives it,
+        `part(k, n)` reads it), ascending."""
+        found = []
+        live: dict[str, int] = {}  # crossing activations, by last reader
+        for k, node in enumerate(self.nodes):
+            if k and len(live) == 1:
+                found.append(k)
+            for o in node.outputs:
+                live[o] = self.last_use(o)
+            for x in node.inputs:
+                if x in self.inputs and not self.tensors[x].is_const:
+                    live.setdefault(x, self.last_use(x))
+            live = {x: last for x, last in live.items() if last > k}
+        return tuple(found)
+
 
 def _same_pads(size: int, kernel: int, stride: int, dilation: int) -> tuple[int, int]:
     """ONNX SAME_UPPER padding: output ceil(size / stride), extra pad at the end."""

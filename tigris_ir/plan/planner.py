@@ -35,9 +35,13 @@ exactly this and measures the same numbers):
     positions (rows, then runs within a row; `tile_w` is the whole width
     when `tile_h` > 1) and holds only its own g partial sums and g outputs,
     written out when the group ends. Every band buffer holds its block of
-    every channel in the band (`align(tile_h * tile_w * g * cell)`); tensors
+    every channel in the band (`align(tile_h * tile_w * g * cell)`) but the
+    input of a 1 x 1 convolution of one group opening the band
+    (`tiling.group_whole_channels`): a group of the convolution's result
+    channels reads all of the input's channels, so that buffer holds its
+    positions with every channel and every group loads them again; tensors
     read whole are loaded once and held. num_tiles = groups x row bands x
-    runs; every input byte is loaded exactly once.
+    runs; every other input byte is loaded exactly once.
   * line-buffered chain (a member has a window wider than one row): tile i
     computes, for every tensor, only the rows of its range not computed by
     tile i-1 (the chain's inputs: loads only those, so they are read once).

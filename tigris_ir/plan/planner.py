@@ -1325,8 +1325,6 @@ class _Ctx:
     _chains: dict[tuple[tuple[tuple[int, int], ...], bool], _Chain | None] = field(
         default_factory=dict[tuple[tuple[tuple[int, int], ...], bool], "_Chain | None"]
     )
-    _builders: dict[int, BandBuilder] = field(default_factory=dict[int, BandBuilder])
-    """Per band end the builder `band` grew furthest upstream last."""
     _lb_floors: dict[tuple[int, int], tuple[int, int]] = field(
         default_factory=dict[tuple[int, int], tuple[int, int]]
     )
@@ -1382,15 +1380,23 @@ class _Ctx:
         """The band of ops [start, stop), or why they form none."""
         key = (start, stop)
         if key not in self._bands:
-            b = self._builders.get(stop)
-            if b is None or b.start < start:  # a builder only grows upstream
-                b = self._builders[stop] = BandBuilder(self.tables, stop)
-            while b.start > start and b.prepend():
-                pass
-            self._bands[key] = b.error if b.error is not None else b.model()
-            if b.error is None and b.lb_ok:
-                single = self.residents is not None
-                self._lb_floors[key] = (b.floor_lb1_scratch(single), lb_floor(b, single))
+            single = self.residents is not None
+            built = self.tables.bands.get((start, stop, single))
+            if built is None:  # plans of one graph at other budgets share them
+                builders = self.tables.builders
+                b = builders.get(stop)
+                if b is None or b.start < start:  # a builder only grows upstream
+                    b = builders[stop] = BandBuilder(self.tables, stop)
+                while b.start > start and b.prepend():
+                    pass
+                floors = None
+                if b.error is None and b.lb_ok:
+                    floors = (b.floor_lb1_scratch(single), lb_floor(b, single))
+                built = (b.error if b.error is not None else b.model(), floors)
+                self.tables.bands[(start, stop, single)] = built
+            self._bands[key] = built[0]
+            if built[1] is not None:
+                self._lb_floors[key] = built[1]
         return self._bands[key]
 
     def tiling(self, start: int, stop: int, exact: bool = True) -> _Tiling | None:

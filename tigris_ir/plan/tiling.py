@@ -661,6 +661,13 @@ class GraphTables:
         self.band_models: dict[tuple[int, int], BandModel] = {}
         """The band of ops [start, stop) once built (`BandBuilder.model`): it
         depends on the graph alone, so plans at several budgets share it."""
+        self.builders: dict[int, BandBuilder] = {}
+        """Per band end the builder the planner grew furthest upstream last."""
+        self.bands: dict[tuple[int, int, bool], tuple[BandModel | str, tuple[int, int] | None]]
+        self.bands = {}
+        """Per band and single arena or not, what the planner's `_Ctx.band`
+        found: the band (or why there is none) and the floors of its line
+        buffers (None where it has none)."""
 
     def geometry(self, name: str, axis: int) -> tuple[int, int, int, int]:
         """(rows, bytes per row, columns, bytes per cell) of a tensor cut

@@ -2824,17 +2824,24 @@ def min_single_budget(
     def within(p: Plan) -> bool:
         return max_recompute is None or p.recomputed_macs <= max_recompute * p.macs
 
+    peaks: dict[int, int | None] = {}
+
     def ok(b: int) -> bool:
-        ctx = functools.partial(
-            _Ctx, graph, tables, b, ranks, mac_weight, patch_windows, streamed=streamed,
-            streamed_out=out,
-        )
-        if _may_need_no_slow(graph, tables, b, streamed, out):
-            free = _plan(ctx())
-            if free.fits and free.slow_peak == 0 and within(free):
-                return True
-        p = _plan(ctx(residents=Residents(graph, tables, streamed, out)))
-        return p.fits and within(p)
+        """Whether budget b fits; `peaks[b]` the peak of its plan (None: no fit)."""
+        if b not in peaks:
+            ctx = functools.partial(
+                _Ctx, graph, tables, b, ranks, mac_weight, patch_windows, streamed=streamed,
+                streamed_out=out,
+            )
+            peaks[b] = None
+            if _may_need_no_slow(graph, tables, b, streamed, out):
+                free = _plan(ctx())
+                if free.fits and free.slow_peak == 0 and within(free):
+                    peaks[b] = free.peak
+            if peaks[b] is None:
+                p = _plan(ctx(residents=Residents(graph, tables, streamed, out)))
+                peaks[b] = p.peak if p.fits and within(p) else None
+        return peaks[b] is not None
 
     lo = min_budget(graph)
     hi = max(lo, sum(align(t.nbytes) for t in graph.tensors.values() if not t.is_const))
@@ -2844,13 +2851,34 @@ def min_single_budget(
         hi *= 2
     else:
         raise ValueError("no single-arena budget found up to four times every tensor at once")
+    probes = 0
     while lo < hi:
+        peak = peaks[hi]
+        assert peak is not None
+        if lo <= peak < hi and ok(peak):  # the plan at hi fits in its own peak
+            hi = peak
+            if probes < PEAK_PROBES and lo < hi <= lo + lo // PROBE_SPAN:
+                probes += 1
+                if not ok(hi - 1):  # hi is where plans stop fitting
+                    break
+                hi -= 1
+            continue
         mid = (lo + hi) // 2
         if ok(mid):
             hi = mid
         else:
             lo = mid + 1
     return hi
+
+
+PEAK_PROBES = 8
+"""`min_single_budget` bisects, but where the plan at the upper end fits in
+a smaller peak it moves the end there (checked by planning it) and, once the
+ends are within 1/`PROBE_SPAN` of each other, asks whether one byte less
+fits: where it does not, that peak is where plans stop fitting and the
+search is over (at most this many asks; then the bisection alone)."""
+
+PROBE_SPAN = 8
 
 
 def min_fast_budget(

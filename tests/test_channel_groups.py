@@ -249,6 +249,21 @@ def _conv_head(int8: bool):
     return import_model(zoo.quantize(model, seed=0) if int8 else model)
 
 
+def run_as_planned(m, weights, args, ref, p: Plan, budget: int):
+    """Run the lowered and placed module `m` in the interpreter and as C:
+    both give the reference outputs `ref` and measure the figures of plan
+    `p` (fast peak, slow peak and traffic); the measured statistics."""
+    res = run_loop_module(m, weights, args)
+    _same(res.outputs, ref)
+    s = res.stats
+    assert s.arena_bytes == s.fast_peak == p.peak <= budget
+    assert (s.slow_peak, s.slow_reads, s.slow_writes) == (p.slow_peak, p.slow_reads, p.slow_writes)
+    got, stats = _run_c(m, weights, args)
+    _same(got, ref)
+    assert stats == s
+    return s
+
+
 def _run_c(m, weights, args):
     from tigris_ir.backend.c.build import run_c
     from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
@@ -322,11 +337,4 @@ def test_accumulation_groups_the_channels_of_a_1x1_convolution(
     LowerToLoopsPass(budget=budget, slow_budget="" if slow is None else slow).apply(Context(), m)
     tile_and_lower(m)
     PlanArenaPass().apply(Context(), m)
-    res = run_loop_module(m, imported.weights, args)
-    _same(res.outputs, ref)
-    s = res.stats
-    assert s.arena_bytes == s.fast_peak == p.peak <= budget
-    assert (s.slow_peak, s.slow_reads, s.slow_writes) == (p.slow_peak, p.slow_reads, p.slow_writes)
-    got, stats = _run_c(m, imported.weights, args)
-    _same(got, ref)
-    assert stats == s
+    run_as_planned(m, imported.weights, args, ref, p, budget)

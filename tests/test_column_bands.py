@@ -14,11 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import zoo
-from test_channel_groups import _same
+from test_channel_groups import _same, run_as_planned
 from test_planner_slow_budget import rand
 from xdsl.context import Context
 
-from tigris_ir.backend.c.build import run_c
 from tigris_ir.dialects import loop
 from tigris_ir.frontend.onnx_import import import_model
 from tigris_ir.interp.loop_ir import run_loop_module
@@ -30,7 +29,7 @@ from tigris_ir.plan.graph import GraphBuilder
 from tigris_ir.plan.ir import main_func
 from tigris_ir.plan.nn_graph import build_view
 from tigris_ir.plan.planner import ChainPlan, Plan, min_single_budget, plan
-from tigris_ir.reference.executor import module_layouts, run_function, to_boundary, to_internal
+from tigris_ir.reference.executor import run_function
 
 
 def _banded(p: Plan) -> list[ChainPlan]:
@@ -78,16 +77,7 @@ def _run_as_planned(
     assert sum(loop.COLUMN_BANDS in k for k in kinds) == len(banded)
     tile_and_lower(m)
     PlanArenaPass().apply(Context(), m)
-    res = run_loop_module(m, imported.weights, args)
-    _same(res.outputs, ref)
-    s = res.stats
-    assert s.arena_bytes == s.fast_peak == p.peak <= budget
-    assert (s.slow_peak, s.slow_reads, s.slow_writes) == (p.slow_peak, p.slow_reads, p.slow_writes)
-    in_lay, out_lay = module_layouts(main_func(m))
-    xs = [to_boundary(a, lay) for a, lay in zip(args, in_lay, strict=True)]
-    got, stats = run_c(m, imported.weights, xs, variant=("bounds", "stats"), strict=True)
-    _same([to_internal(y, lay) for y, lay in zip(got, out_lay, strict=True)], ref)
-    assert stats == s
+    s = run_as_planned(m, imported.weights, args, ref, p, budget)
     assert s.stream_rows == p.stream_rows
     return p
 

@@ -267,9 +267,10 @@ class PlanGraph:
         return PlanGraph(tensors, nodes, tuple(ins), tuple(outs))
 
     def cuts(self) -> tuple[int, ...]:
-        """The node indices k where one activation alone crosses from nodes
-        [0, k) to nodes [k, n) (a block boundary: `part(0, k)` gives it,
-        `part(k, n)` reads it), ascending."""
+        """The node indices k where one activation alone is live across k
+        (made by nodes [0, k) or a model input they read, and read by nodes
+        [k, n) or given by the model): a block boundary, where `part(0, k)`
+        gives that activation alone. Ascending."""
         found = []
         live: dict[str, int] = {}  # crossing activations, by last reader
         for k, node in enumerate(self.nodes):

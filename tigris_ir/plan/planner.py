@@ -2807,7 +2807,8 @@ def min_single_budget(
 ) -> int:
     """The smallest fast budget of a plan without slow memory: a bisection
     over `plan(graph, b, slow_budget=0).fits`, between the unbounded plan's
-    `min_budget` and the sum of every tensor (which always fits).
+    `min_budget` and the sum of every tensor (which always fits), whose upper
+    end moves down to the peak of the plan fitting there (`PEAK_PROBES`).
 
     A larger budget never resident-fits less at the same cuts, but the cuts
     the search chooses differ with the budget, so this is the smallest budget
@@ -2879,6 +2880,8 @@ fits: where it does not, that peak is where plans stop fitting and the
 search is over (at most this many asks; then the bisection alone)."""
 
 PROBE_SPAN = 8
+"""`min_single_budget` asks one byte below a plan's peak once the ends of its
+search are within 1/`PROBE_SPAN` of the lower end."""
 
 
 def min_fast_budget(

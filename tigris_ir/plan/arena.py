@@ -4,6 +4,7 @@ schedule, `plan-arena` and the interpreters)."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -54,15 +55,24 @@ def place(items: Sequence[Interval], capacity: int) -> tuple[dict[str, int], int
     `capacity` bytes when the search finds them.
 
     The sum of live sizes is a lower bound that fragmentation can make
-    unreachable, so this is a search: buffers in order of birth, each tried
-    at the top of the highest free gap, at the bottom of the lowest and at
-    both ends of the tightest (alternating ends is how a chain of tensors
-    reaches the bound), with backtracking under a node limit; then greedy
-    lowest-fit orders. Returns the offsets and the highest byte used (the
-    best found, above `capacity` when nothing fits)."""
+    unreachable, so this is a search, in three tries until one fits:
+    buffers in order of birth, each tried at the top of the highest free
+    gap, at the bottom of the lowest and at both ends of the tightest
+    (alternating ends is how a chain of tensors reaches the bound), with
+    backtracking under a node limit; then the largest buffers first, each
+    tried at both ends of every free gap, tightest gap first (the order that
+    packs many long-lived buffers of a few sizes); then best fit in largest-
+    first orders with sizes perturbed by a seeded generator (`SHUFFLES`
+    orders, the same every run). Past those, greedy lowest-fit orders.
+    Returns the offsets and the highest byte used (the best found, above
+    `capacity` when nothing fits)."""
     if any(i.size % ALIGN for i in items):
         raise ValueError("place: sizes must be multiples of ALIGN")
-    found = _search(items, capacity)
+    found = (
+        _search(items, capacity)
+        or _search(items, capacity, largest_first=True)
+        or _shuffled_best_fit(items, capacity)
+    )
     if found is not None:
         return found, max((found[i.key] + i.size for i in items), default=0)
     orders = (
@@ -85,9 +95,15 @@ def _free_gaps(busy: list[tuple[int, int]], capacity: int) -> list[tuple[int, in
     return out
 
 
-def _search(items: Sequence[Interval], capacity: int, limit: int = 200000) -> dict[str, int] | None:
-    """Depth-first placement within `capacity` (None past `limit` nodes)."""
-    order = sorted(items, key=lambda i: (i.first, -i.size, i.key))
+def _search(
+    items: Sequence[Interval], capacity: int, limit: int = 200000, largest_first: bool = False
+) -> dict[str, int] | None:
+    """Depth-first placement within `capacity` (None past `limit` nodes): in
+    order of birth, or with `largest_first` by size, trying every gap's ends."""
+    if largest_first:
+        order = sorted(items, key=lambda i: (-i.size, i.first, i.key))
+    else:
+        order = sorted(items, key=lambda i: (i.first, -i.size, i.key))
     placed: list[tuple[Interval, int]] = []
     offsets: dict[str, int] = {}
     nodes = 0
@@ -104,9 +120,13 @@ def _search(items: Sequence[Interval], capacity: int, limit: int = 200000) -> di
         fits = [g for g in _free_gaps(busy, capacity) if g[1] - g[0] >= it.size]
         if not fits:
             return False
-        tight = min(fits, key=lambda g: g[1] - g[0])
         cands: list[int] = []
-        for c in (fits[-1][1] - it.size, fits[0][0], tight[0], tight[1] - it.size):
+        if largest_first:
+            ends = [e for g in sorted(fits, key=_gap_key) for e in (g[0], g[1] - it.size)]
+        else:
+            tight = min(fits, key=lambda g: g[1] - g[0])
+            ends = [fits[-1][1] - it.size, fits[0][0], tight[0], tight[1] - it.size]
+        for c in ends:
             if c not in cands:
                 cands.append(c)
         for c in cands:
@@ -120,3 +140,29 @@ def _search(items: Sequence[Interval], capacity: int, limit: int = 200000) -> di
     return dict(offsets) if rec(0) else None
 
 
+def _gap_key(g: tuple[int, int]) -> tuple[int, int]:
+    """Tightest gap first, then the lowest."""
+    return g[1] - g[0], g[0]
+
+
+SHUFFLES = 3000
+"""How many perturbed largest-first orders `place` tries by best fit."""
+
+
+def _shuffled_best_fit(items: Sequence[Interval], capacity: int) -> dict[str, int] | None:
+    """Best fit (each buffer in the tightest free gap, at its bottom) in
+    largest-first orders, each size scaled by a factor drawn in [0.5, 1.5)
+    from a generator seeded the same every run: the first within `capacity`."""
+    rng = random.Random(0)
+    for _ in range(SHUFFLES):
+        order = sorted(items, key=lambda i: -i.size * rng.uniform(0.5, 1.5))
+        placed: list[tuple[Interval, int]] = []
+        for it in order:
+            busy = [(o, o + q.size) for q, o in placed if q.first <= it.last and it.first <= q.last]
+            fits = [g for g in _free_gaps(busy, capacity) if g[1] - g[0] >= it.size]
+            if not fits:
+                break
+            placed.append((it, min(fits, key=_gap_key)[0]))
+        else:
+            return {it.key: o for it, o in placed}
+    return None

@@ -55,12 +55,21 @@ class FuseChainsPass(ModulePass):
     stream_output: bool = False
     """The model outputs leave in bands of rows through a callback (recorded
     on the module as `tile.stream_output`)."""
+    reread_input: bool = False
+    """The streamed model inputs may be asked again, in windows of rows and
+    columns (a frame buffer or flash); implies `stream_input` (recorded on
+    the module as `tile.reread_input`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from tigris_ir.passes.tile_stages import TileStagesPass
 
         scopes = planned_scopes(
-            op, self.budget, self.slow_budget, self.stream_input, self.stream_output
+            op,
+            self.budget,
+            self.slow_budget,
+            self.stream_input,
+            self.stream_output,
+            self.reread_input,
         )
         if any(_untiled(sc) for sc in scopes):
             TileStagesPass(budget=scopes[0].budget).apply(ctx, op)

@@ -74,6 +74,7 @@ from tigris_ir.plan.ir import (
     main_func,
     plan_tree,
     require_tree_fit,
+    reread_input_of,
     slow_budget_of,
     stream_input_of,
     stream_output_of,
@@ -1259,16 +1260,28 @@ class LowerToLoopsPass(ModulePass):
     """The model outputs nothing reads leave in bands of rows through a
     callback: `"stream"` memrefs that only band spills write (recorded on the
     module as `tile.stream_output`)."""
+    reread_input: bool = False
+    """The streamed model inputs may be asked again, in windows of rows and
+    columns (a frame buffer or flash); implies `stream_input` (recorded on
+    the module as `tile.reread_input`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         budget = budget_of(op, self.budget)
         slow = slow_budget_of(op, self.slow_budget)
+        reread = reread_input_of(op, self.reread_input)
         stream = stream_input_of(op, self.stream_input)
         send = stream_output_of(op, self.stream_output)
         fn = main_func(op)
         if any(isinstance(o, loop.BandComputeOp) for o in fn.walk()):
             return  # already lowered
-        tree = plan_tree(fn, budget, slow_budget=slow, stream_input=stream, stream_output=send)
+        tree = plan_tree(
+            fn,
+            budget,
+            slow_budget=slow,
+            stream_input=stream,
+            stream_output=send,
+            reread_input=reread,
+        )
         require_tree_fit(tree)
         assert tree.plan is not None
         try:

@@ -39,10 +39,19 @@ class TileStagesPass(ModulePass):
     stream_output: bool = False
     """The model outputs leave in bands of rows through a callback (recorded
     on the module as `tile.stream_output`)."""
+    reread_input: bool = False
+    """The streamed model inputs may be asked again, in windows of rows and
+    columns (a frame buffer or flash); implies `stream_input` (recorded on
+    the module as `tile.reread_input`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for sc in planned_scopes(
-            op, self.budget, self.slow_budget, self.stream_input, self.stream_output
+            op,
+            self.budget,
+            self.slow_budget,
+            self.stream_input,
+            self.stream_output,
+            self.reread_input,
         ):
             assert sc.plan is not None
             if not stages_in(sc.block):

@@ -71,6 +71,13 @@ def _parser() -> argparse.ArgumentParser:
         help="the model inputs arrive in bands of rows (resident nowhere)",
     )
     p.add_argument(
+        "--reread-input",
+        action="store_true",
+        help="the streamed inputs may be asked again, in windows of rows and columns (a frame "
+        "buffer or flash, not a sensor read once): units reading them may tile in 2D and in "
+        "column bands; implies --stream-input",
+    )
+    p.add_argument(
         "--stream-output",
         action="store_true",
         help="the model outputs nothing reads (feature maps) leave in bands of rows "
@@ -122,6 +129,7 @@ def analyze(
     stream_input: bool = False,
     stream_output: bool = False,
     boundary: str = "float",
+    reread_input: bool = False,
 ) -> dict[str, Any]:
     """Import (or parse), plan, and collect the figures of the report.
 
@@ -156,6 +164,7 @@ def analyze(
             "its loop.plan attribute; analyze the model or its nn / tile-level IR instead"
         )
     _set_boundary(module, boundary, path)
+    stream_input = stream_input or reread_input
     streaming = stream_input or stream_output
     found: dict[str, Any] = {}
     if with_min:
@@ -171,7 +180,7 @@ def analyze(
             found["min_budget_bytes"] = tree_min_budget(fn)
         else:
             found["min_budget_bytes"] = min_fast_budget(
-                build_view(fn).graph, slow_budget, stream_input, stream_output
+                build_view(fn).graph, slow_budget, stream_input, stream_output, reread_input
             )
         found["min_budget_seconds"] = round(time.perf_counter() - t_min, 4)
     if budget is None:
@@ -182,6 +191,7 @@ def analyze(
         slow_budget=slow_budget,
         stream_input=stream_input,
         stream_output=stream_output,
+        reread_input=reread_input,
     )
     compile_s = time.perf_counter() - t0 - found.get("min_budget_seconds", 0.0)
     view, p = tree.view, tree.plan
@@ -215,6 +225,7 @@ def analyze(
         "slow_budget_bytes": slow_budget,
         "single_arena": p.single_arena,
         "stream_input": p.stream_input,
+        "reread_input": p.reread_input,
         "stream_rows": p.stream_rows,
         "stream_bytes": p.stream_bytes,
         "stream_output": p.stream_output,
@@ -255,7 +266,11 @@ def analyze(
                 "single_arena": q.single_arena,
             }
             for q in frontier(
-                g, slow_budget, stream_input=stream_input, stream_output=stream_output
+                g,
+                slow_budget,
+                stream_input=stream_input,
+                stream_output=stream_output,
+                reread_input=reread_input,
             )
         ]
     return out
@@ -480,7 +495,10 @@ def render(r: dict[str, Any], verbose: bool) -> None:
     if r["single_arena"]:
         rows.insert(8, ("one arena", "every tensor in fast memory, none in slow"))
     if r["stream_input"]:
-        rows.append(("input streamed", f"{r['stream_rows']} rows, {_kib(r['stream_bytes'])}"))
+        asked = f"{r['stream_rows']} rows, {_kib(r['stream_bytes'])}"
+        if r["reread_input"]:
+            asked += " (windows, some asked again)"
+        rows.append(("input streamed", asked))
         if len(r["stream_rows_by"]) > 1:
             rows.append(("  by input", _rows_by(r["stream_rows_by"])))
     if r["stream_output"]:
@@ -666,6 +684,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         args.stream_input,
         args.stream_output,
         args.boundary,
+        args.reread_input,
     )
     if args.plot:
         _plot(
@@ -674,7 +693,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             shapes,
             report["budget_bytes"],
             slow,
-            (args.stream_input, args.stream_output),
+            (args.stream_input or args.reread_input, args.stream_output, args.reread_input),
             report,
         )
     if args.json:
@@ -690,7 +709,7 @@ def _plot(
     shapes: dict[str, tuple[int, ...]],
     budget: int,
     slow: int | None,
-    stream: tuple[bool, bool],
+    stream: tuple[bool, bool, bool],
     report: dict[str, Any],
 ) -> None:
     """The picture of the plan the report describes (`tools/plot.py`)."""
@@ -701,7 +720,12 @@ def _plot(
     module, _ = load_module(path, shapes, need_weights=False)
     _set_boundary(module, report.get("boundary", "float"), path)
     tree = plan_tree(
-        main_func(module), budget, slow_budget=slow, stream_input=stream[0], stream_output=stream[1]
+        main_func(module),
+        budget,
+        slow_budget=slow,
+        stream_input=stream[0],
+        stream_output=stream[1],
+        reread_input=stream[2],
     )
     assert tree.plan is not None
     plot_plan(out, tree.view.graph, tree.plan, report.get("frontier"), path.stem)

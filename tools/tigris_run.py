@@ -125,6 +125,13 @@ def _parser() -> argparse.ArgumentParser:
         "(tigris_input_rows(input, ...) in the C); the run counts the rows the plan asks for",
     )
     p.add_argument(
+        "--reread-input",
+        action="store_true",
+        help="with -m: the streamed inputs may be asked again, in windows of rows and columns "
+        "(tigris_input_window(input, ...) in the C as well): a frame buffer or flash, not a "
+        "sensor read once; implies --stream-input",
+    )
+    p.add_argument(
         "--stream-output",
         action="store_true",
         help="with -m: the model outputs nothing reads leave in bands of rows through a "
@@ -713,8 +720,9 @@ def _run_plan(args: argparse.Namespace, module, weights, t_load: float) -> int:
             LowerToLoopsPass(
                 budget=budget,
                 slow_budget="" if slow is None else slow,
-                stream_input=args.stream_input,
+                stream_input=args.stream_input or args.reread_input,
                 stream_output=args.stream_output,
+                reread_input=args.reread_input,
             ).apply(ctx, module)
             # --gebp-tile --lower-gebp: the kernels the C prints
             tile_and_lower(module, target=args.mcpu or "host")

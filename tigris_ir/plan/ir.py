@@ -49,6 +49,20 @@ STREAM_INPUT_ATTR = "tile.stream_input"
 STREAM_OUTPUT_ATTR = "tile.stream_output"
 """Present: the model outputs leave in bands of rows through a callback."""
 
+REREAD_INPUT_ATTR = "tile.reread_input"
+"""Present (with `tile.stream_input`): the streamed inputs may be asked
+again, in windows of rows and columns (`Plan.reread_input`)."""
+
+
+def reread_input_of(module: ModuleOp, option: bool) -> bool:
+    """The pass option if set (recorded on the module, which then streams its
+    inputs too), else the module's `tile.reread_input`."""
+    if option:
+        module.attributes[REREAD_INPUT_ATTR] = UnitAttr()
+        module.attributes[STREAM_INPUT_ATTR] = UnitAttr()
+        return True
+    return REREAD_INPUT_ATTR in module.attributes
+
 
 def stream_output_of(module: ModuleOp, option: bool) -> bool:
     """The pass option if set (recorded on the module), else the module's
@@ -107,7 +121,7 @@ def main_func(module: ModuleOp) -> func.FuncOp:
     return next((f for f in fns if f.sym_name.data == "main"), fns[0])
 
 
-_CACHE: dict[tuple[int, int, int | None, bool, bool], tuple[str, Plan]] = {}
+_CACHE: dict[tuple[int, int, int | None, bool, bool, bool], tuple[str, Plan]] = {}
 
 
 def _fingerprint(view: GraphView) -> str:
@@ -123,9 +137,10 @@ def _plan_cached(
     slow_budget: int | None = None,
     stream_input: bool = False,
     stream_output: bool = False,
+    reread_input: bool = False,
 ) -> Plan:
     fp = _fingerprint(view)
-    ck = (key, budget, slow_budget, stream_input, stream_output)
+    ck = (key, budget, slow_budget, stream_input, stream_output, reread_input)
     hit = _CACHE.get(ck) if cache else None
     if hit is not None and hit[0] == fp:
         return hit[1]
@@ -135,6 +150,7 @@ def _plan_cached(
         slow_budget=slow_budget,
         stream_input=stream_input,
         stream_output=stream_output,
+        reread_input=reread_input,
     )
     if cache:
         _CACHE[ck] = (fp, p)
@@ -227,6 +243,7 @@ def _plan_scope(
     slow_budget: int | None = None,
     stream_input: bool = False,
     stream_output: bool = False,
+    reread_input: bool = False,
 ) -> tuple[GraphView, Plan | None, tuple[ScopePlan, ...]]:
     """Plan one graph after its bodies, whose peaks its control-flow nodes hold."""
     view = build(None)
@@ -236,7 +253,8 @@ def _plan_scope(
         p = None
         if top or view.graph.nodes:
             p = _plan_cached(
-                id(block), view, budget, cache, slow_budget, stream_input, stream_output
+                id(block), view, budget, cache, slow_budget, stream_input, stream_output,
+                reread_input,
             )
         return view, p, ()
     names = {id(op): n for n, op in view.ops.items()}
@@ -271,7 +289,9 @@ def _plan_scope(
     view = build(needs)
     p = None
     if path == "" or view.graph.nodes:
-        p = _plan_cached(id(block), view, budget, cache, slow_budget, stream_input, stream_output)
+        p = _plan_cached(
+            id(block), view, budget, cache, slow_budget, stream_input, stream_output, reread_input
+        )
     return view, p, tuple(bodies)
 
 
@@ -327,10 +347,12 @@ def plan_tree(
     slow_budget: int | None = None,
     stream_input: bool = False,
     stream_output: bool = False,
+    reread_input: bool = False,
 ) -> ScopePlan:
     """The plan of the function and, recursively, of every If and Loop body,
     each under the fast budget and the slow one (None: unbounded). With
-    `stream_input` the function's inputs arrive as rows (a body's do not)."""
+    `stream_input` the function's inputs arrive as rows (a body's do not),
+    with `reread_input` as well in windows asked as often as needed."""
     if budget <= 0:
         raise ValueError(f"budget must be positive, got {budget}")
     view, p, bodies = _plan_scope(
@@ -342,6 +364,7 @@ def plan_tree(
         slow_budget,
         stream_input,
         stream_output,
+        reread_input and stream_input,
     )
     return ScopePlan("", fn.body.block, view, p, budget, bodies=bodies)
 
@@ -531,14 +554,21 @@ def planned_tree(
     slow_option: str | int | None = None,
     stream_option: bool = False,
     send_option: bool = False,
+    reread_option: bool = False,
 ) -> ScopePlan:
     """The fitting plan tree of the module's function under the budgets."""
     budget = budget_of(module, option)
     slow = slow_budget_of(module, slow_option)
+    reread = reread_input_of(module, reread_option)
     stream = stream_input_of(module, stream_option)
     send = stream_output_of(module, send_option)
     tree = plan_tree(
-        main_func(module), budget, slow_budget=slow, stream_input=stream, stream_output=send
+        main_func(module),
+        budget,
+        slow_budget=slow,
+        stream_input=stream,
+        stream_output=send,
+        reread_input=reread,
     )
     require_tree_fit(tree)
     return tree
@@ -550,10 +580,11 @@ def planned_scopes(
     slow_option: str | int | None = None,
     stream_option: bool = False,
     send_option: bool = False,
+    reread_option: bool = False,
 ) -> list[ScopePlan]:
     """Every graph the tiling passes materialise, the function's first; a body
     without ops has nothing to tile."""
-    tree = planned_tree(module, option, slow_option, stream_option, send_option)
+    tree = planned_tree(module, option, slow_option, stream_option, send_option, reread_option)
     return [sc for sc in tree.walk() if sc.plan is not None]
 
 

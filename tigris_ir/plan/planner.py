@@ -389,6 +389,11 @@ class Plan:
     (`stream_rows` rows in all, `stream_bytes` bytes)."""
     stream_rows: int = 0
     stream_bytes: int = 0
+    reread_input: bool = False
+    """The streamed inputs may be asked again, in windows of rows and columns
+    (a frame buffer or flash, not a sensor read once): units reading them
+    run in 2D tiles and column bands too (`stream_rows` then counts every
+    row of every window asked, `stream_bytes` their bytes)."""
     stream_output: bool = False
     """The model outputs (those nothing reads) leave in bands of rows through a
     callback as they are produced: resident nowhere (`out_rows` rows in all)."""
@@ -1340,6 +1345,9 @@ class _Ctx:
     """The model inputs that arrive as a stream of rows (resident nowhere)."""
     streamed_out: frozenset[str] = frozenset()
     """The model outputs that leave as a stream of rows (resident nowhere)."""
+    reread: bool = False
+    """The streamed inputs may be asked again, in windows of rows and
+    columns (a frame buffer or flash): units reading them tile freely."""
     residents: Residents | None = None
     """Set in a single-arena plan: every segment's budget is the fast budget
     less what stays resident while it runs."""
@@ -1422,8 +1430,9 @@ class _Ctx:
         return self._tilings[key]
 
     def reads_stream(self, start: int, stop: int) -> bool:
+        """Ops [start, stop) read a streamed input that arrives once (not `reread`)."""
         ins, _ = self.io(start, stop)
-        return any(x in self.streamed for x in ins)
+        return not self.reread and any(x in self.streamed for x in ins)
 
     def writes_stream(self, start: int, stop: int) -> bool:
         _, outs = self.io(start, stop)
@@ -1433,7 +1442,8 @@ class _Ctx:
         """Ops [start, stop) read a streamed model input or write a streamed
         model output: its rows arrive (leave) once each, in order, so they
         run in bands of whole rows (no 2D tiles, no column bands: each band
-        would ask for every row again)."""
+        would ask for every row again). An input that may be `reread` does
+        not count."""
         return self.reads_stream(start, stop) or self.writes_stream(start, stop)
 
     def io(self, start: int, stop: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -2403,6 +2413,7 @@ def plan(
     chain_1d: bool = False,
     mac_weight: int = 1,
     patch_windows: int = PATCH_WINDOWS,
+    reread_input: bool = False,
 ) -> Plan:
     """The memory plan of `graph` under a fast budget of `budget` bytes and a
     slow budget of `slow_budget` (None: unbounded; 0: no slow memory).
@@ -2419,7 +2430,10 @@ def plan(
     so such a unit runs normally, in strips or in a chain; a line-buffered
     chain asks for each row once). With `stream_output` the model outputs
     nothing reads leave the same way, each row once, as their producer spills
-    it (a normal stage sends its whole output when it ends).
+    it (a normal stage sends its whole output when it ends). With
+    `reread_input` as well, a streamed input may be asked again, in windows
+    of rows and columns: the units reading it tile as they would a resident
+    one (2D tiles, patches, column bands), each window asked of the callback.
 
     `chain_1d` lets rank-3 (1D) feature maps chain too; the spec's rule 2
     asks for rank 4, so it is off by default. `mac_weight` is what one
@@ -2440,7 +2454,7 @@ def plan(
 
     ctx = functools.partial(
         _Ctx, graph, tables, budget, ranks, mac_weight, patch_windows, streamed=streamed,
-        streamed_out=out,
+        streamed_out=out, reread=reread_input and bool(streamed),
     )
 
     def unbounded() -> Plan:
@@ -2468,6 +2482,7 @@ def plan(
         tables=tables,
         stream_input=stream_input,
         stream_output=stream_output,
+        reread_input=reread_input,
     )
     return replace(
         single,
@@ -2734,6 +2749,7 @@ def _figures(
         failure,
         single_arena=single,
         stream_input=bool(ctx.streamed),
+        reread_input=ctx.reread,
         stream_rows=rows,
         stream_bytes=streamed_bytes + _in_place_stream(ctx, stages, in_place),
         stream_output=bool(ctx.streamed_out),
@@ -2756,8 +2772,10 @@ def _stream_loads(
 ) -> tuple[dict[str, int], int]:
     """Rows asked of each streamed input and the bytes of those counted in the
     units' slow reads: a normal stage loads every row, a strip every row of
-    its range, a line-buffered chain each row once, a plain chain every row
-    of every tile's range."""
+    its range, a line-buffered chain each row once (in column bands, once
+    per band), a plain chain every row of every tile's range. A tile of a
+    2D grid or a column band asks for its columns of those rows only
+    (`reread` inputs)."""
     graph = ctx.graph
     total = 0
     by: dict[str, int] = {}
@@ -2766,6 +2784,9 @@ def _stream_loads(
         info = graph.tensors[x]
         height = info.shape[1] if info.rank >= 2 else 1
         rb = _row_bytes(graph, x)
+        cell = rb // info.shape[2] if info.rank >= 3 else rb
+        window = functools.partial(_window_bytes, x, rb, cell)
+
         for st in stages:
             if st.chain is not None or x not in st.inputs:
                 continue
@@ -2773,18 +2794,35 @@ def _stream_loads(
                 rows += height
                 total += 0 if in_place else info.nbytes
                 continue
-            got = sum(b - a for a, b in (t.rows[x] for t in st.tiles if x in t.rows))
-            rows += got
-            total += got * rb
+            for t in st.tiles:
+                if x in t.rows:
+                    a, b = t.rows[x]
+                    rows += b - a
+                    total += (b - a) * window(t)
         for c in chains:
             if x not in c.inputs:
                 continue
-            seq = [t.rows[x] for t in c.tiles if x in t.rows]
-            got = union_length(seq) if c.line_buffered else sum(b - a for a, b in seq)
-            rows += got
-            total += got * rb
+            bands: dict[tuple[int, int] | None, list[TileRows]] = {}  # by columns asked
+            for t in c.tiles:
+                if x in t.rows:
+                    key = t.col_ranges[x] if t.col_ranges and x in t.col_ranges else None
+                    bands.setdefault(key, []).append(t)
+            for ts in bands.values():
+                seq = [t.rows[x] for t in ts]
+                got = union_length(seq) if c.line_buffered else sum(b - a for a, b in seq)
+                rows += got
+                total += got * window(ts[0])
         by[x] = rows
     return by, total
+
+
+def _window_bytes(x: str, row_bytes: int, cell: int, t: TileRows) -> int:
+    """The bytes of one row of what tile t asks of tensor x: its columns of
+    the row (`col_ranges`), else the whole row."""
+    if t.col_ranges is None or x not in t.col_ranges:
+        return row_bytes
+    lo, hi = t.col_ranges[x]
+    return (hi - lo) * cell
 
 
 def _in_place_stream(ctx: _Ctx, stages: Sequence[StagePlan], in_place: bool) -> int:
@@ -2804,6 +2842,7 @@ def min_single_budget(
     stream_output: bool = False,
     patch_windows: int = PATCH_WINDOWS,
     max_recompute: float | None = None,
+    reread_input: bool = False,
 ) -> int:
     """The smallest fast budget of a plan without slow memory: a bisection
     over `plan(graph, b, slow_budget=0).fits`, between the unbounded plan's
@@ -2832,7 +2871,7 @@ def min_single_budget(
         if b not in peaks:
             ctx = functools.partial(
                 _Ctx, graph, tables, b, ranks, mac_weight, patch_windows, streamed=streamed,
-                streamed_out=out,
+                streamed_out=out, reread=reread_input and bool(streamed),
             )
             peaks[b] = None
             if _may_need_no_slow(graph, tables, b, streamed, out):
@@ -2889,6 +2928,7 @@ def min_fast_budget(
     slow_budget: int | None = None,
     stream_input: bool = False,
     stream_output: bool = False,
+    reread_input: bool = False,
 ) -> int:
     """The smallest fast budget that fits beside `slow_budget` (None:
     unbounded, `min_budget`; 0: a single arena, `min_single_budget`; else a
@@ -2897,7 +2937,11 @@ def min_fast_budget(
         return min_budget(graph)
     tables = GraphTables(graph)
     single = min_single_budget(
-        graph, tables=tables, stream_input=stream_input, stream_output=stream_output
+        graph,
+        tables=tables,
+        stream_input=stream_input,
+        stream_output=stream_output,
+        reread_input=reread_input,
     )
     if slow_budget == 0:
         return single
@@ -2905,7 +2949,7 @@ def min_fast_budget(
     while lo < hi:
         mid = (lo + hi) // 2
         kw = {"stream_input": stream_input, "stream_output": stream_output}
-        if plan(graph, mid, slow_budget=slow_budget, **kw).fits:
+        if plan(graph, mid, slow_budget=slow_budget, reread_input=reread_input, **kw).fits:
             hi = mid
         else:
             lo = mid + 1
@@ -2918,17 +2962,20 @@ def frontier(
     points: int = 8,
     stream_input: bool = False,
     stream_output: bool = False,
+    reread_input: bool = False,
 ) -> list[Plan]:
     """Plans from the smallest fast budget that fits beside `slow_budget` up
     to the layer-by-layer peak, at `points` budgets spaced evenly in ratio:
     the memory against recomputed MACs and slow traffic."""
-    least = min_fast_budget(graph, slow_budget, stream_input, stream_output)
+    least = min_fast_budget(graph, slow_budget, stream_input, stream_output, reread_input)
     most = max(least, normal_peak(graph, 0, len(graph.nodes)) if graph.nodes else least)
     budgets = sorted(
         {int(round(least * (most / least) ** (i / max(points - 1, 1)))) for i in range(points)}
     )
     kw = {"stream_input": stream_input, "stream_output": stream_output}
-    return [plan(graph, b, slow_budget=slow_budget, **kw) for b in budgets]
+    return [
+        plan(graph, b, slow_budget=slow_budget, reread_input=reread_input, **kw) for b in budgets
+    ]
 
 
 def min_budget(graph: PlanGraph) -> int:

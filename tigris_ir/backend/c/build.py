@@ -298,11 +298,12 @@ static const int sent_first[{k}] = {{{", ".join(starts)}}};
             f"({const}unsigned char *){b}" if p.streamed else "0"
             for b, p in zip(buffers, ports)
         ) + "}"
-    return text + f"""
+    text += f"""
 /* The {kind} streams: rows of the {kind} buffers (channels-last), counted. */
 static {const}unsigned char *{data}[{k}]{init};
 static unsigned long long {rows}[{k}];
 static unsigned long long {rows}_total;
+static unsigned long long {rows}_bytes;
 static const int {kind}_height[{k}] = {{{heights}}}; /* 0: not streamed */
 static const size_t {kind}_row_bytes[{k}] = {{{row_bytes}}};
 
@@ -315,9 +316,37 @@ int {n}_{kind}_rows(int {kind}, int first_row, int rows, {sig})
     {copy}
     {rows}[{kind}] += (unsigned long long)rows;
     {rows}_total += (unsigned long long)rows;
+    {rows}_bytes += (unsigned long long)rows * rb;
     return 0;
 }}
 """
+    if kind == "input" and f"{n}_input_window(" in source.h:
+        widths = ", ".join(str(p.shape[2] if p.streamed else 0) for p in ports)
+        text += f"""
+static const int input_width[{k}] = {{{widths}}};
+
+int {n}_input_window(int input, int first_row, int rows, int first_col, int cols, void *dst,
+                     int dst_row_bytes)
+{{
+    size_t rb, pixel;
+    int r;
+    if (input < 0 || input >= {k} || input_height[input] == 0) return 1;
+    if (first_row < 0 || rows < 0 || first_row + rows > input_height[input]) return 1;
+    if (first_col < 0 || cols < 0 || first_col + cols > input_width[input]) return 1;
+    rb = input_row_bytes[input];
+    pixel = rb / (size_t)input_width[input];
+    if (dst_row_bytes < 0 || (size_t)dst_row_bytes < (size_t)cols * pixel) return 1;
+    for (r = 0; r < rows; ++r)
+        memcpy((unsigned char *)dst + (size_t)r * (size_t)dst_row_bytes,
+               {data}[input] + (size_t)(first_row + r) * rb + (size_t)first_col * pixel,
+               (size_t)cols * pixel);
+    {rows}[input] += (unsigned long long)rows;
+    {rows}_total += (unsigned long long)rows;
+    {rows}_bytes += (unsigned long long)rows * (size_t)cols * pixel;
+    return 0;
+}}
+"""
+    return text
 
 
 def _harness_streams(source: CSource) -> tuple[str, str, str, str]:
@@ -333,6 +362,8 @@ def _harness_streams(source: CSource) -> tuple[str, str, str, str]:
         data, rows = STREAM_DATA[kind], STREAM_ROWS[kind]
         label = "stream rows" if kind == "input" else "output rows"
         print_rows += f'    printf("{label}: %llu\\n", {rows}_total);\n'
+        if kind == "input":
+            print_rows += f'    printf("stream bytes: %llu\\n", {rows}_bytes);\n'
         for i in at:
             if kind == "input":
                 pass_input += f"    {data}[{i}] = (const unsigned char *)ins[{i}];\n"
@@ -501,7 +532,7 @@ def stats_of(source: CSource, figures: Mapping[str, float]) -> RunStats:
         get("slow writes"),
         get("tiles"),
         int(figures.get("stream rows", 0)),
-        sum(n * p.nbytes // p.shape[1] for n, p in zip(ins, source.inputs) if p.streamed),
+        int(figures.get("stream bytes", 0)),
         int(figures.get("output rows", 0)),
         ins if any(p.streamed for p in source.inputs) else (),
         outs if any(p.streamed for p in source.outputs) else (),

@@ -406,6 +406,8 @@ def harness(source: CSource) -> str:
         if any(p.streamed for p in ports):
             rows = STREAM_ROWS[kind]
             figures.append(f'        figure("{label}", {rows}_total);')
+            if kind == "input":
+                figures.append(f'        figure("stream bytes", {rows}_bytes);')
             figures += [
                 f'        figure("{label} {i}", {rows}[{i}]);'
                 for i, p in enumerate(ports)

@@ -516,6 +516,9 @@ class _Printer:
         if not isinstance(fast, IntegerAttr) or not isinstance(slow, IntegerAttr):
             raise NetworkError("the loop IR has no arena: run plan-arena first")
         self.fast_bytes = int(fast.value.data)
+        self.windows = False
+        """Some load asks the input callback for a window of columns
+        (`<name>_input_window`, a streamed input that may be read again)."""
         self.scratch_bytes = 0
         self.slow_bytes = int(slow.value.data)
         self.fast_arena = f"{name}_fast_arena"
@@ -967,9 +970,19 @@ class _Printer:
     def _stream_rows(self, op: mr.CopyOp, src: _Mem, dst: _Mem, out: bool = False) -> None:
         """A band of whole input rows asked of the callback, written densely
         into the destination (which holds whole rows of every channel); with
-        `out`, a band of output rows (`src` the stream) handed to its callback."""
+        `out`, a band of output rows (`src` the stream) handed to its callback.
+        A band of some columns of an input's rows (a tile of a 2D grid or a
+        column band, the input read again) asks `<name>_input_window`."""
         kind = "output" if out else "input"
-        if src.rank < 2 or not all(_is_int(s) for s in src.sizes[2:]):
+        if src.rank < 2 or not all(_is_int(s) for s in src.sizes[3:]):
+            raise NetworkError(f"{_what(op)}: a streamed {kind} is moved in bands of rows")
+        if not out and src.rank == 4 and (
+            src.sizes[2] != str(src.strides[1] // max(src.strides[2], 1))
+            or dst.strides[1] != src.strides[1]
+        ):
+            self._stream_window(op, src, dst)
+            return
+        if not all(_is_int(s) for s in src.sizes[2:]):
             raise NetworkError(f"{_what(op)}: a streamed {kind} is moved in bands of rows")
         row = 1
         for k in range(src.rank - 1, 1, -1):
@@ -988,6 +1001,30 @@ class _Printer:
         self.emit(
             f"if ({self.name}_{call}({port}, (int)({src.ptr} / {row}), (int)({src.sizes[1]}), "
             f"({cast})({dst.ptr})) != 0) return 2;"
+        )
+
+    def _stream_window(self, op: mr.CopyOp, src: _Mem, dst: _Mem) -> None:
+        """Rows x columns of a streamed (N, H, W, C) input, every channel, into
+        a destination whose rows are `dst.strides[1]` elements apart."""
+        chans, row = src.strides[2], src.strides[1]
+        if (
+            src.sizes[0] != "1"
+            or src.sizes[3] != str(chans)
+            or src.strides[3] != 1
+            or dst.strides[3] != 1
+            or dst.strides[2] != chans
+        ):
+            raise NetworkError(
+                f"{_what(op)}: a window of a streamed input must hold every channel of its "
+                "pixels, densely, of one image"
+            )
+        self.windows = True
+        port = src.root.removeprefix("stream")
+        self.emit(
+            f"if ({self.name}_input_window({port}, (int)(({src.ptr}) / {row}), "
+            f"(int)({src.sizes[1]}), (int)((({src.ptr}) % {row}) / {chans}), "
+            f"(int)({src.sizes[2]}), (void *)({dst.ptr}), "
+            f"(int)({dst.strides[1]} * sizeof({src.ctype}))) != 0) return 2;"
         )
 
     def _count(self, sizes: Sequence[str]) -> str:
@@ -1643,6 +1680,17 @@ def _stream_decls(p: _Printer, ins: Sequence[CPort], outs: Sequence[CPort]) -> l
                 " * asks for each row once, in order. */",
             ]
             decl = f"int {n}_input_rows(int input, int first_row, int rows, void *dst);"
+            if p.windows:
+                what += [
+                    f"/* The plan reads its streamed inputs again: {n}_input_window writes",
+                    " * rows [first_row, first_row + rows) x columns [first_col, first_col +",
+                    " * cols) of input #input, channels-last, each row's cols x C elements at",
+                    " * dst + r * dst_row_bytes, and returns 0 (else the run returns 2). */",
+                ]
+                decl += (
+                    f"\nint {n}_input_window(int input, int first_row, int rows, int first_col, "
+                    "int cols, void *dst, int dst_row_bytes);"
+                )
         else:
             what = [
                 f"/* Streamed outputs: the caller defines {n}_output_rows, which takes rows",

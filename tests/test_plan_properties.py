@@ -341,7 +341,7 @@ def budget_of(fn: func.FuncOp, frac: float) -> int:
 
 
 @settings(
-    max_examples=400,
+    max_examples=40,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -379,6 +379,7 @@ def check_pair_run(
     slow: int | None,
     stream: bool,
     stream_output: bool = False,
+    reread: bool = False,
 ) -> None:
     """A plan under a budget pair, lowered and run at the loop level with the
     same pair: the reference output, the planned fast peak, a slow peak
@@ -397,6 +398,7 @@ def check_pair_run(
         slow_budget="" if slow is None else slow,
         stream_input=stream,
         stream_output=stream_output,
+        reread_input=reread,
     ).apply(Context(), lowered)
     tile_and_lower(lowered)
     PlanArenaPass().apply(Context(), lowered)
@@ -488,6 +490,37 @@ def test_random_plans_under_budget_pairs(spec: Spec, slow_kind: str, stream: boo
     event(f"paced chains: {sum(1 for c in p.chains if c.pace)}")
     event(f"chains with pixel runs: {sum(1 for c in p.chains if c.pixel_block)}")
     check_pair_run(module, weights, inputs, p, slow, stream)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    st.one_of(specs(), tall_specs(), tall_specs()),
+    st.sampled_from(["none", "unbounded"]),
+    st.integers(0, 2),
+)
+def test_random_plans_reread_their_streamed_input(spec: Spec, slow_kind: str, step: int):
+    """The input streamed and readable again (windows of rows and columns,
+    some asked more than once), fast budgets from the smallest single arena
+    up, beside no slow memory or unbounded slow memory: planned == measured
+    (rows and bytes asked of the stream among the figures)."""
+    module, weights, inputs = build(spec)
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    g = build_view(fn).graph
+    least = min_single_budget(g, stream_input=True, reread_input=True)
+    budget = least + step * (least // 4)
+    slow = 0 if slow_kind == "none" else None
+    p = plan(g, budget, slow_budget=slow, stream_input=True, reread_input=True)
+    if slow == 0:
+        assert p.fits
+    height = g.tensors[g.inputs[0]].shape[1]
+    event(f"rows asked again: {p.stream_rows > height}")
+    event(f"chains in column bands: {sum(1 for c in p.chains if c.tile_w)}")
+    check_pair_run(module, weights, inputs, p, slow, True, reread=True)
 
 
 @settings(

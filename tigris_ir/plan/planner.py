@@ -181,6 +181,12 @@ CHAIN_KINDS = ("strips", "whole_rows")
 STREAM_KINDS = ("strips", "whole_rows")
 """Tiled stages that may read a streamed input: bands of whole rows."""
 
+WINDOW_KINDS = (*STREAM_KINDS, "grid")
+"""Tiled stages that may read a streamed input that may be read again
+(`Plan.reread_input`): bands of rows and 2D tiles, each asking for a window
+of rows and columns with every channel (no channel groups, no runs of
+positions of an accumulation)."""
+
 _INF = 1 << 62
 
 PATCH_WINDOWS = 3
@@ -1417,14 +1423,16 @@ class _Ctx:
             t = None
             if not isinstance(model, str) and budget > 0:
                 t = tile_band(model, budget, exact, self.patch_windows)
-                if (
-                    t is not None
-                    and (t.strategy not in STREAM_KINDS or t.channel_group)
+                if t is not None and (
+                    (t.strategy not in STREAM_KINDS or t.channel_group)
                     and self.streams(start, stop)
+                    or (t.strategy not in WINDOW_KINDS or t.channel_group)
+                    and self.reads_windows(start, stop)
                 ):
                     # a streamed input arrives, a streamed output leaves, in
                     # whole rows, each once: strips only (no patches, no
-                    # channel groups)
+                    # channel groups); one read again, in windows of whole
+                    # pixels: strips or 2D tiles
                     t = _strips(model, budget, exact) if model.kind in STREAM_KINDS else None
             self._tilings[key] = t
         return self._tilings[key]
@@ -1433,6 +1441,11 @@ class _Ctx:
         """Ops [start, stop) read a streamed input that arrives once (not `reread`)."""
         ins, _ = self.io(start, stop)
         return not self.reread and any(x in self.streamed for x in ins)
+
+    def reads_windows(self, start: int, stop: int) -> bool:
+        """Ops [start, stop) read a streamed input that may be read again."""
+        ins, _ = self.io(start, stop)
+        return self.reread and any(x in self.streamed for x in ins)
 
     def writes_stream(self, start: int, stop: int) -> bool:
         _, outs = self.io(start, stop)
@@ -2232,8 +2245,9 @@ def _node_min(ctx: _Ctx, k: int) -> int:
     model = ctx.band(k, k + 1)
     if isinstance(model, str):
         return best
-    if ctx.streams(k, k + 1):
-        # rows arrive or leave whole and once: strips only (`_Ctx.tiling`)
+    if ctx.streams(k, k + 1) or ctx.reads_windows(k, k + 1) and model.kind not in STREAM_KINDS:
+        # rows arrive or leave whole and once: strips only (`_Ctx.tiling`);
+        # an accumulation reading an input read again: strips too
         if model.kind in STREAM_KINDS:
             best = min(best, model.band_bytes(min(model.granule, model.height)))
         return best
@@ -2795,18 +2809,17 @@ def _stream_loads(
                 total += 0 if in_place else info.nbytes
                 continue
             for t in st.tiles:
-                if x in t.rows:
+                if x in t.rows and window(t):  # a window of no column asks nothing
                     a, b = t.rows[x]
                     rows += b - a
                     total += (b - a) * window(t)
         for c in chains:
             if x not in c.inputs:
                 continue
-            bands: dict[tuple[int, int] | None, list[TileRows]] = {}  # by columns asked
+            bands: dict[tuple[int, int] | None, list[TileRows]] = {}  # by column band
             for t in c.tiles:
-                if x in t.rows:
-                    key = t.col_ranges[x] if t.col_ranges and x in t.col_ranges else None
-                    bands.setdefault(key, []).append(t)
+                if x in t.rows and window(t):
+                    bands.setdefault(t.cols, []).append(t)
             for ts in bands.values():
                 seq = [t.rows[x] for t in ts]
                 got = union_length(seq) if c.line_buffered else sum(b - a for a, b in seq)

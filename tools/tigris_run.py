@@ -596,7 +596,7 @@ def _check(
 ) -> int:
     if path.suffix != ".onnx":
         raise RunError("--check compares with onnxruntime and needs the .onnx model")
-    from tigris_ir.reference.oracle import FLOAT_RTOL, INT8_LSB, compare_with_onnxruntime
+    from tigris_ir.reference.oracle import FLOAT_RTOL, compare_with_onnxruntime
 
     try:
         report = compare_with_onnxruntime(
@@ -612,11 +612,12 @@ def _check(
             f"{first_reason(e)[:300]}"
         ) from None
     # an int8 output beyond 1 LSB of the unfused session but within 1 LSB of
-    # onnxruntime's fused integer kernels is held op by op (`_check_ops`)
+    # onnxruntime's fused integer kernels (or as close as onnxruntime's two
+    # sessions are to each other) is held op by op (`_check_ops`)
     by_op = fixed or (
         not report.ok
         and all(
-            d.ok or (d.quantized and not d.exact and d.worst_fused <= INT8_LSB)
+            d.ok or (d.quantized and not d.exact and d.worst_fused <= d.fused_limit)
             for d in report.diffs
         )
     )
@@ -636,7 +637,9 @@ def _check_ops(
     requantization add up over layers; under requant float an exact int32
     sum against onnxruntime's float32 one (its unfused session) differs on
     rounding ties, and later layers can widen such a step: the whole output
-    is then within 1 LSB of onnxruntime's fused integer kernels instead."""
+    is then within 1 LSB of onnxruntime's fused integer kernels instead, or
+    within the distance of onnxruntime's two sessions from each other where
+    that is larger (its own roundings differ as much)."""
     from tigris_ir.frontend.onnx_import import import_file
     from tigris_ir.passes.requant import set_requant
     from tigris_ir.reference.oracle import INT8_LSB, per_op_lsb
@@ -650,7 +653,9 @@ def _check_ops(
     why = "fixed-point roundings" if fixed else "rounding ties of the int32 sums"
     if not quiet or not ok:
         for d in report.diffs:
-            limit = "no limit" if fixed else f"limit {INT8_LSB} from the fused kernels"
+            limit = "no limit" if fixed else f"limit {d.fused_limit:g} from the fused kernels"
+            if not fixed and d.fused_limit > INT8_LSB:
+                limit += ", as far as onnxruntime's own two sessions are apart"
             print(
                 f"output '{d.name}': {d.worst:g} {'LSB' if d.quantized else 'relative'} from "
                 f"onnxruntime at index {list(d.where)}, {d.worst_fused:g} from its fused "

@@ -1685,7 +1685,8 @@ def _stream_decls(p: _Printer, ins: Sequence[CPort], outs: Sequence[CPort]) -> l
                     f"/* The plan reads its streamed inputs again: {n}_input_window writes",
                     " * rows [first_row, first_row + rows) x columns [first_col, first_col +",
                     " * cols) of input #input, channels-last, each row's cols x C elements at",
-                    " * dst + r * dst_row_bytes, and returns 0 (else the run returns 2). */",
+                    " * dst + r * dst_row_bytes, and returns 0 (else the run returns 2). Rows",
+                    " * and columns may be asked more than once, in any order. */",
                 ]
                 decl += (
                     f"\nint {n}_input_window(int input, int first_row, int rows, int first_col, "

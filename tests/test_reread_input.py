@@ -154,3 +154,17 @@ def test_an_input_read_again_on_the_board():
     assert run.outputs[0].tobytes() == ref[0].tobytes()
     assert run.stats is not None and run.stats.fast_peak == p.peak
     assert (run.stats.stream_rows, run.stats.stream_bytes) == (p.stream_rows, p.stream_bytes)
+
+
+@pytest.mark.parametrize("flag", ["--stream-input", "--reread-input", "--stream-output"])
+def test_a_planning_option_without_a_budget_is_a_diagnostic(flag: str, tmp_path, capsys):
+    """tigris-run without -m runs the reference: an option that shapes a plan
+    is named, with what to give, exit status 1 (not silently ignored)."""
+    from tigris_ir.tools.tigris_run import main
+
+    path = tmp_path / "m.onnx"
+    zoo.write("mobilenet_v2", path, size="small", int8=True)
+    assert main([str(path), flag, "--random-input", "0"]) == 1
+    err = capsys.readouterr().err
+    assert f"{flag} shapes a plan: give -m BUDGET" in err
+    assert "Traceback" not in err

@@ -330,6 +330,18 @@ def run(argv: Sequence[str] | None = None) -> int:
         return _run_plan(args, module, weights, t_load)
     if args.stats:
         raise RunError("--stats measures a plan: give -m BUDGET or a lowered PLAN.mlir")
+    planning = [
+        flag
+        for flag, given in (
+            ("--slow-budget", args.slow_budget is not None),
+            ("--stream-input", args.stream_input),
+            ("--reread-input", args.reread_input),
+            ("--stream-output", args.stream_output),
+        )
+        if given
+    ]
+    if planning:
+        raise RunError(f"{planning[0]} shapes a plan: give -m BUDGET (the fast-memory budget)")
     if args.backend == "c":
         raise RunError("--backend c runs a plan: give -m BUDGET or a lowered PLAN.mlir")
     fn, in_names, in_layouts, out_names, _ = module_io(module)

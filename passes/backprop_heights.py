@@ -10,13 +10,13 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from tigris_ir.dialects import nn
-from tigris_ir.plan.ir import match_stages, planned_scopes
+from tigris_ir.plan.ir import PlanOptions, match_stages
 
 ROWS_ATTR = "tile.rows"
 
 
 @dataclass(frozen=True)
-class BackpropHeightsPass(ModulePass):
+class BackpropHeightsPass(PlanOptions, ModulePass):
     """Annotate each op of a tiled stage or chain with `tile.rows`, its output band.
 
     Starting from the last output's tile height, walk back through the band:
@@ -28,30 +28,8 @@ class BackpropHeightsPass(ModulePass):
 
     name = "backprop-heights"
 
-    budget: int | str = 0
-    slow_budget: int | str = ""
-    """Bytes of slow memory (empty: unbounded, else the module's `tile.slow_budget`;
-    0: none, every tensor in the fast arena)."""
-    stream_input: bool = False
-    """The model inputs arrive in bands of rows through a callback (recorded
-    on the module as `tile.stream_input`)."""
-    stream_output: bool = False
-    """The model outputs leave in bands of rows through a callback (recorded
-    on the module as `tile.stream_output`)."""
-    reread_input: bool = False
-    """The streamed model inputs may be asked again, in windows of rows and
-    columns (a frame buffer or flash); implies `stream_input` (recorded on
-    the module as `tile.reread_input`)."""
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for sc in planned_scopes(
-            op,
-            self.budget,
-            self.slow_budget,
-            self.stream_input,
-            self.stream_output,
-            self.reread_input,
-        ):
+        for sc in self.scopes(op):
             plan = sc.plan
             assert plan is not None
             pairs = match_stages(sc.block, sc.view, plan)

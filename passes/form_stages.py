@@ -8,11 +8,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from tigris_ir.plan.ir import form_stage_ops, planned_scopes, stages_in
+from tigris_ir.plan.ir import PlanOptions, form_stage_ops, stages_in
 
 
 @dataclass(frozen=True)
-class FormStagesPass(ModulePass):
+class FormStagesPass(PlanOptions, ModulePass):
     """Cut the graph into stages (tile.stage) by dynamic programming on slow traffic.
 
     Each stage either fits the budget or tiles under it; among such partitions
@@ -28,30 +28,8 @@ class FormStagesPass(ModulePass):
 
     name = "form-stages"
 
-    budget: int | str = 0
-    slow_budget: int | str = ""
-    """Bytes of slow memory (empty: unbounded, else the module's `tile.slow_budget`;
-    0: none, every tensor in the fast arena)."""
-    stream_input: bool = False
-    """The model inputs arrive in bands of rows through a callback (recorded
-    on the module as `tile.stream_input`)."""
-    stream_output: bool = False
-    """The model outputs leave in bands of rows through a callback (recorded
-    on the module as `tile.stream_output`)."""
-    reread_input: bool = False
-    """The streamed model inputs may be asked again, in windows of rows and
-    columns (a frame buffer or flash); implies `stream_input` (recorded on
-    the module as `tile.reread_input`)."""
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for sc in planned_scopes(
-            op,
-            self.budget,
-            self.slow_budget,
-            self.stream_input,
-            self.stream_output,
-            self.reread_input,
-        ):
+        for sc in self.scopes(op):
             assert sc.plan is not None
             if not stages_in(sc.block):
                 form_stage_ops(sc.block, sc.view, sc.plan, sc.prefix)

@@ -10,6 +10,7 @@ from xdsl.passes import ModulePass
 
 from tigris_ir.dialects import tile
 from tigris_ir.plan.ir import (
+    PlanOptions,
     ScopePlan,
     band_record,
     chains_in,
@@ -31,7 +32,7 @@ def _untiled(sc: ScopePlan) -> bool:
 
 
 @dataclass(frozen=True)
-class FuseChainsPass(ModulePass):
+class FuseChainsPass(PlanOptions, ModulePass):
     """Group runs of height-tileable stages into tile.chain ops (spec chain rules 1-4).
 
     Chains extend greedily, admit a residual Add of an earlier member's
@@ -45,32 +46,10 @@ class FuseChainsPass(ModulePass):
 
     name = "fuse-chains"
 
-    budget: int | str = 0
-    slow_budget: int | str = ""
-    """Bytes of slow memory (empty: unbounded, else the module's `tile.slow_budget`;
-    0: none, every tensor in the fast arena)."""
-    stream_input: bool = False
-    """The model inputs arrive in bands of rows through a callback (recorded
-    on the module as `tile.stream_input`)."""
-    stream_output: bool = False
-    """The model outputs leave in bands of rows through a callback (recorded
-    on the module as `tile.stream_output`)."""
-    reread_input: bool = False
-    """The streamed model inputs may be asked again, in windows of rows and
-    columns (a frame buffer or flash); implies `stream_input` (recorded on
-    the module as `tile.reread_input`)."""
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from tigris_ir.passes.tile_stages import TileStagesPass
 
-        scopes = planned_scopes(
-            op,
-            self.budget,
-            self.slow_budget,
-            self.stream_input,
-            self.stream_output,
-            self.reread_input,
-        )
+        scopes = self.scopes(op)
         if any(_untiled(sc) for sc in scopes):
             TileStagesPass(budget=scopes[0].budget).apply(ctx, op)
             scopes = planned_scopes(op, scopes[0].budget)

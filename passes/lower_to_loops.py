@@ -69,6 +69,7 @@ from tigris_ir.loops.schedule import (
 )
 from tigris_ir.plan.band import Band
 from tigris_ir.plan.ir import (
+    PlanOptions,
     ScopePlan,
     budget_of,
     main_func,
@@ -1237,7 +1238,7 @@ def untiled_func(module: ModuleOp) -> func.FuncOp | None:
 
 
 @dataclass(frozen=True)
-class LowerToLoopsPass(ModulePass):
+class LowerToLoopsPass(PlanOptions, ModulePass):
     """Lower the plan to loop IR: scf.for over tiles, fast/slow memrefs, loop.band.
 
     The plan is the function's under the budget (the option, else the module's
@@ -1247,23 +1248,6 @@ class LowerToLoopsPass(ModulePass):
     """
 
     name = "lower-to-loops"
-
-    budget: int | str = 0
-    slow_budget: int | str = ""
-    """Bytes of slow memory (empty: unbounded, else the module's `tile.slow_budget`;
-    0: none, every tensor in the fast arena)."""
-    stream_input: bool = False
-    """The model inputs arrive in bands of rows through a callback: they are
-    `"stream"` memrefs that only band loads read (recorded on the module as
-    `tile.stream_input`)."""
-    stream_output: bool = False
-    """The model outputs nothing reads leave in bands of rows through a
-    callback: `"stream"` memrefs that only band spills write (recorded on the
-    module as `tile.stream_output`)."""
-    reread_input: bool = False
-    """The streamed model inputs may be asked again, in windows of rows and
-    columns (a frame buffer or flash); implies `stream_input` (recorded on
-    the module as `tile.reread_input`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         budget = budget_of(op, self.budget)

@@ -8,11 +8,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
-from tigris_ir.plan.ir import band_record, form_stage_ops, match_stages, planned_scopes, stages_in
+from tigris_ir.plan.ir import PlanOptions, band_record, form_stage_ops, match_stages, stages_in
 
 
 @dataclass(frozen=True)
-class TileStagesPass(ModulePass):
+class TileStagesPass(PlanOptions, ModulePass):
     """Give every stage its strategy: normal, strips, a 2D grid or another band kind.
 
     A stage that fits runs normally (a plan of one stage in place); one that
@@ -29,30 +29,8 @@ class TileStagesPass(ModulePass):
 
     name = "tile-stages"
 
-    budget: int | str = 0
-    slow_budget: int | str = ""
-    """Bytes of slow memory (empty: unbounded, else the module's `tile.slow_budget`;
-    0: none, every tensor in the fast arena)."""
-    stream_input: bool = False
-    """The model inputs arrive in bands of rows through a callback (recorded
-    on the module as `tile.stream_input`)."""
-    stream_output: bool = False
-    """The model outputs leave in bands of rows through a callback (recorded
-    on the module as `tile.stream_output`)."""
-    reread_input: bool = False
-    """The streamed model inputs may be asked again, in windows of rows and
-    columns (a frame buffer or flash); implies `stream_input` (recorded on
-    the module as `tile.reread_input`)."""
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for sc in planned_scopes(
-            op,
-            self.budget,
-            self.slow_budget,
-            self.stream_input,
-            self.stream_output,
-            self.reread_input,
-        ):
+        for sc in self.scopes(op):
             assert sc.plan is not None
             if not stages_in(sc.block):
                 form_stage_ops(sc.block, sc.view, sc.plan, sc.prefix)

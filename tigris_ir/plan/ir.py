@@ -588,6 +588,42 @@ def planned_scopes(
     return [sc for sc in tree.walk() if sc.plan is not None]
 
 
+@dataclass(frozen=True)
+class PlanOptions:
+    """The options of the passes that plan (`form-stages`, `tile-stages`,
+    `fuse-chains`, `backprop-heights`, `lower-to-loops`): each recorded on the
+    module, so that the passes after the first plan the same."""
+
+    budget: int | str = 0
+    """Bytes of fast memory (262144, 256K or 1M; 0: the module's `tile.budget`,
+    else 256K)."""
+    slow_budget: int | str = ""
+    """Bytes of slow memory (empty: unbounded, else the module's `tile.slow_budget`;
+    0: none, every tensor in the fast arena)."""
+    stream_input: bool = False
+    """The model inputs arrive in bands of rows through a callback: `"stream"`
+    memrefs that only band loads read (recorded as `tile.stream_input`)."""
+    stream_output: bool = False
+    """The model outputs nothing reads leave in bands of rows through a
+    callback: `"stream"` memrefs that only band spills write (recorded as
+    `tile.stream_output`)."""
+    reread_input: bool = False
+    """The streamed model inputs may be asked again, in windows of rows and
+    columns (a frame buffer or flash); implies `stream_input` (recorded as
+    `tile.reread_input`)."""
+
+    def scopes(self, module: ModuleOp) -> list[ScopePlan]:
+        """`planned_scopes` under these options."""
+        return planned_scopes(
+            module,
+            self.budget,
+            self.slow_budget,
+            self.stream_input,
+            self.stream_output,
+            self.reread_input,
+        )
+
+
 def planned(module: ModuleOp, option: str | int | None) -> tuple[func.FuncOp, GraphView, Plan]:
     """What every tiling pass starts from: the function and its fitting plan."""
     tree = planned_tree(module, option)

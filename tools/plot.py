@@ -95,6 +95,8 @@ def plot_plan(
     ax.set_ylabel("KiB")
     kind = "one arena" if p.single_arena else "fast + slow"
     stream = ", input streamed" if p.stream_input else ""
+    if p.reread_input:
+        stream += " (read again)"
     ax.set_title(
         f"{title}: {kind}{stream}, peak {p.peak / kib:.1f} KiB, "
         f"slow peak {p.slow_peak / kib:.1f} KiB"

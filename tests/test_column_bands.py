@@ -151,7 +151,7 @@ def test_column_bands_only_where_whole_rows_do_not_fit():
 # small zoo models whose plan at their smallest single SRAM takes a chain in
 # column bands
 SINGLE = [
-    ("mobilenet_v2", False, False, False),
+    ("mobilenet_v2", False, False, True),
     ("mobilenet_v2", True, True, False),
     ("resnet", False, False, True),
 ]
@@ -173,7 +173,8 @@ def test_single_arena_column_bands_run_as_planned(
     plan runs as planned (no slow memory, the planned fast peak and input
     rows), equal to the untiled reference; no band reads the streamed input.
     Without column bands the smallest single SRAM is never smaller (ResNet's:
-    44,032 bytes against 37,264)."""
+    44,032 bytes against 33,824; MobileNetV2's float32: 21,744 against 21,664,
+    its chains paced within their bands)."""
     imported = import_model(zoo.build(name, size="small", int8=int8))
     fn = main_func(imported.module)
     g = build_view(fn).graph

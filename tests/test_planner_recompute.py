@@ -142,15 +142,18 @@ def test_patch_plans_run_as_planned_in_the_c(monkeypatch: pytest.MonkeyPatch):
     assert stats == res.stats
 
 
-def test_analyze_reports_the_macs_patches_recompute(capsys, tmp_path):
+def test_analyze_reports_the_macs_patches_recompute(capsys, tmp_path, monkeypatch):
     """tigris-analyze --json at the smallest single SRAM with the input
-    resident: the stages of patches carry the recomputed MACs, which add up
-    with the chains' to the plan's total."""
+    resident (chains in whole rows: no column bands, so that stages of
+    patches set it): the stages of patches carry the recomputed MACs, which
+    add up with the chains' to the plan's total."""
     import json
 
     from tigris_ir.frontend.onnx_import import import_model
+    from tigris_ir.plan import planner
     from tigris_ir.tools import tigris_analyze
 
+    monkeypatch.setattr(planner, "COLUMN_BANDS", ())
     model = zoo.build("vgg", size="small", int8=True)
     g = build_view(main_func(import_model(model).module)).graph
     budget = min_single_budget(g)

@@ -449,7 +449,9 @@ def test_paced_chains_run_as_planned_in_the_interpreter_and_the_c(name: str):
     budget = min_single_budget(g, stream_input=True)
     p, s = _check_stream(module, weights, args, ref, budget, 0)
     assert s is not None and any(c.pace for c in p.chains)
-    assert all(c.recomputed_macs == 0 for c in p.chains if c.pace)
+    # a paced chain in whole rows computes every row once (one in column
+    # bands recomputes its halo columns)
+    assert all(c.recomputed_macs == 0 for c in p.chains if c.pace and not c.tile_w)
     assert s.stream_rows == g.tensors[g.inputs[0]].shape[1]
     m = module.clone()
     LowerToLoopsPass(budget=budget, slow_budget=0, stream_input=True).apply(Context(), m)
@@ -564,6 +566,13 @@ def test_the_other_zoo_models_fit_one_arena(name: str):
         assert p.fits and s is not None
 
 
+def _held_row_bytes(g, c, t: str) -> int:
+    """The bytes of one row of tensor t in chain c's buffers: a column band's
+    hold its columns."""
+    whole = g.tensors[t].nbytes // g.tensors[t].shape[1]
+    return whole // g.tensors[t].width * c.band_cols[t] if c.tile_w else whole
+
+
 @pytest.mark.parametrize(
     ("name", "int8", "stream"),
     [("resnet", True, False), ("resnet", True, True), ("mobilenet_v2_035", False, False)],
@@ -593,7 +602,7 @@ def test_chain_scratch_and_resident_inputs_run_as_planned(name: str, int8: bool,
         if not c.line_buffered:
             continue
         held = {
-            t: align(g.tensors[t].nbytes // g.tensors[t].shape[1] * r)
+            t: align(_held_row_bytes(g, c, t) * r)
             for t, r in c.band_rows.items()
             if c.shared.get(t, t) == t
         }

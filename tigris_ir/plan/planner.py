@@ -1702,7 +1702,7 @@ def _column_bands(
         cstats, cr = _band_stats(model, tile_w, exact, cols=True)
         cols = [max(c, st[1]) for c, st in zip(model.cols(tile_w), cstats)]
         sub = column_slice(model, cols)
-        found = _line_buffered(sub, members, frozenset(), budget, exact, paced=False)
+        found = _line_buffered(sub, members, frozenset(), budget, exact)
         return None if found is None else (found, cols, cstats, cr)
 
     # the fewest bands that fit: the most is tried first (none fit if it does

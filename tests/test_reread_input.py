@@ -168,3 +168,20 @@ def test_a_planning_option_without_a_budget_is_a_diagnostic(flag: str, tmp_path,
     err = capsys.readouterr().err
     assert f"{flag} shapes a plan: give -m BUDGET" in err
     assert "Traceback" not in err
+
+
+def test_a_budget_that_fits_only_an_input_read_again_says_so():
+    """A single-arena plan of an input streamed once that does not fit names
+    the smallest budget beside the one of an input read again, and the
+    option that gives it; a plan already reading it again does not."""
+    imported = _model("mobilenet_v2", True)
+    g = build_view(main_func(imported.module)).graph
+    once = min_single_budget(g, stream_input=True)
+    again = min_single_budget(g, stream_input=True, reread_input=True)
+    assert again < once
+    p = plan(g, again, slow_budget=0, stream_input=True)
+    assert not p.fits and p.min_single == once and p.min_single_reread == again
+    assert f"({again} bytes, " in p.message
+    assert "if the input can be read again: --reread-input" in p.message
+    q = plan(g, again - 16, slow_budget=0, stream_input=True, reread_input=True)
+    assert not q.fits and q.min_single == again and q.min_single_reread is None

@@ -420,6 +420,10 @@ class Plan:
     slow_needed: int | None = None
     """A failed plan under a slow budget: the slow peak of the unbounded plan
     at this fast budget (None when that does not fit either)."""
+    min_single_reread: int | None = None
+    """A failed plan under a slow budget whose inputs stream, read once: the
+    smallest single-arena fast budget were they read again
+    (`reread_input`), when that is smaller than `min_single`."""
 
     @property
     def message(self) -> str:
@@ -451,6 +455,11 @@ class Plan:
             f"the smallest budgets that fit: a fast memory of {self.min_single} bytes "
             f"({format_bytes(self.min_single)}) and no slow memory"
         )
+        if self.min_single_reread is not None:
+            out += (
+                f" ({self.min_single_reread} bytes, {format_bytes(self.min_single_reread)}, "
+                "if the input can be read again: --reread-input)"
+            )
         if self.slow_needed is not None:
             out += (
                 f", or {self.slow_needed} bytes ({format_bytes(self.slow_needed)}) of slow "
@@ -2498,10 +2507,23 @@ def plan(
         stream_output=stream_output,
         reread_input=reread_input,
     )
+    again = None
+    if streamed and not reread_input:
+        again = min_single_budget(
+            graph,
+            chain_1d=chain_1d,
+            mac_weight=mac_weight,
+            patch_windows=patch_windows,
+            tables=tables,
+            stream_input=stream_input,
+            stream_output=stream_output,
+            reread_input=True,
+        )
     return replace(
         single,
         slow_budget=slow_budget,
         min_single=need,
+        min_single_reread=again if again is not None and again < need else None,
         slow_needed=free.slow_peak if free.fits else None,
         failed_min_budget=free.failed_min_budget if not free.fits else single.failed_min_budget,
     )

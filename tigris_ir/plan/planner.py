@@ -1682,7 +1682,7 @@ def column_slice(model: BandModel, cols: Sequence[int]) -> BandModel:
         model,
         row_bytes=tuple(c * cell for c, cell in zip(cols, model.cells)),
         grid_ok=False,
-        _memo={},
+        _memo=model.geometry_memo(),
     )
 
 

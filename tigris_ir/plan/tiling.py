@@ -1099,6 +1099,18 @@ class BandBuilder:
         return got
 
 
+GEOMETRIC_MEMO = frozenset({"r", "R", "P", "Q", "p", "pixel runs", "scratch frame"})
+"""`BandModel._memo` keys (first element) of figures in rows: back-propagated
+rows ("r"), row range statistics ("R"), paced ranges ("P"), paced buffers
+("Q"), paced rows ("p"), the scratch frame and pixel runs (`plan.scratch`);
+line-buffer rows are "L...". (Column figures are left out: a slice of the
+columns does not cut its columns again.)"""
+
+
+def _geometric(tag: str) -> bool:
+    return tag in GEOMETRIC_MEMO or tag.startswith("L")
+
+
 @dataclass(frozen=True)
 class BandModel:
     """The band of ops [start, stop): tensors, maps and per-band figures.
@@ -1133,6 +1145,13 @@ class BandModel:
     _memo: dict[tuple[str, int], Any] = field(
         default_factory=dict[tuple[str, int], Any], repr=False, compare=False
     )
+
+    def geometry_memo(self) -> dict[tuple[str, int], Any]:
+        """The memoised figures that depend on the band's rows and ops alone,
+        not on the bytes of a row (rows per tile, range statistics,
+        line-buffer and paced rows, the scratch frame and pixel runs): a slice
+        of the band's columns keeps them (`GEOMETRIC_MEMO`)."""
+        return {k: v for k, v in self._memo.items() if _geometric(k[0])}
 
     @staticmethod
     def build(b: BandBuilder, kind: str) -> BandModel:

@@ -502,25 +502,30 @@ def test_random_plans_under_budget_pairs(spec: Spec, slow_kind: str, stream: boo
     st.one_of(specs(), tall_specs(), tall_specs()),
     st.sampled_from(["none", "unbounded"]),
     st.integers(0, 2),
+    st.booleans(),
 )
-def test_random_plans_reread_their_streamed_input(spec: Spec, slow_kind: str, step: int):
+def test_random_plans_reread_their_streamed_input(
+    spec: Spec, slow_kind: str, step: int, send: bool
+):
     """The input streamed and readable again (windows of rows and columns,
-    some asked more than once), fast budgets from the smallest single arena
-    up, beside no slow memory or unbounded slow memory: planned == measured
-    (rows and bytes asked of the stream among the figures)."""
+    some asked more than once), the outputs streamed or not, fast budgets
+    from the smallest single arena up, beside no slow memory or unbounded
+    slow memory: planned == measured (rows and bytes asked of the stream
+    among the figures; each output row sent once)."""
     module, weights, inputs = build(spec)
     fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
     g = build_view(fn).graph
-    least = min_single_budget(g, stream_input=True, reread_input=True)
+    kw = {"stream_input": True, "reread_input": True, "stream_output": send}
+    least = min_single_budget(g, **kw)
     budget = least + step * (least // 4)
     slow = 0 if slow_kind == "none" else None
-    p = plan(g, budget, slow_budget=slow, stream_input=True, reread_input=True)
+    p = plan(g, budget, slow_budget=slow, **kw)
     if slow == 0:
         assert p.fits
     height = g.tensors[g.inputs[0]].shape[1]
     event(f"rows asked again: {p.stream_rows > height}")
     event(f"chains in column bands: {sum(1 for c in p.chains if c.tile_w)}")
-    check_pair_run(module, weights, inputs, p, slow, True, reread=True)
+    check_pair_run(module, weights, inputs, p, slow, True, stream_output=send, reread=True)
 
 
 @settings(

@@ -2497,7 +2497,8 @@ def plan(
         return replace(single, slow_budget=slow_budget)
     if free is None:
         free = unbounded()
-    need = min_single_budget(
+    smallest = functools.partial(
+        min_single_budget,
         graph,
         chain_1d=chain_1d,
         mac_weight=mac_weight,
@@ -2505,20 +2506,9 @@ def plan(
         tables=tables,
         stream_input=stream_input,
         stream_output=stream_output,
-        reread_input=reread_input,
     )
-    again = None
-    if streamed and not reread_input:
-        again = min_single_budget(
-            graph,
-            chain_1d=chain_1d,
-            mac_weight=mac_weight,
-            patch_windows=patch_windows,
-            tables=tables,
-            stream_input=stream_input,
-            stream_output=stream_output,
-            reread_input=True,
-        )
+    need = smallest(reread_input=reread_input)
+    again = smallest(reread_input=True) if streamed and not reread_input else None
     return replace(
         single,
         slow_budget=slow_budget,

@@ -71,14 +71,7 @@ from tigris_ir.plan.band import Band
 from tigris_ir.plan.ir import (
     PlanOptions,
     ScopePlan,
-    budget_of,
     main_func,
-    plan_tree,
-    require_tree_fit,
-    reread_input_of,
-    slow_budget_of,
-    stream_input_of,
-    stream_output_of,
 )
 from tigris_ir.plan.nn_graph import GraphView
 from tigris_ir.plan.scratch import same_place
@@ -1250,23 +1243,10 @@ class LowerToLoopsPass(PlanOptions, ModulePass):
     name = "lower-to-loops"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        budget = budget_of(op, self.budget)
-        slow = slow_budget_of(op, self.slow_budget)
-        reread = reread_input_of(op, self.reread_input)
-        stream = stream_input_of(op, self.stream_input)
-        send = stream_output_of(op, self.stream_output)
         fn = main_func(op)
         if any(isinstance(o, loop.BandComputeOp) for o in fn.walk()):
             return  # already lowered
-        tree = plan_tree(
-            fn,
-            budget,
-            slow_budget=slow,
-            stream_input=stream,
-            stream_output=send,
-            reread_input=reread,
-        )
-        require_tree_fit(tree)
+        tree = self.tree(op)
         assert tree.plan is not None
         try:
             prog = schedule(tree.view, tree.plan)

@@ -612,6 +612,18 @@ class PlanOptions:
     columns (a frame buffer or flash); implies `stream_input` (recorded as
     `tile.reread_input`)."""
 
+    def tree(self, module: ModuleOp) -> ScopePlan:
+        """`planned_tree` under these options: the module's plan tree, which
+        fits (else `PassFailedException`)."""
+        return planned_tree(
+            module,
+            self.budget,
+            self.slow_budget,
+            self.stream_input,
+            self.stream_output,
+            self.reread_input,
+        )
+
     def scopes(self, module: ModuleOp) -> list[ScopePlan]:
         """`planned_scopes` under these options."""
         return planned_scopes(

@@ -625,15 +625,9 @@ class PlanOptions:
         )
 
     def scopes(self, module: ModuleOp) -> list[ScopePlan]:
-        """`planned_scopes` under these options."""
-        return planned_scopes(
-            module,
-            self.budget,
-            self.slow_budget,
-            self.stream_input,
-            self.stream_output,
-            self.reread_input,
-        )
+        """`planned_scopes` under these options: the graphs of `tree` that the
+        tiling passes materialise."""
+        return [sc for sc in self.tree(module).walk() if sc.plan is not None]
 
 
 def planned(module: ModuleOp, option: str | int | None) -> tuple[func.FuncOp, GraphView, Plan]:

@@ -96,7 +96,11 @@ a scratch buffer read only in the run holds one block's columns."""
 RECOMPUTE_ATTR = "loop.recompute"
 """On a band op of a line-buffered chain: the member stage it belongs to, one
 that holds a channel Concat, whose ops compute their whole range every tile
-(`spec/tiling.md`: "A stage that holds a Concat recomputes them")."""
+(`spec/tiling.md`: "A stage that holds a Concat recomputes them"); or
+`FEEDER`: the op feeds the window op of its pixel run, recomputing every
+tile the rows that window reads and every block its columns."""
+FEEDER = "window feeder"
+"""`loop.recompute` of a window feeder (`plan.scratch.window_feeders`)."""
 
 FAST = StringAttr("fast")
 SLOW = StringAttr("slow")

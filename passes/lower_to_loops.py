@@ -74,8 +74,8 @@ from tigris_ir.plan.ir import (
     main_func,
 )
 from tigris_ir.plan.nn_graph import GraphView
-from tigris_ir.plan.scratch import same_place
-from tigris_ir.plan.tiling import GraphTables
+from tigris_ir.plan.scratch import run_blocks, same_place
+from tigris_ir.plan.tiling import GraphTables, map_range
 
 
 def memref_of(shape: Sequence[int], dtype: np.dtype, space: StringAttr | None) -> MemRefType:
@@ -746,10 +746,19 @@ class _Lowering:
             for a in sorted(first.accumulate):
                 add("acc", a, 0)
                 add("acc", a, 1)
+        ranged = {}  # pixel runs whose tiles run some of their blocks: per tile which
+        for run in u.pixel_runs:
+            per_tile = self.run_blocks(u, run)[1]
+            if per_tile is not None:
+                ranged[run[0]] = per_tile
+                add("blocks", run[0], 0, 0)
+                add("blocks", run[0], 0, 1)
         rows: list[list[int]] = []
         prev: dict[str, Band] = {}
-        for tile in u.tiles:
-            v: dict[tuple[object, ...], int] = {}
+        for n, tile in enumerate(u.tiles):
+            v: dict[tuple[object, ...], int] = {
+                ("blocks", k, 0, e): ends[n][e] for k, ends in ranged.items() for e in (0, 1)
+            }
             for t, b in tile.held.items():
                 for a, (lo, hi) in b.items():
                     v[("held", t, a, 0)] = lo
@@ -1021,14 +1030,15 @@ class _Lowering:
         return for_op
 
     def range_table(
-        self, base: str, ranges: Sequence[tuple[int, int]], columns: tuple[str, str]
+        self, base: str, ranges: Sequence[tuple[int, ...]], columns: tuple[str, ...]
     ) -> memref.GetGlobalOp:
-        """A constant table of index ranges, one row each (`loop.columns`
-        naming its two columns), and the op that reads it (not yet placed)."""
+        """A constant table of index values, one row each (`loop.columns`
+        naming its columns), and the op that reads it (not yet placed)."""
         sym = self.symbol(base)
-        ttype = MemRefType(IndexType(), [len(ranges), 2])
+        shape = [len(ranges), len(columns)]
+        ttype = MemRefType(IndexType(), shape)
         init = DenseIntOrFPElementsAttr.from_list(
-            TensorType(IndexType(), [len(ranges), 2]), [v for r in ranges for v in r]
+            TensorType(IndexType(), shape), [v for r in ranges for v in r]
         )
         g = memref.GlobalOp.get(StringAttr(sym), ttype, init, constant=UnitAttr())
         g.attributes[loop.COLUMNS_ATTR] = ArrayAttr([StringAttr(c) for c in columns])
@@ -1036,6 +1046,51 @@ class _Lowering:
         get = memref.GetGlobalOp(sym, ttype)
         get.memref.name_hint = sym
         return get
+
+    def run_blocks(
+        self, u: TiledUnit, run: Sequence[int]
+    ) -> tuple[list[list[tuple[int, int]]], list[tuple[int, int]] | None]:
+        """The blocks of a pixel run: per block the columns of each op of the
+        run (a window feeder's: its window's behind the block's; the others
+        the block's own), over the columns the run's ops compute in each tile
+        (the whole width, or a column band's); and per tile the first and end
+        block, None where every tile runs every block."""
+        graph = self.graph
+        feeders = set(u.feeders)
+        sink = next(k for k in run if k not in feeders)
+        width = graph.tensors[graph.nodes[sink].outputs[0]].shape[2]
+        maps = {t: c for t, _, _, c in self.tables.node_bands[sink].ins}
+        spans: list[tuple[int, int] | None] = []
+        for tile in u.tiles:
+            step = next((st for st in tile.ops if st.node == sink), None)
+            spans.append(None if step is None else step.out.get(2, (0, width)))
+        firsts: dict[tuple[int, int], int] = {}
+        blocks: list[list[tuple[int, int]]] = []
+        for span in spans:
+            if span is None or span in firsts:
+                continue
+            firsts[span] = len(blocks)
+            for a, b in run_blocks(span[0], span[1], u.pixel_block):
+                row = []
+                for k in run:
+                    if k in feeders:
+                        o = graph.nodes[k].outputs[0]
+                        cmap = maps[o]
+                        assert cmap is not None
+                        row.append(map_range(cmap, a, b, graph.tensors[o].shape[2]))
+                    else:
+                        row.append((a, b))
+                blocks.append(row)
+        per_tile = []
+        for span in spans:
+            if span is None:
+                per_tile.append((0, 0))
+            else:
+                first = firsts[span]
+                per_tile.append((first, first + len(run_blocks(*span, u.pixel_block))))
+        if len(firsts) == 1 and all(span is not None for span in spans):
+            return blocks, None
+        return blocks, per_tile
 
     def pixel_loop(
         self,
@@ -1048,25 +1103,41 @@ class _Lowering:
     ) -> scf.ForOp:
         """A pixel run inside a tile: `scf.for` over blocks of `u.pixel_block`
         output columns (bounds from a table), each computing its columns of
-        every op of the run (`tile_op` with the block's columns)."""
+        every op of the run (`tile_op` with the block's columns; a window
+        feeder the window's columns behind them). In column bands (or where
+        some tiles compute none of the run) the blocks of the tile are a
+        range of the table's rows, read from the unit's table."""
         graph = self.graph
-        width = graph.tensors[graph.nodes[run[0]].outputs[0]].shape[2]
         b = u.pixel_block
-        blocks = [(a, min(a + b, width)) for a in range(0, width, b)]
+        blocks, per_tile = self.run_blocks(u, run)
+        plain = not any(k in u.feeders for k in run)
         name = f"{u.name.replace(' ', '')}_blocks_{graph.nodes[run[0]].name}"
-        get = self.range_table(name, blocks, ("lo", "hi"))
+        if plain:  # every op of the run computes the block's columns
+            get = self.range_table(name, [r[0] for r in blocks], ("lo", "hi"))
+        else:
+            columns = tuple(
+                f"{graph.nodes[k].name}.{e}" for k in run for e in ("lo", "hi")
+            )
+            get = self.range_table(name, [tuple(v for c in r for v in c) for r in blocks], columns)
         ops.append(get)
         body = Block(arg_types=[IndexType()])
         j = body.args[0]
         j.name_hint = "block"
         inner: list[Operation] = []
-        ends = []
-        for e, hint in ((0, "px_lo"), (1, "px_hi")):
-            ld = memref.LoadOp.get(get.memref, [j, self.const(e)])
-            ld.res.name_hint = hint
-            inner.append(ld)
-            ends.append(ld.res)
-        mine: set[int] = {id(v) for v in ends}
+        pix: dict[int, tuple[SSAValue, SSAValue]] = {}
+        mine: set[int] = set()
+        for i, k in enumerate(run):
+            if plain and i > 0:
+                pix[k] = pix[run[0]]
+                continue
+            ends = []
+            for e, hint in ((0, "px_lo"), (1, "px_hi")):
+                ld = memref.LoadOp.get(get.memref, [j, self.const(2 * i + e)])
+                ld.res.name_hint = hint
+                inner.append(ld)
+                ends.append(ld.res)
+                mine.add(id(ld.res))
+            pix[k] = (ends[0], ends[1])
         diffs: dict[tuple[int, int], SSAValue] = {}
 
         def isub(x: SSAValue, y: SSAValue) -> SSAValue:
@@ -1080,15 +1151,16 @@ class _Lowering:
                 diffs[(id(x), id(y))] = op.result
             return diffs[(id(x), id(y))]
 
-        pix = (ends[0], ends[1])
         for k in run:
             inner.append(self.tile_op(u, k, fast, col, isub, inner, pix))
         inner.append(scf.YieldOp())
         for op in inner:
             body.add_op(op)
-        loop_op = scf.ForOp(
-            self.const(0), self.const(len(blocks)), self.const(1), [], Region(body)
-        )
+        if per_tile is None:
+            lo, hi = self.const(0), self.const(len(blocks))
+        else:
+            lo, hi = col("blocks", run[0], 0, 0), col("blocks", run[0], 0, 1)
+        loop_op = scf.ForOp(lo, hi, self.const(1), [], Region(body))
         loop_op.attributes[loop.PIXEL_BLOCK_ATTR] = IntegerAttr(b, i64)
         return loop_op
 
@@ -1100,13 +1172,15 @@ class _Lowering:
         col,
         sub,
         ops: list[Operation],
-        pix: tuple[SSAValue, SSAValue] | None = None,
+        pix: Mapping[int, tuple[SSAValue, SSAValue]] | None = None,
     ) -> Operation:
         """One op's band: operands as the executor reads them (`operand_source`).
-        With `pix` (a pixel run's block: first and end column) the op computes
-        those columns: its outputs and the inputs it reads at its own columns
-        are cut along the width too (a blocked scratch buffer from its column
-        0, any other buffer where the columns lie)."""
+        With `pix` (a pixel run's block: per op of the run its first and end
+        column) the op computes its columns: its outputs and the inputs it
+        reads at its own columns are cut along the width too, and an input
+        held in blocks (computed by an earlier op of the run) is read as that
+        op's block (a blocked scratch buffer from its column 0, any other
+        buffer where the columns lie)."""
         graph = self.graph
         node = graph.nodes[k]
         first = u.tiles[0]
@@ -1114,26 +1188,38 @@ class _Lowering:
         bounds: list[SSAValue] = []
         cuts: list[list[int]] = []
         cols_read = {t: c for t, _, _, c in self.tables.node_bands[k].ins} if pix else {}
+        made_by = {o: q for q in (pix or {}) for o in graph.nodes[q].outputs}
 
         def width_cut(
             name: str,
             band: dict[int, tuple[SSAValue, SSAValue]],
             ends: dict[int, tuple[SSAValue, SSAValue]],
             read: bool = False,
+            there: bool = False,
         ) -> None:
-            """Cut the width to the block (an output, or an input the op
-            reads at its own columns): a blocked buffer holds the block from
-            its column 0, a whole-width one (or a resident tensor) at the
-            block's columns."""
+            """Cut the width to the op's columns of the block (an output, or
+            an input the op reads at its own columns) or, for an input held
+            in blocks, to its producer's: a blocked buffer holds the block
+            from its column 0, a buffer of whole rows or of a column band (or
+            a resident tensor, `there`) at the block's columns."""
             if pix is None or graph.tensors[name].rank != 4:
                 return
-            cmap = cols_read.get(name)
-            if read and (cmap is None or not same_place(cmap)):
-                return
-            lo, hi = pix
             buf = u.buffers.get(name)
             blocked = buf is not None and buf.key in u.blocked
-            band[2] = (self.const(0) if blocked else lo, sub(hi, lo))
+            cmap = cols_read.get(name)
+            if read and blocked and name in made_by:
+                lo, hi = pix[made_by[name]]
+            elif read and (cmap is None or not same_place(cmap)):
+                return
+            else:
+                lo, hi = pix[k]
+            if blocked:
+                at = self.const(0)
+            elif there or 2 not in first.held.get(name, {}):
+                at = lo
+            else:  # a column band's buffer: from the band's first column
+                at = sub(lo, col("held", name, 2, 0))
+            band[2] = (at, sub(hi, lo))
             ends[2] = (lo, hi)
 
         for name in node.inputs:
@@ -1159,7 +1245,7 @@ class _Lowering:
                     lo, hi = col("out", k, ax, 0), col("out", k, ax, 1)
                     band[a] = (lo if resident else sub(lo, col("held", name, a, 0)), sub(hi, lo))
                 ends[a] = (lo, hi)
-            width_cut(name, band, ends, read=True)
+            width_cut(name, band, ends, read=True, there=resident)
             axes = sorted(band)
             for a in axes:
                 bounds += list(ends[a])
@@ -1174,7 +1260,7 @@ class _Lowering:
                 lo, hi = col("out", k, a, 0), col("out", k, a, 1)
                 band[a] = (lo if direct else sub(lo, col("held", o, a, 0)), sub(hi, lo))
                 ends[a] = (lo, hi)
-            width_cut(o, band, ends)
+            width_cut(o, band, ends, there=direct)
             axes = sorted(band)
             for a in axes:
                 bounds += list(ends[a])

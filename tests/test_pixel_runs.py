@@ -113,7 +113,7 @@ def test_a_pixel_run_is_a_loop_over_blocks_with_block_buffers():
     }
     assert c.blocked
     for t in c.blocked:
-        assert shapes[t][2] == min(PIXEL_BLOCK, g.tensors[t].width) < g.tensors[t].width
+        assert shapes[t][2] == c.blocked_cols[t] < g.tensors[t].width
 
 
 @pytest.mark.skipif(MISSING is not None, reason=f"no Cortex-M cross tools here: {MISSING}")

@@ -202,11 +202,17 @@ def recomputes(op: Operation, bands: Sequence[Operation]) -> bool:
     `bands`, in order) may compute its whole range every tile: it names its
     member stage (`loop.recompute`), the ops naming that stage are consecutive
     and one of them is a channel Concat (`spec/tiling.md`: a stage that holds
-    a Concat recomputes). Any other claim is not the plan's, and the op must
-    compute each row once."""
+    a Concat recomputes); or it is a window feeder (`loop.FEEDER`), the first
+    band op of a pixel run's block loop. Any other claim is not the plan's,
+    and the op must compute each row once."""
     stage = op.attributes.get(loop.RECOMPUTE_ATTR)
     if not isinstance(stage, StringAttr):
         return False
+    if stage.data == loop.FEEDER:  # a window feeder: the first op of a pixel run's block
+        p = op.parent_op()
+        if not isinstance(p, scf.ForOp) or loop.PIXEL_BLOCK_ATTR not in p.attributes:
+            return False
+        return op is next((o for o in p.body.block.ops if isinstance(o, loop.BandOp)), None)
     at = [i for i, b in enumerate(bands) if b.attributes.get(loop.RECOMPUTE_ATTR) == stage]
     if not at or at != list(range(at[0], at[-1] + 1)):
         return False

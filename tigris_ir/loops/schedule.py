@@ -14,7 +14,7 @@ import numpy as np
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation
 
-from tigris_ir.dialects import nn
+from tigris_ir.dialects import loop, nn
 from tigris_ir.plan.arena import Interval, live_peak, place
 from tigris_ir.plan.band import Band, Range
 from tigris_ir.plan.graph import PlanGraph
@@ -167,6 +167,9 @@ class TiledUnit:
     run computes a block's columns of its rows before the next block."""
     blocked: tuple[str, ...] = ()
     """Scratch buffers holding one block's columns (their owner tensors)."""
+    feeders: tuple[int, ...] = ()
+    """Window feeders of the pixel runs (`ChainPlan.feeders`): each computes,
+    in every block, the window's columns behind the block's."""
 
 
 Unit = NormalUnit | TiledUnit
@@ -313,6 +316,8 @@ def _tiled_unit(
     pixel_block: int = 0,
     pixel_runs: Sequence[tuple[int, ...]] = (),
     blocked: Sequence[str] = (),
+    blocked_cols: Mapping[str, int] | None = None,
+    feeders: Sequence[int] = (),
 ) -> TiledUnit:
     """A tiled stage or chain: its buffers (one per tensor, except that a
     tensor an in-place activation overwrites is held in that activation's
@@ -364,8 +369,8 @@ def _tiled_unit(
             if owner not in extent:
                 raise PlanDiscrepancy(f"{name}: scratch buffer '{owner}' holds no band tensor")
             shape = list(extent[owner])
-            if owner in blocked:  # one pixel block's columns
-                shape[2] = min(pixel_block, shape[2])
+            if owner in blocked:  # one pixel block's columns (a feeder's: its window's)
+                shape[2] = (blocked_cols or {}).get(owner, min(pixel_block, shape[2]))
             buf = Buffer(owner, tuple(shape), dt[owner], offset + scratch_offsets[owner])
             if scratch_offsets[owner] + buf.size > scratch_bytes:
                 raise PlanDiscrepancy(
@@ -405,6 +410,7 @@ def _tiled_unit(
             gap,
             tile_hw,
             shared,
+            frozenset(feeders),
         )
     except PlanDiscrepancy as e:
         raise type(e)(f"{name}: {e}") from None
@@ -418,7 +424,7 @@ def _tiled_unit(
         steps = [
             replace(tl, keep={t: r for t, r in tl.keep.items() if t not in there}) for tl in steps
         ]
-    _check_capacity(name, steps, buffers)
+    _check_capacity(name, steps, buffers, blocked)
     for t in band_rows:
         if shared.get(t, t) not in scratch:
             continue
@@ -426,7 +432,7 @@ def _tiled_unit(
             raise PlanDiscrepancy(
                 f"{name}: '{t}' is planned as scratch but a tile keeps or loads its rows"
             )
-    _check_runs(name, graph, nodes, steps, pixel_runs)
+    _check_runs(name, graph, nodes, steps, pixel_runs, frozenset(feeders))
     return TiledUnit(
         index,
         name,
@@ -451,6 +457,7 @@ def _tiled_unit(
         pixel_block,
         tuple(pixel_runs),
         tuple(blocked),
+        tuple(feeders),
     )
 
 
@@ -460,16 +467,20 @@ def _check_runs(
     nodes: Sequence[int],
     steps: Sequence[Tile],
     runs: Sequence[tuple[int, ...]],
+    feeders: frozenset[int] = frozenset(),
 ) -> None:
     """Each pixel run is consecutive ops of the unit computing the same rows
-    in every tile (its blocks interleave them column by column)."""
+    in every tile (its blocks interleave them column by column), but its
+    window feeder, which computes the rows its window reads."""
     for run in runs:
         at = nodes.index(run[0]) if run[0] in nodes else -1
         if at < 0 or tuple(nodes[at : at + len(run)]) != tuple(run):
             raise PlanDiscrepancy(f"{name}: a pixel run is not consecutive ops of the unit")
+        if any(k in feeders for k in run[1:]):
+            raise PlanDiscrepancy(f"{name}: a window feeder does not start its pixel run")
         for tile in steps:
             got = {s.node: s.out.get(1) for s in tile.ops}
-            rows = {k: got.get(k) for k in run}
+            rows = {k: got.get(k) for k in run if k not in feeders}
             if len(set(rows.values())) > 1:
                 what = ", ".join(f"'{graph.nodes[k].name}' {r}" for k, r in rows.items())
                 raise PlanDiscrepancy(
@@ -566,14 +577,19 @@ def _tile_bounds(
     )
 
 
-def _check_capacity(name: str, tiles: Sequence[Tile], buffers: Mapping[str, Buffer]) -> None:
-    """Every band a tile holds fits its buffer (allocated once, at the plan's rows)."""
+def _check_capacity(
+    name: str, tiles: Sequence[Tile], buffers: Mapping[str, Buffer], blocked: Sequence[str] = ()
+) -> None:
+    """Every band a tile holds fits its buffer (allocated once, at the plan's
+    rows; a buffer held in pixel blocks holds one block's columns of them)."""
     for tile in tiles:
         for t, band in tile.held.items():
             if t not in buffers:
                 continue  # read where it is resident
             cap = buffers[t].shape
             for ax, (lo, hi) in band.items():
+                if ax == 2 and buffers[t].key in blocked:
+                    continue
                 if hi - lo > cap[ax]:
                     raise PlanDiscrepancy(
                         f"{name} tile {tile.index}: '{t}' must hold [{lo}, {hi}) along axis "
@@ -594,14 +610,17 @@ def _tile_steps(
     gap: int | None,
     tile_hw: tuple[int, int] = (0, 0),
     shared: Mapping[str, str] | None = None,
+    feeders: frozenset[int] = frozenset(),
 ) -> list[Tile]:
     """Per tile: held bands, kept rows, loads, op bands and spills, as the
-    planner's cost model runs them. A line buffer evicts a row only when no
+    planner's cost model runs them (a window feeder's output keeps no row:
+    every tile computes the rows it holds). A line buffer evicts a row only when no
     later tile reads it again: rows below the first one computed are never
     held, and a row a later tile needs stays (a dilated window's clipped
     ranges do not grow monotonically at the top border)."""
     names = list(tiles[0].rows) if tiles else []
     shapes = {t: graph.tensors[t].shape for t in names}
+    fed = {o for k in feeders for o in graph.nodes[k].outputs}
     gap_in = graph.nodes[gap].inputs[0] if gap is not None else None
     shared = shared or {}
     if line_buffered and tiles and tiles[0].cols is not None:
@@ -639,7 +658,7 @@ def _tile_steps(
             if t in shared:
                 continue  # its buffer's owner keeps the rows
             fresh = min(new[m][0] for m in names if shared.get(m, m) == t)
-            if line_buffered and i > 0 and fresh > lo:
+            if line_buffered and i > 0 and fresh > lo and t not in fed:
                 keep[t] = (lo, fresh)
         loads = tuple((t, band(t, new[t])) for t in loaded if _nonempty(band(t, new[t])))
         ops: list[OpStep] = []
@@ -891,6 +910,7 @@ def _chain_unit(
         st = p.stages[s]
         if any(graph.nodes[k].is_channel_concat for k in range(st.start, st.stop)):
             recompute.update((k, f"stage {st.index}") for k in range(st.start, st.stop))
+    recompute.update((k, loop.FEEDER) for k in c.feeders)
     return _tiled_unit(
         graph,
         dt,
@@ -919,6 +939,8 @@ def _chain_unit(
         c.pixel_block,
         c.pixel_runs,
         c.blocked,
+        c.blocked_cols,
+        c.feeders,
     )
 
 

@@ -136,10 +136,12 @@ from tigris_ir.plan.scratch import (
     const_bytes,
     direct_outputs,
     estimated_history,
+    fed_recomputed,
     in_place_inputs,
     may_run_in_pixels,
     reread_bytes,
     scratch_bytes,
+    window_feeders,
 )
 from tigris_ir.plan.tiling import (
     ACC_DTYPE,
@@ -346,11 +348,19 @@ class ChainPlan:
     recomputed); 0: whole rows."""
     band_cols: Mapping[str, int] = field(default_factory=dict[str, int])
     """With column bands, the columns each buffer holds (the widest band's)."""
+    feeders: tuple[int, ...] = ()
+    """Window feeders (`plan.scratch.window_feeders`, node indices): each
+    computes, every tile, the rows its window op reads and, in every pixel
+    block, the window's columns behind the block (recomputed MACs)."""
+    blocked_cols: Mapping[str, int] = field(default_factory=dict[str, int])
+    """The columns each blocked scratch buffer holds (`plan.scratch.block_cols`)."""
 
     def describe(self) -> str:
         lb = ", line-buffered" if self.line_buffered else ""
         if self.pixel_block:
             lb += f", pixel blocks of {self.pixel_block}"
+        if self.feeders:
+            lb += f" ({len(self.feeders)} window feeders recomputed)"
         if self.tile_w:
             bands = len({t.cols for t in self.tiles})
             lb += f", in {bands} column bands of {self.tile_w}"
@@ -823,15 +833,16 @@ def _recomputed(
     only: set[int] | frozenset[int] | None = None,
     line_buffered: bool = False,
     col_stats: _Stats | None = None,
+    skip: frozenset[int] = frozenset(),
 ) -> int:
     """Recomputed MACs: macs * (rows computed - distinct rows) // rows of each
     op's output (cells for a grid); a line-buffered chain recomputes only the
-    ops in `only`."""
+    ops in `only`; the ops in `skip` (feeders, `fed_recomputed`) not here."""
     graph = model.graph
     total = 0
     for k, outs, _ in model.ops:
         node = graph.nodes[k]
-        if not node.macs or not outs:
+        if not node.macs or not outs or k in skip:
             continue
         if line_buffered and (only is None or k not in only):
             continue
@@ -1345,8 +1356,8 @@ class _Ctx:
     _chains: dict[tuple[tuple[tuple[int, int], ...], bool], _Chain | None] = field(
         default_factory=dict[tuple[tuple[tuple[int, int], ...], bool], "_Chain | None"]
     )
-    _lb_floors: dict[tuple[int, int], tuple[int, int]] = field(
-        default_factory=dict[tuple[int, int], tuple[int, int]]
+    _lb_floors: dict[tuple[int, int], tuple[int, int, int]] = field(
+        default_factory=dict[tuple[int, int], tuple[int, int, int]]
     )
     """Per band the floors of its line buffers of one-row tiles, of whole
     rows (`floor_lb1_scratch`) and in column bands (`lb_floor`), which stage
@@ -1414,7 +1425,11 @@ class _Ctx:
                     pass
                 floors = None
                 if b.error is None and b.lb_ok:
-                    floors = (b.floor_lb1_scratch(single), lb_floor(b, single))
+                    floors = (
+                        b.floor_lb1_scratch(single),
+                        lb_floor(b, single),
+                        b.floor_fed(single),
+                    )
                 built = (b.error if b.error is not None else b.model(), floors)
                 self.tables.bands[(start, stop, single)] = built
             self._bands[key] = built[0]
@@ -1549,16 +1564,18 @@ class _Ctx:
         for a, b in members:
             if any(graph.nodes[q].is_channel_concat for q in range(a, b)):
                 concat.update(range(a, b))
-        rows_floor, bands_floor = self._lb_floors.get((members[0][0], members[-1][1]), (0, 0))
+        rows_floor, bands_floor, fed_floor = self._lb_floors.get(
+            (members[0][0], members[-1][1]), (0, 0, 0)
+        )
+        form = WHOLE_ROWS
+        if self.residents is not None:  # the chain's inputs and outputs are resident
+            names = {model.names[t] for t in model.inputs} - self.streamed
+            outs = {model.names[t] for t in model.spilled} - self.streamed_out
+            form = ChainForm(
+                in_place_inputs(model, frozenset(names)),
+                direct_outputs(model, frozenset(outs)),
+            )
         if _has_halo(model) and rows_floor <= budget:
-            form = WHOLE_ROWS
-            if self.residents is not None:  # the chain's inputs and outputs are resident
-                names = {model.names[t] for t in model.inputs} - self.streamed
-                outs = {model.names[t] for t in model.spilled} - self.streamed_out
-                form = ChainForm(
-                    in_place_inputs(model, frozenset(names)),
-                    direct_outputs(model, frozenset(outs)),
-                )
             # pixel runs only where whole rows do not fit and, with slow
             # memory, where they pay (`_Chain.pixel_runs_pay`: ResNet int8 at
             # 64K took runs of 3x3 convolutions that read their weights once
@@ -1577,17 +1594,27 @@ class _Ctx:
             found = _column_bands(model, members, budget, exact)
             if found is not None:
                 return found
+        fed = None  # window feeders in pixel blocks: where no line buffer fits
+        if _has_halo(model) and fed_floor <= budget:
+            bands = not concat and not streams
+            fed = _fed(model, members, frozenset(concat), form, budget, bands)
         # no halo, or no line buffers fit: every tile computes its whole range
         plain = _strip_search(model, budget, exact)
         if plain is None:
-            return None
+            return fed
         tile_h, rows, stats, ranges = plain
         reads = sum(stats[t][0] * model.row_bytes[t] for t in model.inputs)
         history = [0] * len(rows)
         recomputed = _recomputed(model, stats)
-        return _Chain(
+        found = _Chain(
             members, model, False, frozenset(), tile_h, rows, recomputed, ranges, reads, history
         )
+        if fed is not None:  # both fit: the one that costs less
+            ins, _ = self.io(members[0][0], members[-1][1])
+            once = sum(graph.tensors[x].nbytes for x in ins)
+            if self.chain_cost(fed, once) <= self.chain_cost(found, once):
+                return fed
+        return found
 
 
 def _line_buffered(
@@ -1608,6 +1635,8 @@ def _line_buffered(
     tile fits."""
 
     hist_est = estimated_history(model, recompute)
+    feeders = form.feeders
+    others = recompute - feeders  # a channel Concat's stage: no pace
 
     def cost(tile: int) -> int:
         rows = model.lb_rows(tile, recompute)
@@ -1618,9 +1647,9 @@ def _line_buffered(
     while limit >= 1:
         best = largest_fitting(cost, limit, budget)
         if best == 0:
-            if recompute or not paced:
+            if others or not paced:
                 return None
-            return _paced(model, members, budget, exact, form)
+            return _paced(model, members, budget, exact, form, recompute)
         tile_h = even_tile_h(model.height, best)
         if not exact:
             rows = model.lb_rows(tile_h, recompute)
@@ -1629,7 +1658,9 @@ def _line_buffered(
             if recompute:
                 stats = model.stats(tile_h)
                 assert stats is not None
-                recomputed = _recomputed(model, stats, recompute, True)
+                recomputed = _recomputed(model, stats, others, True) + _fed_macs(
+                    model, form, [s[0] for s in stats]
+                )
             return _Chain(
                 members,
                 model,
@@ -1640,14 +1671,17 @@ def _line_buffered(
                 recomputed,
                 form=form,
             )
-        ranges = model.lb_tile_ranges(tile_h)
+        ranges = model.fed_ranges(model.lb_tile_ranges(tile_h), feeders)
         try:
             held, done, history = model.line_buffer(ranges, recompute)
         except LineBufferGapError:
             return None  # not line-buffered: the caller runs the chain plainly
         if scratch_bytes(model, held, history, recompute, form) <= budget:
             reads = sum(done[t] * model.row_bytes[t] for t in model.inputs)
-            recomputed = _recomputed(model, _exact_stats(ranges), recompute, True)
+            stats = _exact_stats(ranges)
+            recomputed = _recomputed(model, stats, others, True) + _fed_macs(
+                model, form, [s[0] for s in stats]
+            )
             return _Chain(
                 members,
                 model,
@@ -1662,9 +1696,60 @@ def _line_buffered(
                 form=form,
             )
         limit = tile_h - 1
-    if recompute or not paced:
+    if others or not paced:
         return None
-    return _paced(model, members, budget, exact, form)
+    return _paced(model, members, budget, exact, form, recompute)
+
+
+def _fed_macs(
+    model: BandModel,
+    form: ChainForm,
+    rows: Sequence[int],
+    bands: Sequence[Sequence[tuple[int, int]]] | None = None,
+) -> int:
+    """The MACs a chain's feeders recompute (`plan.scratch.fed_recomputed`;
+    0 without feeders)."""
+    if not form.feeders:
+        return 0
+    return fed_recomputed(model, form.feeders, form.block, rows, bands)
+
+
+FEED_BLOCKS = (8, 4, 2, 1)
+"""Pixel blocks (output columns) a chain with window feeders tries, widest
+first: a narrower block holds less of each feeder and recomputes more."""
+
+
+def _fed(
+    model: BandModel,
+    members: tuple[tuple[int, int], ...],
+    concat: frozenset[int],
+    form: ChainForm,
+    budget: int,
+    bands: bool,
+) -> _Chain | None:
+    """A line-buffered chain whose window feeders (`plan.scratch.window_feeders`)
+    run in pixel blocks: whole rows in the widest block of `FEED_BLOCKS` that
+    fits, else (`bands`) in column bands, down to one output column each.
+    Always the exact run: the estimates of the other forms do not follow a
+    feeder's rows, and stage formation weighs such a chain only where it fits
+    exactly."""
+    feeders = window_feeders(model) - concat
+    if not feeders:
+        return None
+    recompute = concat | feeders
+    for block in FEED_BLOCKS:
+        f = replace(form, block=block, feeders=feeders)
+        found = _line_buffered(model, members, recompute, budget, True, f)
+        if found is not None:
+            return found
+    if not bands:
+        return None
+    for block in FEED_BLOCKS:
+        f = ChainForm(block=block, feeders=feeders)
+        found = _column_bands(model, members, budget, True, f, recompute)
+        if found is not None:
+            return found
+    return None
 
 
 WEIGH_REREADS = True
@@ -1687,17 +1772,27 @@ def column_slice(model: BandModel, cols: Sequence[int]) -> BandModel:
 
 
 def _column_bands(
-    model: BandModel, members: tuple[tuple[int, int], ...], budget: int, exact: bool
+    model: BandModel,
+    members: tuple[tuple[int, int], ...],
+    budget: int,
+    exact: bool,
+    form: ChainForm = WHOLE_ROWS,
+    recompute: frozenset[int] = frozenset(),
 ) -> _Chain | None:
     """A line-buffered chain in column bands, where its whole rows do not fit:
     the widest bands (fewest: `COLUMN_BANDS`) whose line buffers fit
     (`_line_buffered` on the band's `column_slice`). Bands run one after the
     other, each over every row as a line-buffered chain of its columns; a
     band loads its columns of the chain's inputs with their halo and
-    recomputes the halo columns of its ops (each row once per band)."""
+    recomputes the halo columns of its ops (each row once per band). With
+    window feeders (`form.feeders`, in `recompute`) bands may be as narrow
+    as one output column."""
     if not model.grid_ok or model.width < 2:
         return None
     counts = [n for n in COLUMN_BANDS if n <= model.width // 2]
+    if form.feeders:
+        widths = sorted({-(-model.width // n) for n in range(2, model.width + 1)}, reverse=True)
+        counts = [-(-model.width // w) for w in widths]
 
     tried: dict[int, tuple[_Chain, list[int], _Stats, _Ranges | None] | None] = {}
 
@@ -1711,7 +1806,7 @@ def _column_bands(
         cstats, cr = _band_stats(model, tile_w, exact, cols=True)
         cols = [max(c, st[1]) for c, st in zip(model.cols(tile_w), cstats)]
         sub = column_slice(model, cols)
-        found = _line_buffered(sub, members, frozenset(), budget, exact)
+        found = _line_buffered(sub, members, recompute, budget, exact, form)
         return None if found is None else (found, cols, cstats, cr)
 
     # the fewest bands that fit: the most is tried first (none fit if it does
@@ -1742,7 +1837,10 @@ def _column_bands(
             done = list(model.heights)
         reads = sum(done[t] * cstats[t][0] * model.cells[t] for t in model.inputs)
         once = [(h, h, h) for h in model.heights]  # every row once per band
-        recomputed = _recomputed(model, once, col_stats=cstats)
+        recomputed = _recomputed(model, once, col_stats=cstats, skip=form.feeders)
+        if form.feeders:  # tried exactly only (`_fed`)
+            assert found.ranges is not None and cr is not None
+            recomputed += _fed_macs(model, form, [s[0] for s in _exact_stats(found.ranges)], cr)
         return replace(
             found,
             recomputed=recomputed,
@@ -1760,26 +1858,28 @@ def _paced(
     budget: int,
     exact: bool,
     form: ChainForm = WHOLE_ROWS,
+    recompute: frozenset[int] = frozenset(),
 ) -> _Chain | None:
     """A paced line-buffered chain (`paced_steps`) where no band of output
     rows fits: the fastest pace whose buffers fit (binary search on the
     exact run; the estimate stage formation compares is `paced_rows`, the
     slowest pace, one input row a step, the least any pace holds). No MAC
-    is recomputed:
-    every row is computed once. None if not even one row a step fits."""
+    is recomputed but by window feeders (`recompute`, `form.feeders`: each
+    step computes the rows its window reads where that computes a row).
+    None if not even one row a step fits."""
 
     if not exact:
         est = model.paced_rows()
         if (
             est is None
-            or scratch_bytes(model, est, estimated_history(model), frozenset(), form) > budget
+            or scratch_bytes(model, est, estimated_history(model), recompute, form) > budget
         ):
             return None
         return _Chain(
             members,
             model,
             True,
-            frozenset(),
+            recompute,
             1,
             est,
             0,
@@ -1787,28 +1887,33 @@ def _paced(
             form=form,
         )
 
+    def run(pace: int) -> tuple[list[list[tuple[int, int]]], list[int], list[int], list[int]]:
+        if not recompute:
+            return (model.paced_ranges(pace), *model.paced_buffer(pace))
+        ranges = model.fed_ranges(model.paced_ranges(pace), form.feeders)
+        return (ranges, *model.line_buffer(ranges, recompute))
+
     def cost(pace: int) -> int:
         try:
-            held, _, hist = model.paced_buffer(pace)
+            _, held, _, hist = run(pace)
         except (LineBufferGapError, ValueError):
             return _INF
-        return scratch_bytes(model, held, hist, frozenset(), form)
+        return scratch_bytes(model, held, hist, recompute, form)
 
     pace = largest_fitting(cost, model.max_pace(), budget)
     if pace == 0:
         return None
-    ranges = model.paced_ranges(pace)
-    held, done, history = model.paced_buffer(pace)
+    ranges, held, done, history = run(pace)
     reads = sum(done[t] * model.row_bytes[t] for t in model.inputs)
     step = max(1, max(b - a for rng in ranges for a, b in (rng[t] for t in model.roots)))
     return _Chain(
         members,
         model,
         True,
-        frozenset(),
+        recompute,
         step,
         held,
-        0,
+        _fed_macs(model, form, [s[0] for s in _exact_stats(ranges)]),
         ranges,
         reads,
         history,
@@ -1942,9 +2047,11 @@ def lb_floor(b: BandBuilder, single: bool, room: int | None = None) -> int:
     floor = b.floor_lb1_scratch(single)
     if room is not None and floor <= room:
         return floor
-    if not b.grid or b.root_width < 2 or not COLUMN_BANDS:
-        return floor
-    return min(floor, b.floor_lb_bands(min(max(COLUMN_BANDS), b.root_width // 2)))
+    if b.grid and b.root_width >= 2 and COLUMN_BANDS:
+        floor = min(floor, b.floor_lb_bands(min(max(COLUMN_BANDS), b.root_width // 2)))
+        if room is not None and floor <= room:
+            return floor
+    return min(floor, b.floor_fed(single))
 
 
 def form_stages(
@@ -2409,6 +2516,8 @@ def _chain_plan(
         () if scratch is None else scratch.blocked,
         found.col_w,
         dict(zip(model.names, found.cols)) if found.col_w else {},
+        tuple(sorted(found.form.feeders)),
+        {} if scratch is None else dict(scratch.blocked_cols),
     )
 
 

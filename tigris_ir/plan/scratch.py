@@ -30,17 +30,25 @@ before the next block starts. A scratch tensor read only inside its run
 then needs a buffer of one block's columns, not of the whole width
 (`blocked`), and every scratch buffer the run touches is live over the
 whole run.
+
+Through a window. A 1x1 op whose only reader is a window op (MobileNetV2's
+expansion before its depthwise) holds rows of many channels that the window
+keeps as history. It may instead be a feeder (`window_feeders`): recomputed
+every tile (its rows: those the window reads) and every block (its columns:
+the window's columns behind the block's, `block_cols`), it starts a pixel
+run that the window op joins, and its buffer holds one block's window of
+rows and columns; its own input, few channels, keeps the history instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tigris_ir.plan.arena import Interval, live_peak, place
 from tigris_ir.plan.graph import PlanGraph
 from tigris_ir.plan.memory import ALIGN
-from tigris_ir.plan.tiling import IDENT, WINDOW, BandModel, RowMap
+from tigris_ir.plan.tiling import IDENT, WINDOW, BandModel, RowMap, map_range
 
 PIXEL_BLOCK = 8
 """Output columns a block of a pixel run computes (`pixel_runs`)."""
@@ -60,6 +68,8 @@ class Scratch:
     """The pixel runs: node indices, in order (`pixel_runs`)."""
     blocked: tuple[str, ...] = ()
     """Scratch buffers holding one block's columns (by owner tensor)."""
+    blocked_cols: Mapping[str, int] = field(default_factory=dict[str, int])
+    """The columns each blocked buffer holds (`block_cols`)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,9 @@ class ChainForm:
     in_place: frozenset[int] = frozenset()
     direct: frozenset[int] = frozenset()
     block: int = 0
+    feeders: frozenset[int] = frozenset()
+    """Ops (node indices) recomputed in pixel blocks for the window op reading
+    them (`window_feeders`); they belong to the chain's recompute set too."""
 
 
 WHOLE_ROWS = ChainForm()
@@ -91,22 +104,83 @@ def same_place(m: RowMap) -> bool:
 
 
 def pixel_runs(
-    model: BandModel, candidates: set[int], recompute: frozenset[int]
+    model: BandModel,
+    candidates: set[int],
+    recompute: frozenset[int],
+    feeders: frozenset[int] = frozenset(),
 ) -> tuple[tuple[tuple[int, ...], ...], frozenset[int]]:
     """The pixel runs of a band and the scratch owners held in blocks.
 
     `candidates`: scratch owners (tensor ids). A run starts at an op whose
-    output is a candidate and takes each next op that reads a tensor computed
-    in the run, every such read at its own rows and columns (`same_place`);
-    a candidate is blocked when the run of its producer holds every reader
-    of it, the run has more than one op and no tensor held in its buffer is
-    an output of the band (spilled whole rows). Runs are op positions, in
-    order."""
+    output is a candidate (not recomputed, or a feeder: `feeders`, node
+    indices) and takes each next op that is not recomputed and reads a
+    tensor computed in the run, every such read at its own rows and columns
+    (`same_place`) or through a window from a feeder of the run; the ops of
+    a run but its feeder compute outputs of one width. A candidate is
+    blocked when the run of its producer holds every reader of it, the run
+    has more than one op and no tensor held in its buffer is an output of
+    the band (spilled whole rows). Runs are op positions, in order."""
     memo = model._memo.setdefault(("pixel runs", 0), {})  # noqa: SLF001
-    key = (frozenset(candidates), recompute)
+    key = (frozenset(candidates), recompute, feeders)
     if key not in memo:
-        memo[key] = _pixel_runs(model, candidates, recompute)
+        memo[key] = _pixel_runs(model, candidates, recompute, feeders)
     return memo[key]
+
+
+def window_feeders(model: BandModel) -> frozenset[int]:
+    """The ops of a band (node indices) that may feed a window op in pixel
+    blocks: one rank-4 output, computed in the band, neither an output of it
+    nor read whole nor sharing a buffer, read by exactly one op and through a
+    window of more than one column; every input read at the op's own rows and
+    columns (a 1x1 convolution, an activation)."""
+    memo = model._memo.setdefault(("window feeders", 0), {})  # noqa: SLF001
+    if 0 in memo:
+        return memo[0]
+    share = model.share or tuple(range(len(model.names)))
+    shared = {o for t, o in enumerate(share) if o != t}
+    readers: dict[int, list[tuple[RowMap, RowMap]]] = {}
+    for _, _, ins in model.ops:
+        for t, m, c in ins:
+            readers.setdefault(t, []).append((m, c))
+    roots = set(model.roots)
+    found = set()
+    for k, outs, ins in model.ops:
+        if len(outs) != 1:
+            continue
+        o = outs[0]
+        reads = readers.get(o, [])
+        if (
+            model.graph.tensors[model.names[o]].rank == 4
+            and o not in roots
+            and o not in model.inputs
+            and not model.whole[o]
+            and share[o] == o
+            and o not in shared
+            and len(reads) == 1
+            and reads[0][1][0] == WINDOW
+            and reads[0][1][1] > 1
+            and all(same_place(m) and same_place(c) for _, m, c in ins)
+        ):
+            found.add(k)
+    memo[0] = frozenset(found)
+    return memo[0]
+
+
+def block_cols(model: BandModel, t: int, block: int, window: RowMap | None = None) -> int:
+    """The columns a buffer of tensor `t` held in blocks of `block` output
+    columns holds: the block's, or read through `window` (a feeder's output)
+    the window's columns behind them; at most the columns the band holds."""
+    cols = model.row_bytes[t] // model.cells[t]
+    if window is None:
+        return min(block, cols)
+    return min((block - 1) * window[2] + (window[1] - 1) * window[3] + 1, cols)
+
+
+def feeder_windows(model: BandModel, feeders: frozenset[int]) -> dict[int, RowMap]:
+    """Per feeder's output (tensor id) the column map its window reader reads
+    it by (`window_feeders`)."""
+    outs = {outs[0] for k, outs, _ in model.ops if k in feeders}
+    return {t: c for _, _, ins in model.ops for t, _, c in ins if t in outs}
 
 
 REREAD_SHARE = 8
@@ -142,8 +216,47 @@ def may_run_in_pixels(model: BandModel) -> bool:
     return bool(pixel_runs(model, inner - set(model.roots), frozenset())[1])
 
 
+def run_blocks(lo: int, hi: int, block: int) -> list[tuple[int, int]]:
+    """The blocks of a pixel run over output columns [lo, hi): `block`
+    columns each, the last what is left."""
+    return [(a, min(a + block, hi)) for a in range(lo, hi, block)]
+
+
+def fed_recomputed(
+    model: BandModel,
+    feeders: frozenset[int],
+    block: int,
+    rows: Sequence[int],
+    bands: Sequence[Sequence[tuple[int, int]]] | None = None,
+) -> int:
+    """The MACs the feeders (`window_feeders`) recompute: each computes `rows`
+    rows (per tensor, over a run's tiles, in every column band) of the
+    window's columns behind each block of its reader's columns (per column
+    band `bands[b][t]`, else the whole width), against computing each output
+    element once."""
+    graph = model.graph
+    windows = feeder_windows(model, feeders)
+    reader = {t: outs[0] for _, outs, ins in model.ops for t, _, _ in ins if t in windows}
+    total = 0
+    for k, outs, _ in model.ops:
+        if k not in feeders or not graph.nodes[k].macs:
+            continue
+        o = outs[0]
+        ro, width = reader[o], model.widths[o]
+        spans = [b[ro] for b in bands] if bands else [(0, model.widths[ro])]
+        cols = sum(
+            b - a
+            for lo, hi in spans
+            for x, y in run_blocks(lo, hi, block)
+            for a, b in (map_range(windows[o], x, y, width),)
+        )
+        area = model.heights[o] * width
+        total += graph.nodes[k].macs * (rows[o] * cols - area) // area
+    return total
+
+
 def _pixel_runs(
-    model: BandModel, candidates: set[int], recompute: frozenset[int]
+    model: BandModel, candidates: set[int], recompute: frozenset[int], feeders: frozenset[int]
 ) -> tuple[tuple[tuple[int, ...], ...], frozenset[int]]:
     share = model.share or tuple(range(len(model.names)))
     rank4 = {
@@ -164,10 +277,12 @@ def _pixel_runs(
     for i, (_, _, ins) in enumerate(model.ops):
         for t, _, _ in ins:
             read_at.setdefault(t, set()).add(i)
+    fed = {outs[0] for k, outs, _ in model.ops if k in feeders}
     while True:
         runs: list[list[int]] = []
         run_of: dict[int, int] = {}  # tensor id -> run index (computed in it)
         current: list[int] | None = None
+        width = 0  # the output width of the current run's ops but its feeder
         for i, (k, outs, ins) in enumerate(model.ops):
             inside = [(t, m, c) for t, m, c in ins if run_of.get(t) == len(runs) - 1]
             joins = (
@@ -176,14 +291,21 @@ def _pixel_runs(
                 and len(outs) == 1
                 and bool(inside)
                 and any(share[t] in cand for t, _, _ in inside)
-                and all(same_place(m) and same_place(c) for _, m, c in inside)
+                and all(
+                    (same_place(m) and same_place(c)) or t in fed for t, m, c in inside
+                )
+                and width in (0, model.widths[outs[0]])
             )
             if joins:
                 assert current is not None
                 current.append(i)
-            elif len(outs) == 1 and share[outs[0]] in cand and k not in recompute:
+                width = model.widths[outs[0]]
+            elif len(outs) == 1 and share[outs[0]] in cand and (
+                k not in recompute or k in feeders
+            ):
                 current = [i]
                 runs.append(current)
+                width = 0 if k in feeders else model.widths[outs[0]]
             else:
                 current = None
             if current is not None:
@@ -225,10 +347,12 @@ class _Frame:
     last: dict[int, int]
 
 
-def _scratch_frame(model: BandModel, recompute: frozenset[int]) -> _Frame:
+def _scratch_frame(
+    model: BandModel, recompute: frozenset[int], feeders: frozenset[int] = frozenset()
+) -> _Frame:
     memo = model._memo.setdefault(("scratch frame", 0), {})  # noqa: SLF001
-    if recompute in memo:
-        return memo[recompute]
+    if (recompute, feeders) in memo:
+        return memo[(recompute, feeders)]
     n = len(model.names)
     share = model.share or tuple(range(n))
     produced_by: dict[int, int] = {}
@@ -237,7 +361,7 @@ def _scratch_frame(model: BandModel, recompute: frozenset[int]) -> _Frame:
     for k, outs, ins in model.ops:
         for o in outs:
             produced_by[o] = k
-            if k in recompute:
+            if k in recompute and k not in feeders:
                 rec_out.add(o)
         for t, _, _ in ins:
             readers[t] = max(readers.get(t, k), k)
@@ -261,7 +385,7 @@ def _scratch_frame(model: BandModel, recompute: frozenset[int]) -> _Frame:
             first[o] = min(first.get(o, produced_by[t]), produced_by[t])
         end = model.stop if t in roots else readers.get(t, produced_by.get(t, 0))
         last[o] = max(last.get(o, end), end)
-    memo[recompute] = frame = _Frame(ok, tuple(candidates), first, last)
+    memo[(recompute, feeders)] = frame = _Frame(ok, tuple(candidates), first, last)
     return frame
 
 
@@ -277,21 +401,22 @@ def chain_scratch(
     The outputs the chain writes `form.direct` into their resident tensors
     (no buffer of the band) are no scratch buffer; with `form.block` > 0 the
     band runs its pixel runs in blocks of that many columns."""
-    direct, block = form.direct, form.block
+    direct, block, feeders = form.direct, form.block, form.feeders
     n = len(model.names)
     share = model.share or tuple(range(n))
     ext = model.shared_extents(rows) if model.share else list(rows)
-    frame = _scratch_frame(model, recompute)
+    frame = _scratch_frame(model, recompute, feeders)
+    windows = feeder_windows(model, feeders)  # a feeder's rows are recomputed: no history
     ok = dict(frame.ok)
     for t in frame.candidates:
-        if t in direct or history[t] != 0 or rows[t] <= 0:
+        if t in direct or (history[t] != 0 and t not in windows) or rows[t] <= 0:
             ok[share[t]] = False
     first, last = frame.first, frame.last
     owners = [o for o in sorted(ok) if ok[o] and o in first]
     runs: tuple[tuple[int, ...], ...] = ()
     blocked: frozenset[int] = frozenset()
     if block > 0:
-        runs, blocked = pixel_runs(model, set(owners), recompute)
+        runs, blocked = pixel_runs(model, set(owners), recompute, feeders)
     spans = [(model.ops[r[0]][0], model.ops[r[-1]][0]) for r in runs]
     items = []
     for o in owners:
@@ -301,7 +426,7 @@ def chain_scratch(
                 lo, hi = min(lo, a), max(hi, b)
         size = model.row_bytes[o]
         if o in blocked:
-            size = size // model.widths[o] * min(block, model.widths[o])
+            size = model.cells[o] * block_cols(model, o, block, windows.get(o))
         items.append(Interval(model.names[o], _aligned(ext[o], size), lo, hi))
     full = sum(_aligned(ext[o], model.row_bytes[o]) for o in owners)
     if not blocked and len(items) < 2:
@@ -319,6 +444,10 @@ def chain_scratch(
         block if blocked else 0,
         tuple(tuple(model.ops[i][0] for i in r) for r in runs) if blocked else (),
         tuple(model.names[o] for o in sorted(blocked)),
+        {
+            model.names[o]: block_cols(model, o, block, windows.get(o))
+            for o in sorted(blocked)
+        },
     )
 
 

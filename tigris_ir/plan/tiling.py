@@ -663,11 +663,46 @@ class GraphTables:
         depends on the graph alone, so plans at several budgets share it."""
         self.builders: dict[int, BandBuilder] = {}
         """Per band end the builder the planner grew furthest upstream last."""
-        self.bands: dict[tuple[int, int, bool], tuple[BandModel | str, tuple[int, int] | None]]
+        self.bands: dict[tuple[int, int, bool], tuple[BandModel | str, tuple[int, int, int] | None]]
         self.bands = {}
         """Per band and single arena or not, what the planner's `_Ctx.band`
         found: the band (or why there is none) and the floors of its line
         buffers (None where it has none)."""
+
+    @cached_property
+    def fed_tensors(self) -> frozenset[str]:
+        """Tensors a band may hold in pixel blocks as a window feeder's output
+        (`plan.scratch.window_feeders` where the band holds both ops): rank 4,
+        the one output of a node reading every input at its own rows and
+        columns, read by one node only, through a window of more than one
+        column. Line-buffer floors leave them out (`BandBuilder.floor_fed`)."""
+        readers: dict[str, list[RowMap | None]] = {}
+        for nb in self.node_bands:
+            for name, _, _, col in nb.ins:
+                readers.setdefault(name, []).append(col)
+
+        def own(m: RowMap | None) -> bool:
+            return m is not None and (
+                m[0] == IDENT or (m[0] == WINDOW and m[1] == 1 and m[2] == 1 and m[4] == 0)
+            )
+
+        out = set()
+        for k, node in enumerate(self.graph.nodes):
+            nb = self.node_bands[k]
+            if nb.error is not None or len(node.outputs) != 1:
+                continue
+            o = node.outputs[0]
+            cols = readers.get(o, [])
+            if (
+                self.graph.tensors[o].rank == 4
+                and len(cols) == 1
+                and cols[0] is not None
+                and cols[0][0] == WINDOW
+                and cols[0][1] > 1
+                and all(own(m) and own(c) for _, m, _, c in nb.ins)
+            ):
+                out.add(o)
+        return frozenset(out)
 
     def geometry(self, name: str, axis: int) -> tuple[int, int, int, int]:
         """(rows, bytes per row, columns, bytes per cell) of a tensor cut
@@ -809,6 +844,42 @@ class BandBuilder:
 
         lb = sum(size(name, st) for name, st in self.t.items() if st.off is not None)
         return self._scratch_floor(lb - self.saved[2] - self.pending_sum[2], size, False)
+
+    def floor_fed(self, in_place: bool = False) -> int:
+        """A lower bound of a line-buffered chain's buffers where window
+        feeders run in pixel blocks (`plan.scratch.window_feeders`): the
+        floors of whole rows (`floor_lb1_scratch`) and of one-column bands
+        (`floor_lb_bands`), each without the feeders' outputs (a block's
+        window of them, at least nothing); once per band for the graph."""
+        return self._graph_floor("fed", in_place, lambda: self._floor_fed(in_place))
+
+    def _floor_fed(self, in_place: bool) -> int:
+        fed = self.tables.fed_tensors
+
+        def drop(name: str, st: _TState) -> bool:
+            return name in fed and st.produced and not st.root and st.off is not None
+
+        def rows_size(name: str, st: _TState) -> int:
+            return 0 if drop(name, st) else align(st.cap1 * self._rb(name, st.axis)[1])
+
+        def cols_size(name: str, st: _TState) -> int:
+            if drop(name, st):
+                return 0
+            w, cell = self._cell(name, st)
+            cols = w if st.whole or st.scale is None else min(w, st.cols1)
+            return align(st.cap1 * cell * cols)
+
+        gone = sum(
+            align(st.cap1 * self._rb(name, st.axis)[1])
+            for name, st in self.t.items()
+            if drop(name, st)
+        )
+        rows = self._scratch_floor(self.floor_lb1 - gone, rows_size, in_place)
+        if not self.grid or self.root_width < 2:
+            return rows
+        lb = sum(cols_size(name, st) for name, st in self.t.items() if st.off is not None)
+        bands = self._scratch_floor(lb - self.saved[2] - self.pending_sum[2], cols_size, False)
+        return min(rows, bands)
 
     def _scratch_floor(self, lb: int, size: Callable[[str, _TState], int], in_place: bool) -> int:
         """`lb`, a floor of the line buffers, with the chain's scratch shared
@@ -1494,6 +1565,26 @@ class BandModel:
             ]
         return self._memo[key]
 
+    def fed_ranges(
+        self, ranges: Sequence[Sequence[tuple[int, int]]], feeders: frozenset[int]
+    ) -> list[list[tuple[int, int]]]:
+        """The ranges of a line-buffered run whose `feeders` (ops recomputed
+        every tile for the window op reading them, `plan.scratch.window_feeders`)
+        compute nothing in a tile where that window op computes no new row."""
+        if not feeders:
+            return [list(r) for r in ranges]
+        run = line_buffer_run(self.heights, self.roots, self.lb_ops, ranges, share=self.share)
+        fed = {outs[0] for k, outs, _ in self.ops if k in feeders}
+        reader = {t: outs[0] for _, outs, ins in self.ops for t, _, _ in ins if t in fed}
+        out = []
+        for rng, new in zip(ranges, run.new):
+            r = list(rng)
+            for o, ro in reader.items():
+                if new[ro][1] <= new[ro][0]:
+                    r[o] = (r[o][1], r[o][1])
+            out.append(r)
+        return out
+
     def paced_buffer(self, pace: int) -> tuple[list[int], list[int], list[int]]:
         """`line_buffer` of the paced run at `pace` (memoised): rows held,
         rows computed, history rows per tensor."""
@@ -1776,7 +1867,9 @@ def line_buffer_run(
     for i in range(len(lows) - 2, -1, -1):
         for t in range(n):
             lows[i][t] = min(lows[i][t], lows[i + 1][t])
-    first = [min((nw[t][0] for nw in news if nw[t][1] > nw[t][0]), default=0) for t in range(n)]
+    # no row is held before the first one computed (a recomputing op's: its range's)
+    computed = [[r[t] if t in rec_out else nw[t] for t in range(n)] for r, nw in zip(ranges, news)]
+    first = [min((x for x, y in (c[t] for c in computed) if y > x), default=0) for t in range(n)]
     held: list[tuple[tuple[int, int], ...]] = []
     top = [-1] * n
     for rng, low in zip(ranges, lows):

@@ -91,10 +91,11 @@ def test_patches_lower_the_single_sram_and_run_as_planned(
     choice picks them: recomputed MACs > 0); the loop IR runs the plan at its
     planned figures with the reference's output, and at the line-buffered
     plans' smallest budget the choice still recomputes no more than they do.
-    (Column bands are switched off: they reach these budgets too, and the
-    choice would take them.)"""
+    (Column bands and window feeders are switched off: they reach these
+    budgets too, and the choice would take them.)"""
     module, weights, args, ref = _case(name, int8)
     g = build_view(main_func(module)).graph
+    monkeypatch.setattr(planner, "WINDOW_FEEDERS", False)
     with_bands = min_single_budget(g)
     monkeypatch.setattr(planner, "COLUMN_BANDS", ())
     least = min_single_budget(g)
@@ -122,6 +123,7 @@ def test_patch_plans_run_as_planned_in_the_c(monkeypatch: pytest.MonkeyPatch):
     from tigris_ir.reference.executor import module_layouts, to_boundary, to_internal
 
     monkeypatch.setattr(planner, "COLUMN_BANDS", ())  # they would win at this budget
+    monkeypatch.setattr(planner, "WINDOW_FEEDERS", False)  # as would window feeders
     module, weights, args, ref = _case("mobilenet_v2_035", True)
     g = build_view(main_func(module)).graph
     budget = min_single_budget(g)
@@ -144,8 +146,8 @@ def test_patch_plans_run_as_planned_in_the_c(monkeypatch: pytest.MonkeyPatch):
 
 def test_analyze_reports_the_macs_patches_recompute(capsys, tmp_path, monkeypatch):
     """tigris-analyze --json at the smallest single SRAM with the input
-    resident (chains in whole rows: no column bands, so that stages of
-    patches set it): the stages of patches carry the recomputed MACs, which
+    resident (chains in whole rows: no column bands nor window feeders, so
+    that stages of patches set it): the stages of patches carry the recomputed MACs, which
     add up with the chains' to the plan's total."""
     import json
 
@@ -154,6 +156,7 @@ def test_analyze_reports_the_macs_patches_recompute(capsys, tmp_path, monkeypatc
     from tigris_ir.tools import tigris_analyze
 
     monkeypatch.setattr(planner, "COLUMN_BANDS", ())
+    monkeypatch.setattr(planner, "WINDOW_FEEDERS", False)
     model = zoo.build("vgg", size="small", int8=True)
     g = build_view(main_func(import_model(model).module)).graph
     budget = min_single_budget(g)

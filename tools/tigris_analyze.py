@@ -386,6 +386,8 @@ def _chains(sc: Any) -> list[dict[str, Any]]:
             "pixel_block": c.pixel_block,
             "pixel_runs": [[sc.view.graph.nodes[k].name for k in r] for r in c.pixel_runs],
             "blocked": list(c.blocked),
+            "blocked_columns": dict(c.blocked_cols),
+            "window_feeders": [sc.view.graph.nodes[k].name for k in c.feeders],
             "column_bands": len({t.cols for t in c.tiles}) if c.tile_w else 0,
             "band_width": c.tile_w,
             "inputs_in_place": list(c.in_place),

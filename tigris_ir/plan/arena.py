@@ -63,15 +63,19 @@ def place(items: Sequence[Interval], capacity: int) -> tuple[dict[str, int], int
     tried at both ends of every free gap, tightest gap first (the order that
     packs many long-lived buffers of a few sizes); then best fit in largest-
     first orders with sizes perturbed by a seeded generator (`SHUFFLES`
-    orders, the same every run). Past those, greedy lowest-fit orders.
-    Returns the offsets and the highest byte used (the best found, above
-    `capacity` when nothing fits)."""
+    orders, the same every run); then in order of birth again, the buffers
+    living longest from the top of the arena down and the others from the
+    bottom up, with backtracking (`TWO_ENDED`: long-lived tensors resident
+    across many units kept out of the way of the units' own buffers). Past
+    those, greedy lowest-fit orders. Returns the offsets and the highest
+    byte used (the best found, above `capacity` when nothing fits)."""
     if any(i.size % ALIGN for i in items):
         raise ValueError("place: sizes must be multiples of ALIGN")
     found = (
         _search(items, capacity)
         or _search(items, capacity, largest_first=True)
         or _shuffled_best_fit(items, capacity)
+        or _two_ended(items, capacity)
     )
     if found is not None:
         return found, max((found[i.key] + i.size for i in items), default=0)
@@ -166,3 +170,61 @@ def _shuffled_best_fit(items: Sequence[Interval], capacity: int) -> dict[str, in
         else:
             return {it.key: o for it, o in placed}
     return None
+
+
+TWO_ENDED = (2, 4, 8, 16)
+"""`_two_ended` tries as long-lived these many of the longest-lived buffers."""
+
+
+def _two_ended(
+    items: Sequence[Interval], capacity: int, limit: int = 20000
+) -> dict[str, int] | None:
+    """Depth-first placement in order of birth within `capacity`: each of the
+    k longest-lived buffers (k in `TWO_ENDED`, in turn) tried at the top of
+    each free gap, highest first, the others at the bottom of each, lowest
+    first (None past `limit` nodes for every k)."""
+    if not items:
+        return {}
+    order = sorted(items, key=lambda i: (i.first, -i.size, i.key))
+    spans = sorted(i.last - i.first for i in items)
+    for k in TWO_ENDED:
+        if k >= len(spans):
+            break
+        found = _two_ended_at(order, capacity, spans[-k - 1], limit)
+        if found is not None:
+            return found
+    return None
+
+
+def _two_ended_at(
+    order: Sequence[Interval], capacity: int, threshold: int, limit: int
+) -> dict[str, int] | None:
+    """`_two_ended` with the buffers living longer than `threshold` steps
+    placed from the top."""
+    placed: list[tuple[Interval, int]] = []
+    offsets: dict[str, int] = {}
+    nodes = 0
+
+    def rec(i: int) -> bool:
+        nonlocal nodes
+        if i == len(order):
+            return True
+        nodes += 1
+        if nodes > limit:
+            return False
+        it = order[i]
+        busy = [(o, o + p.size) for p, o in placed if p.first <= it.last and it.first <= p.last]
+        fits = [g for g in _free_gaps(busy, capacity) if g[1] - g[0] >= it.size]
+        if it.last - it.first > threshold:
+            ends = [g[1] - it.size for g in reversed(fits)] + [g[0] for g in fits]
+        else:
+            ends = [g[0] for g in fits] + [g[1] - it.size for g in fits]
+        for c in dict.fromkeys(ends):
+            placed.append((it, c))
+            offsets[it.key] = c
+            if rec(i + 1):
+                return True
+            placed.pop()
+        return False
+
+    return dict(offsets) if rec(0) else None

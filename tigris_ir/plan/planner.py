@@ -122,7 +122,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from tigris_ir.plan.graph import PlanGraph
@@ -1374,6 +1374,9 @@ class _Ctx:
     reread: bool = False
     """The streamed inputs may be asked again, in windows of rows and
     columns (a frame buffer or flash): units reading them tile freely."""
+    feeders: bool = False
+    """Chains may run window feeders in pixel blocks (`_fed`): a single-arena
+    plan tried again with them where it does not fit without (`_single`)."""
     residents: Residents | None = None
     """Set in a single-arena plan: every segment's budget is the fast budget
     less what stays resident while it runs."""
@@ -1415,7 +1418,7 @@ class _Ctx:
         key = (start, stop)
         if key not in self._bands:
             single = self.residents is not None
-            built = self.tables.bands.get((start, stop, single))
+            built = self.tables.bands.get((start, stop, single, self.feeders))
             if built is None:  # plans of one graph at other budgets share them
                 builders = self.tables.builders
                 b = builders.get(stop)
@@ -1427,11 +1430,11 @@ class _Ctx:
                 if b.error is None and b.lb_ok:
                     floors = (
                         b.floor_lb1_scratch(single),
-                        lb_floor(b, single),
-                        b.floor_fed(single),
+                        lb_floor(b, single, fed=self.feeders),
+                        b.floor_fed(single) if self.feeders else _INF,
                     )
                 built = (b.error if b.error is not None else b.model(), floors)
-                self.tables.bands[(start, stop, single)] = built
+                self.tables.bands[(start, stop, single, self.feeders)] = built
             self._bands[key] = built[0]
             if built[1] is not None:
                 self._lb_floors[key] = built[1]
@@ -1595,7 +1598,7 @@ class _Ctx:
             if found is not None:
                 return found
         fed = None  # window feeders in pixel blocks: where no line buffer fits
-        if _has_halo(model) and fed_floor <= budget:
+        if self.feeders and _has_halo(model) and fed_floor <= budget:
             bands = not concat and not streams
             fed = _fed(model, members, frozenset(concat), form, budget, bands)
         # no halo, or no line buffers fit: every tile computes its whole range
@@ -1714,6 +1717,10 @@ def _fed_macs(
     return fed_recomputed(model, form.feeders, form.block, rows, bands)
 
 
+WINDOW_FEEDERS = True
+"""Whether a single-arena plan that does not fit is tried again with window
+feeders (`_single`; False: the plans without them alone)."""
+
 FEED_BLOCKS = (8, 4, 2, 1)
 """Pixel blocks (output columns) a chain with window feeders tries, widest
 first: a narrower block holds less of each feeder and recomputes more."""
@@ -1737,12 +1744,15 @@ def _fed(
     if not feeders:
         return None
     recompute = concat | feeders
-    for block in FEED_BLOCKS:
-        f = replace(form, block=block, feeders=feeders)
-        found = _line_buffered(model, members, recompute, budget, True, f)
-        if found is not None:
-            return found
-    if not bands:
+    least = replace(form, block=min(FEED_BLOCKS), feeders=feeders)
+    if _fed_least(model, recompute, least, 0) <= budget:
+        for block in FEED_BLOCKS:
+            f = replace(form, block=block, feeders=feeders)
+            found = _line_buffered(model, members, recompute, budget, True, f)
+            if found is not None:
+                return found
+    least = ChainForm(block=min(FEED_BLOCKS), feeders=feeders)
+    if not bands or not model.grid_ok or _fed_least(model, recompute, least, 1) > budget:
         return None
     for block in FEED_BLOCKS:
         f = ChainForm(block=block, feeders=feeders)
@@ -1750,6 +1760,28 @@ def _fed(
         if found is not None:
             return found
     return None
+
+
+def _fed_least(model: BandModel, recompute: frozenset[int], form: ChainForm, tile_w: int) -> int:
+    """The buffers of a chain with window feeders (`form`) run exactly, paced
+    one input row a step, in whole rows (`tile_w` 0) or in column bands of
+    `tile_w` output columns: about the least any of its runs holds, so that
+    `_fed` searches the others only where it fits (memoised: it does not
+    depend on the budget)."""
+    memo = model._memo.setdefault(("fed least", 0), {})  # noqa: SLF001
+    key = (recompute, form, tile_w)
+    if key not in memo:
+        sub = model
+        if tile_w:
+            cstats, _ = _band_stats(model, tile_w, True, cols=True)
+            cols = [max(c, st[1]) for c, st in zip(model.cols(tile_w), cstats)]
+            sub = column_slice(model, cols)
+        try:
+            _, held, _, hist = sub.fed_paced(1, recompute, form.feeders)
+            memo[key] = scratch_bytes(sub, held, hist, recompute, form)
+        except (LineBufferGapError, ValueError):
+            memo[key] = _INF
+    return memo[key]
 
 
 WEIGH_REREADS = True
@@ -1890,8 +1922,7 @@ def _paced(
     def run(pace: int) -> tuple[list[list[tuple[int, int]]], list[int], list[int], list[int]]:
         if not recompute:
             return (model.paced_ranges(pace), *model.paced_buffer(pace))
-        ranges = model.fed_ranges(model.paced_ranges(pace), form.feeders)
-        return (ranges, *model.line_buffer(ranges, recompute))
+        return model.fed_paced(pace, recompute, form.feeders)
 
     def cost(pace: int) -> int:
         try:
@@ -2003,7 +2034,11 @@ def chain_members(ctx: _Ctx, start: int, stop: int) -> tuple[tuple[int, int], ..
 
 
 def _feasible_band(
-    b: BandBuilder, budget: int, single: bool = False, patch_windows: int = PATCH_WINDOWS
+    b: BandBuilder,
+    budget: int,
+    single: bool = False,
+    patch_windows: int = PATCH_WINDOWS,
+    fed: bool = False,
 ) -> bool:
     """Some band of the builder's ops, or of ops from further upstream, may
     fit: one row, a 1 x 1 tile, a sub-row band of an accumulation or a group
@@ -2015,7 +2050,7 @@ def _feasible_band(
         b.floor1 <= budget
         or b.lb_ok
         and b.kind in CHAIN_KINDS
-        and lb_floor(b, single, budget) <= budget
+        and lb_floor(b, single, budget, fed) <= budget
     ):
         return True
     if (
@@ -2037,13 +2072,14 @@ def _feasible_band(
     return min_band_bytes(b.model()) <= budget
 
 
-def lb_floor(b: BandBuilder, single: bool, room: int | None = None) -> int:
+def lb_floor(b: BandBuilder, single: bool, room: int | None = None, fed: bool = False) -> int:
     """A lower bound of a line-buffered chain's buffers over the band's
     starts upstream: of one-row tiles (`floor_lb1_scratch`), and where the
     band tiles in 2D, in column bands: that over the most bands
     (`COLUMN_BANDS`), each holding its share of every row (its inputs and
-    outputs in band buffers, in a single arena too). Where the first is
-    within `room`, the second is not worked out."""
+    outputs in band buffers, in a single arena too); with `fed`, where window
+    feeders run in pixel blocks (`BandBuilder.floor_fed`). Where one is
+    within `room`, the next is not worked out."""
     floor = b.floor_lb1_scratch(single)
     if room is not None and floor <= room:
         return floor
@@ -2051,7 +2087,7 @@ def lb_floor(b: BandBuilder, single: bool, room: int | None = None) -> int:
         floor = min(floor, b.floor_lb_bands(min(max(COLUMN_BANDS), b.root_width // 2)))
         if room is not None and floor <= room:
             return floor
-    return min(floor, b.floor_fed(single))
+    return min(floor, b.floor_fed(single)) if fed else floor
 
 
 def form_stages(
@@ -2139,7 +2175,7 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], tuple[int, int, int]]
                     pass
                 # the resident bytes vary with the segment: prune on the whole budget
                 band_ok = band.start == i and _feasible_band(
-                    band, budget, single, ctx.patch_windows
+                    band, budget, single, ctx.patch_windows, ctx.feeders
                 )
             if not fits and not band_ok and work > budget:
                 break
@@ -2152,10 +2188,15 @@ def _form(ctx: _Ctx) -> tuple[tuple[tuple[int, int], ...], tuple[int, int, int]]
             elif (
                 best[i][0] < _INF
                 and band_ok
-                and (not single or _feasible_band(band, room, True, ctx.patch_windows))
+                and (
+                    not single
+                    or _feasible_band(band, room, True, ctx.patch_windows, ctx.feeders)
+                )
             ):
                 chainable = band.error is None and (
-                    band.bytes1 <= room or band.lb_ok and lb_floor(band, single, room) <= room
+                    band.bytes1 <= room
+                    or band.lb_ok
+                    and lb_floor(band, single, room, ctx.feeders) <= room
                 )
                 tiled.append((best[i][0] + lb, i, chainable, normal.reads, cut))
         for bound, i, chainable, once, cut in sorted(tiled):
@@ -2260,11 +2301,14 @@ def _split_run(ctx: _Ctx, run: Sequence[tuple[int, int]], base: int) -> list[tup
             room = ctx.budget_at(run[a][0], run[b - 1][1])
             if builder.error is not None or (
                 builder.floor1 > ctx.budget
-                and not (builder.lb_ok and lb_floor(builder, single, ctx.budget) <= ctx.budget)
+                and not (
+                    builder.lb_ok
+                    and lb_floor(builder, single, ctx.budget, ctx.feeders) <= ctx.budget
+                )
             ):
                 break
             if builder.floor1 > room and not (
-                builder.lb_ok and lb_floor(builder, single, room) <= room
+                builder.lb_ok and lb_floor(builder, single, room, ctx.feeders) <= room
             ):
                 continue
             cost = ctx.traffic(run[a][0], run[b - 1][1])
@@ -2600,8 +2644,7 @@ def plan(
         if free.fits and free.slow_peak <= slow_budget:
             return replace(free, slow_budget=slow_budget)
     assert slow_budget is not None
-    one = ctx(residents=Residents(graph, tables, streamed, out))
-    single = _plan(one)
+    single = _single(ctx, Residents(graph, tables, streamed, out))
     if single.fits:
         return replace(single, slow_budget=slow_budget)
     if free is None:
@@ -2626,6 +2669,19 @@ def plan(
         slow_needed=free.slow_peak if free.fits else None,
         failed_min_budget=free.failed_min_budget if not free.fits else single.failed_min_budget,
     )
+
+
+def _single(ctx: Callable[..., _Ctx], residents: Residents, fed: bool = True) -> Plan:
+    """The single-arena plan (`ctx` makes the planning run): without window
+    feeders, and where that does not fit (and `fed`), with them (`_fed`,
+    chains recomputing their feeders in pixel blocks): the plans that fit
+    without stay as they were, and the costlier search runs only below
+    their smallest budget."""
+    p = _plan(ctx(residents=residents))
+    if p.fits or not fed or not WINDOW_FEEDERS:
+        return p
+    q = _plan(ctx(residents=residents, feeders=True))
+    return q if q.fits else p
 
 
 def _may_need_no_slow(
@@ -3013,7 +3069,8 @@ def min_single_budget(
                 if free.fits and free.slow_peak == 0 and within(free):
                     peaks[b] = free.peak
             if peaks[b] is None:
-                p = _plan(ctx(residents=Residents(graph, tables, streamed, out)))
+                residents = Residents(graph, tables, streamed, out)
+                p = _single(ctx, residents, fed=max_recompute is None or max_recompute > 0)
                 peaks[b] = p.peak if p.fits and within(p) else None
         return peaks[b] is not None
 

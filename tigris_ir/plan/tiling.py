@@ -663,11 +663,12 @@ class GraphTables:
         depends on the graph alone, so plans at several budgets share it."""
         self.builders: dict[int, BandBuilder] = {}
         """Per band end the builder the planner grew furthest upstream last."""
-        self.bands: dict[tuple[int, int, bool], tuple[BandModel | str, tuple[int, int, int] | None]]
-        self.bands = {}
-        """Per band and single arena or not, what the planner's `_Ctx.band`
-        found: the band (or why there is none) and the floors of its line
-        buffers (None where it has none)."""
+        self.bands: dict[
+            tuple[int, int, bool, bool], tuple[BandModel | str, tuple[int, int, int] | None]
+        ] = {}
+        """Per band, single arena or not and window feeders or not, what the
+        planner's `_Ctx.band` found: the band (or why there is none) and the
+        floors of its line buffers (None where it has none)."""
 
     @cached_property
     def fed_tensors(self) -> frozenset[str]:
@@ -1585,6 +1586,20 @@ class BandModel:
             out.append(r)
         return out
 
+    def fed_paced(
+        self, pace: int, recompute: frozenset[int], feeders: frozenset[int]
+    ) -> tuple[list[list[tuple[int, int]]], list[int], list[int], list[int]]:
+        """The paced run at `pace` with window feeders (`fed_ranges`) and the
+        ops in `recompute` computing their whole range: its ranges and
+        `line_buffer` of them (memoised: chains try several pixel blocks
+        over the same run)."""
+        key = ("F" + ",".join(map(str, sorted(recompute))), pace)
+        if key not in self._memo:
+            ranges = self.fed_ranges(self.paced_ranges(pace), feeders)
+            self._memo[key] = (ranges, *self.line_buffer(ranges, recompute))
+        ranges, held, done, hist = self._memo[key]
+        return ranges, list(held), list(done), list(hist)
+
     def paced_buffer(self, pace: int) -> tuple[list[int], list[int], list[int]]:
         """`line_buffer` of the paced run at `pace` (memoised): rows held,
         rows computed, history rows per tensor."""
@@ -1594,14 +1609,15 @@ class BandModel:
         held, done, hist = self._memo[key]
         return list(held), list(done), list(hist)
 
-    def paced_rows(self) -> list[int] | None:
+    def paced_rows(self, recompute: frozenset[int] = frozenset()) -> list[int] | None:
         """Line-buffer rows of every tensor in a paced run of one input row a
         step, estimated from the affine offsets: the history `ext - low` (as
-        `lb_low`) plus the rows a step brings, at least the stride of a
-        window reading it (it waits for that many new rows). None unless the
-        band is affine."""
-        if ("p", 0) not in self._memo:
-            off, low = self.offsets, self.lb_low()
+        `lb_low`, with the ops in `recompute` reading their whole range) plus
+        the rows a step brings, at least the stride of a window reading it
+        (it waits for that many new rows). None unless the band is affine."""
+        key = ("p" + ",".join(map(str, sorted(recompute))), 0)
+        if key not in self._memo:
+            off, low = self.offsets, self.lb_low(recompute)
             rows: list[int] | None = None
             if off is not None and low is not None:
                 need = [1] * len(off)
@@ -1615,8 +1631,8 @@ class BandModel:
                         zip(off, low, self.heights, self.whole, self.scales)
                     )
                 ]
-            self._memo[("p", 0)] = rows
-        rows = self._memo[("p", 0)]
+            self._memo[key] = rows
+        rows = self._memo[key]
         return None if rows is None else list(rows)
 
     def max_pace(self) -> int:

@@ -751,13 +751,13 @@ class _Lowering:
             per_tile = self.run_blocks(u, run)[1]
             if per_tile is not None:
                 ranged[run[0]] = per_tile
-                add("blocks", run[0], 0, 0)
-                add("blocks", run[0], 0, 1)
+                add("run", run[0], "blocks", 0)
+                add("run", run[0], "blocks", 1)
         rows: list[list[int]] = []
         prev: dict[str, Band] = {}
         for n, tile in enumerate(u.tiles):
             v: dict[tuple[object, ...], int] = {
-                ("blocks", k, 0, e): ends[n][e] for k, ends in ranged.items() for e in (0, 1)
+                ("run", k, "blocks", e): ends[n][e] for k, ends in ranged.items() for e in (0, 1)
             }
             for t, b in tile.held.items():
                 for a, (lo, hi) in b.items():
@@ -788,6 +788,9 @@ class _Lowering:
         kind = str(key[0])
         if kind == "keep":
             return _hint(f"keep_{key[1]}_{key[2]}")
+        if kind == "run":  # a pixel run's first and end block in the tile
+            who = self.graph.nodes[key[1]].name if isinstance(key[1], int) else key[1]
+            return _hint(f"run_{who}_{'first' if key[3] == 0 else 'end'}")
         if kind == "acc":
             ax, end = key[1], key[2]
             who = ""
@@ -1159,7 +1162,7 @@ class _Lowering:
         if per_tile is None:
             lo, hi = self.const(0), self.const(len(blocks))
         else:
-            lo, hi = col("blocks", run[0], 0, 0), col("blocks", run[0], 0, 1)
+            lo, hi = col("run", run[0], "blocks", 0), col("run", run[0], "blocks", 1)
         loop_op = scf.ForOp(lo, hi, self.const(1), [], Region(body))
         loop_op.attributes[loop.PIXEL_BLOCK_ATTR] = IntegerAttr(b, i64)
         return loop_op

@@ -1057,7 +1057,8 @@ class _Lowering:
         run (a window feeder's: its window's behind the block's; the others
         the block's own), over the columns the run's ops compute in each tile
         (the whole width, or a column band's); and per tile the first and end
-        block, None where every tile runs every block."""
+        block, None where every tile runs every block (whole rows: a tile
+        computing no row of the run runs its blocks on empty rows)."""
         graph = self.graph
         feeders = set(u.feeders)
         sink = next(k for k in run if k not in feeders)
@@ -1091,7 +1092,7 @@ class _Lowering:
             else:
                 first = firsts[span]
                 per_tile.append((first, first + len(run_blocks(*span, u.pixel_block))))
-        if len(firsts) == 1 and all(span is not None for span in spans):
+        if len(firsts) <= 1:  # whole rows: every tile runs every block (some, empty rows)
             return blocks, None
         return blocks, per_tile
 

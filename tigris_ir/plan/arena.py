@@ -5,7 +5,7 @@ schedule, `plan-arena` and the interpreters)."""
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tigris_ir.plan.memory import ALIGN
@@ -99,15 +99,38 @@ def _free_gaps(busy: list[tuple[int, int]], capacity: int) -> list[tuple[int, in
     return out
 
 
+Gap = tuple[int, int]
+
+
 def _search(
     items: Sequence[Interval], capacity: int, limit: int = 200000, largest_first: bool = False
 ) -> dict[str, int] | None:
     """Depth-first placement within `capacity` (None past `limit` nodes): in
     order of birth, or with `largest_first` by size, trying every gap's ends."""
+
+    def every_end(it: Interval, fits: list[Gap]) -> list[int]:
+        return [e for g in sorted(fits, key=_gap_key) for e in (g[0], g[1] - it.size)]
+
+    def ends(it: Interval, fits: list[Gap]) -> list[int]:
+        tight = min(fits, key=lambda g: g[1] - g[0])
+        return [fits[-1][1] - it.size, fits[0][0], tight[0], tight[1] - it.size]
+
     if largest_first:
         order = sorted(items, key=lambda i: (-i.size, i.first, i.key))
-    else:
-        order = sorted(items, key=lambda i: (i.first, -i.size, i.key))
+        return _depth_first(order, capacity, limit, every_end)
+    order = sorted(items, key=lambda i: (i.first, -i.size, i.key))
+    return _depth_first(order, capacity, limit, ends)
+
+
+def _depth_first(
+    order: Sequence[Interval],
+    capacity: int,
+    limit: int,
+    ends: Callable[[Interval, list[Gap]], list[int]],
+) -> dict[str, int] | None:
+    """Place the buffers in `order`, each at the offsets `ends` names among
+    the free gaps of its lifetime wide enough (in that order), backtracking;
+    None when nothing fits or past `limit` nodes."""
     placed: list[tuple[Interval, int]] = []
     offsets: dict[str, int] = {}
     nodes = 0
@@ -124,16 +147,7 @@ def _search(
         fits = [g for g in _free_gaps(busy, capacity) if g[1] - g[0] >= it.size]
         if not fits:
             return False
-        cands: list[int] = []
-        if largest_first:
-            ends = [e for g in sorted(fits, key=_gap_key) for e in (g[0], g[1] - it.size)]
-        else:
-            tight = min(fits, key=lambda g: g[1] - g[0])
-            ends = [fits[-1][1] - it.size, fits[0][0], tight[0], tight[1] - it.size]
-        for c in ends:
-            if c not in cands:
-                cands.append(c)
-        for c in cands:
+        for c in dict.fromkeys(ends(it, fits)):
             placed.append((it, c))
             offsets[it.key] = c
             if rec(i + 1):
@@ -201,30 +215,10 @@ def _two_ended_at(
 ) -> dict[str, int] | None:
     """`_two_ended` with the buffers living longer than `threshold` steps
     placed from the top."""
-    placed: list[tuple[Interval, int]] = []
-    offsets: dict[str, int] = {}
-    nodes = 0
 
-    def rec(i: int) -> bool:
-        nonlocal nodes
-        if i == len(order):
-            return True
-        nodes += 1
-        if nodes > limit:
-            return False
-        it = order[i]
-        busy = [(o, o + p.size) for p, o in placed if p.first <= it.last and it.first <= p.last]
-        fits = [g for g in _free_gaps(busy, capacity) if g[1] - g[0] >= it.size]
+    def ends(it: Interval, fits: list[Gap]) -> list[int]:
         if it.last - it.first > threshold:
-            ends = [g[1] - it.size for g in reversed(fits)] + [g[0] for g in fits]
-        else:
-            ends = [g[0] for g in fits] + [g[1] - it.size for g in fits]
-        for c in dict.fromkeys(ends):
-            placed.append((it, c))
-            offsets[it.key] = c
-            if rec(i + 1):
-                return True
-            placed.pop()
-        return False
+            return [g[1] - it.size for g in reversed(fits)] + [g[0] for g in fits]
+        return [g[0] for g in fits] + [g[1] - it.size for g in fits]
 
-    return dict(offsets) if rec(0) else None
+    return _depth_first(order, capacity, limit, ends)

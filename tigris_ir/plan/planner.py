@@ -80,7 +80,15 @@ exactly this and measures the same numbers):
     from where they are resident, into buffers of the band's width) and
     recomputes the halo columns of its ops (the `extra_cost` of the chain);
     not a chain reading a streamed input or writing a streamed output, whose
-    rows pass once each (`_Ctx.streams`).
+    rows pass once each (`_Ctx.streams`). A single-arena plan that does not
+    fit so is planned once more with window feeders (`_single`, `_fed`): a
+    1x1 op read only through a window (an expansion before its depthwise,
+    `plan.scratch.window_feeders`) is recomputed every tile for the rows its
+    window reads and every pixel block for the window's columns behind the
+    block, so its buffer holds one block's window and its narrow input the
+    history rows; the chain runs in whole rows or column bands down to one
+    output column, in the widest of `FEED_BLOCKS` that fits, and is kept
+    where it costs less than running the chain plainly.
   * slow memory holds the model inputs and every tensor that crosses a unit
     (stage or chain) boundary, from its producer to its last reader (model
     outputs to the end); the slow peak sums `align`ed sizes.

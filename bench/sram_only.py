@@ -16,7 +16,11 @@ chains that take pixel runs (`plan.scratch`: a depthwise and the 1x1
 convolutions after it computed a block of columns at a time); and once more
 with the input read again (`--reread-input`: a frame buffer or flash the
 network asks for windows of rows and columns, as often as it needs, so the
-chains reading it may run in column bands). Beside them, side by side, the
+chains reading it may run in column bands). Every single-SRAM figure is the
+planner's as it stands: below the budgets that fit without them, chains may
+run window feeders (`plan.scratch.window_feeders`: an expansion recomputed a
+block of columns at a time for the depthwise after it), and the "MACs +"
+columns say what they cost. Beside them, side by side, the
 measured anchors of ANCHORS.md ("Plans without external memory") and the
 ratio of our figure to theirs (below 1: less memory than the anchor).
 

@@ -608,3 +608,25 @@ def test_inverted_residual_blocks_in_the_smallest_sram_without_recomputing(
     assert p.fits and p.recomputed_macs == 0
     event(f"chains with pixel runs: {sum(1 for c in p.chains if c.pixel_block)}")
     check_pair_run(module, weights, inputs, p, 0, stream)
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(block_specs(), st.sampled_from(["resident", "streamed", "read again"]))
+def test_inverted_residual_blocks_in_the_smallest_sram_at_any_mac_cost(spec: Spec, source: str):
+    """At the smallest single SRAM at any MAC cost (window feeders where a
+    chain needs them: its expansions recomputed a block of columns at a
+    time for the depthwise): planned == measured, equal to the reference."""
+    module, weights, inputs = build(spec)
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    g = build_view(fn).graph
+    stream, reread = source != "resident", source == "read again"
+    budget = min_single_budget(g, stream_input=stream, reread_input=reread)
+    p = plan(g, budget, slow_budget=0, stream_input=stream, reread_input=reread)
+    assert p.fits and p.peak <= budget
+    event(f"chains with window feeders: {sum(1 for c in p.chains if c.feeders)}")
+    check_pair_run(module, weights, inputs, p, 0, stream, reread=reread)

@@ -74,8 +74,8 @@ from tigris_ir.plan.ir import (
     main_func,
 )
 from tigris_ir.plan.nn_graph import GraphView
-from tigris_ir.plan.scratch import run_blocks, same_place
-from tigris_ir.plan.tiling import GraphTables, map_range
+from tigris_ir.plan.scratch import run_blocks
+from tigris_ir.plan.tiling import GraphTables, map_range, same_place
 
 
 def memref_of(shape: Sequence[int], dtype: np.dtype, space: StringAttr | None) -> MemRefType:

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from tigris_ir.plan.arena import Interval, live_peak, place
 from tigris_ir.plan.graph import PlanGraph
 from tigris_ir.plan.memory import ALIGN
-from tigris_ir.plan.tiling import IDENT, WINDOW, BandModel, RowMap, map_range
+from tigris_ir.plan.tiling import WINDOW, BandModel, RowMap, map_range, same_place
 
 PIXEL_BLOCK = 8
 """Output columns a block of a pixel run computes (`pixel_runs`)."""
@@ -95,12 +95,6 @@ WHOLE_ROWS = ChainForm()
 
 def _aligned(rows: int, row_bytes: int) -> int:
     return -(-rows * row_bytes // ALIGN) * ALIGN
-
-
-def same_place(m: RowMap) -> bool:
-    """A row (or column) map reading the output's own rows: identity, or a
-    window of one row, stride 1, no padding."""
-    return m[0] == IDENT or (m[0] == WINDOW and m[1] == 1 and m[2] == 1 and m[4] == 0)
 
 
 def pixel_runs(

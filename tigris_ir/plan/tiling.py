@@ -243,6 +243,12 @@ the kernel takes for its output rows. BYTES (out_row_bytes, in_row_bytes): a
 reshape over one contiguous buffer. TRANSPOSED (k, s, d, pad_begin): a
 ConvTranspose's input rows."""
 
+def same_place(m: RowMap) -> bool:
+    """A row (or column) map reading the output's own rows: identity, or a
+    window of one row, stride 1, no padding."""
+    return m[0] == IDENT or (m[0] == WINDOW and m[1] == 1 and m[2] == 1 and m[4] == 0)
+
+
 IDENT_MAP: RowMap = (IDENT, 0, 0, 0, 0)
 WHOLE_MAP: RowMap = (WHOLE, 0, 0, 0, 0)
 
@@ -682,11 +688,6 @@ class GraphTables:
             for name, _, _, col in nb.ins:
                 readers.setdefault(name, []).append(col)
 
-        def own(m: RowMap | None) -> bool:
-            return m is not None and (
-                m[0] == IDENT or (m[0] == WINDOW and m[1] == 1 and m[2] == 1 and m[4] == 0)
-            )
-
         out = set()
         for k, node in enumerate(self.graph.nodes):
             nb = self.node_bands[k]
@@ -700,7 +701,7 @@ class GraphTables:
                 and cols[0] is not None
                 and cols[0][0] == WINDOW
                 and cols[0][1] > 1
-                and all(own(m) and own(c) for _, m, _, c in nb.ins)
+                and all(c is not None and same_place(m) and same_place(c) for _, m, _, c in nb.ins)
             ):
                 out.add(o)
         return frozenset(out)
@@ -1609,15 +1610,14 @@ class BandModel:
         held, done, hist = self._memo[key]
         return list(held), list(done), list(hist)
 
-    def paced_rows(self, recompute: frozenset[int] = frozenset()) -> list[int] | None:
+    def paced_rows(self) -> list[int] | None:
         """Line-buffer rows of every tensor in a paced run of one input row a
         step, estimated from the affine offsets: the history `ext - low` (as
-        `lb_low`, with the ops in `recompute` reading their whole range) plus
-        the rows a step brings, at least the stride of a window reading it
-        (it waits for that many new rows). None unless the band is affine."""
-        key = ("p" + ",".join(map(str, sorted(recompute))), 0)
-        if key not in self._memo:
-            off, low = self.offsets, self.lb_low(recompute)
+        `lb_low`) plus the rows a step brings, at least the stride of a
+        window reading it (it waits for that many new rows). None unless the
+        band is affine."""
+        if ("p", 0) not in self._memo:
+            off, low = self.offsets, self.lb_low()
             rows: list[int] | None = None
             if off is not None and low is not None:
                 need = [1] * len(off)
@@ -1631,8 +1631,8 @@ class BandModel:
                         zip(off, low, self.heights, self.whole, self.scales)
                     )
                 ]
-            self._memo[key] = rows
-        rows = self._memo[key]
+            self._memo[("p", 0)] = rows
+        rows = self._memo[("p", 0)]
         return None if rows is None else list(rows)
 
     def max_pace(self) -> int:
